@@ -1,0 +1,538 @@
+//! Errors found in a spec, and their rustc-like rendering.
+//!
+//! A [`Diagnostic`] is one error: a [`SpecError`] (what is wrong), a primary [`Label`] (where),
+//! optional context labels and notes. [`Diagnostics`] is every error of one spec file together with
+//! the file's text, so that it can render itself: its `Display` is deterministic (no colours, no
+//! terminal width), so it can be snapshotted.
+
+use std::fmt;
+use std::ops::Range;
+
+use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
+
+/// The kind of a declaration of the spec (`[states.x]`, `[events.x]`, ...).
+///
+/// Used in messages; it is not the declaration itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DeclKind {
+    /// A `[states.<name>]` table.
+    State,
+    /// An `[events.<name>]` table.
+    Event,
+    /// A `[timers.<name>]` table (it also declares the event of the same name).
+    Timer,
+    /// A `[guards.<name>]` table.
+    Guard,
+    /// An `[actions.<name>]` table.
+    Action,
+}
+
+impl DeclKind {
+    /// The word used for this kind in messages (`"state"`, `"event"`, ...).
+    pub const fn word(self) -> &'static str {
+        match self {
+            DeclKind::State => "state",
+            DeclKind::Event => "event",
+            DeclKind::Timer => "timer",
+            DeclKind::Guard => "guard",
+            DeclKind::Action => "action",
+        }
+    }
+
+    /// The word with its indefinite article (`"a state"`, `"an event"`).
+    pub const fn with_article(self) -> &'static str {
+        match self {
+            DeclKind::State => "a state",
+            DeclKind::Event => "an event",
+            DeclKind::Timer => "a timer",
+            DeclKind::Guard => "a guard",
+            DeclKind::Action => "an action",
+        }
+    }
+
+    /// The table that declares names of this kind (`"states"`, `"events"`, ...).
+    pub const fn table(self) -> &'static str {
+        match self {
+            DeclKind::State => "states",
+            DeclKind::Event => "events",
+            DeclKind::Timer => "timers",
+            DeclKind::Guard => "guards",
+            DeclKind::Action => "actions",
+        }
+    }
+}
+
+impl fmt::Display for DeclKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// What is wrong with a spec: one variant per class of error the generator reports.
+///
+/// This is the *what*; where it is (file, line, column) is in the [`Diagnostic`] that carries it.
+/// Messages are lower case without trailing punctuation. Not an I/O error: reading the file is the
+/// caller's business.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SpecError {
+    /// The text is not valid TOML.
+    #[error("invalid TOML: {message}")]
+    InvalidToml {
+        /// The TOML parser's message.
+        message: String,
+    },
+    /// The TOML is valid but does not have the spec's shape: an unknown or missing field, or a
+    /// value of the wrong type.
+    #[error("{message}")]
+    Structure {
+        /// The deserializer's message (for example ``unknown field `dox`, expected `doc` ``).
+        message: String,
+    },
+    /// The spec declares no state at all.
+    #[error("the spec declares no state")]
+    NoStates,
+    /// The spec declares no event and no timer.
+    #[error("the spec declares no event")]
+    NoEvents,
+    /// No state has `initial = true`.
+    #[error("no initial state: exactly one state needs `initial = true`")]
+    NoInitialState,
+    /// More than one state has `initial = true`.
+    #[error("two initial states: `{first}` and `{name}`")]
+    TwoInitialStates {
+        /// The first initial state.
+        first: String,
+        /// Another initial state.
+        name: String,
+    },
+    /// A name used where a declared name of some kind was expected.
+    #[error("unknown {kind} `{name}`")]
+    Unknown {
+        /// The kind of name that was expected.
+        kind: DeclKind,
+        /// The name as written.
+        name: String,
+    },
+    /// `"*"` written inside a list (it stands for every state only as the whole `from`).
+    #[error("`*` must be the whole `from` (`from = \"*\"`), not an item of a list")]
+    StarInList,
+    /// A list that must not be empty is empty.
+    #[error("`{field}` is an empty list")]
+    EmptyList {
+        /// The field (`from`, `on`, `do`, `states`).
+        field: &'static str,
+    },
+    /// The same name twice in one list.
+    #[error("`{name}` is listed twice in `{field}`")]
+    RepeatedName {
+        /// The repeated name.
+        name: String,
+        /// The field.
+        field: &'static str,
+    },
+    /// A (state, event) cell that no row covers.
+    #[error("missing cell: no row handles event `{event}` in state `{state}`")]
+    MissingCell {
+        /// The state of the cell.
+        state: String,
+        /// The event of the cell.
+        event: String,
+    },
+    /// A row that can never fire in some cells because an earlier unguarded row covers them.
+    #[error("duplicate cell: this row never fires in {cells}")]
+    DuplicateCell {
+        /// The cells, rendered as `(state, event)` pairs.
+        cells: String,
+        /// The line of the earlier, unguarded row.
+        earlier_line: usize,
+    },
+    /// The last row of a cell has a guard: when it is false, nothing handles the event.
+    #[error("guarded rows without a fallback in {cells}")]
+    NoFallback {
+        /// The cells, rendered as `(state, event)` pairs.
+        cells: String,
+    },
+    /// The same guard on two rows of one cell: the second is dead.
+    #[error("guard `{guard}` is used twice in {cells}")]
+    RepeatedGuard {
+        /// The guard.
+        guard: String,
+        /// The cells, rendered as `(state, event)` pairs.
+        cells: String,
+    },
+    /// A state that cannot be reached from the initial state.
+    #[error("unreachable state `{name}`: no path of rows leads to it from `{initial}`")]
+    UnreachableState {
+        /// The state.
+        name: String,
+        /// The initial state.
+        initial: String,
+    },
+    /// A declaration that no row (or `initial_actions`) uses.
+    #[error("unused {kind} `{name}`")]
+    Unused {
+        /// The kind of the declaration.
+        kind: DeclKind,
+        /// Its name.
+        name: String,
+    },
+    /// A keyed timer without `key`.
+    #[error("keyed timer `{name}` has no `key`")]
+    KeyedTimerWithoutKey {
+        /// The timer.
+        name: String,
+    },
+    /// A state or periodic timer with `key`.
+    #[error("timer `{name}` is not keyed but has a `key`")]
+    KeyOnUnkeyedTimer {
+        /// The timer.
+        name: String,
+    },
+    /// A state or periodic timer without `states`.
+    #[error("{scope} timer `{name}` has no `states`")]
+    TimerWithoutStates {
+        /// `"state"` or `"periodic"`.
+        scope: &'static str,
+        /// The timer.
+        name: String,
+    },
+    /// A keyed timer with `states`.
+    #[error("keyed timer `{name}` must not have `states`")]
+    StatesOnKeyedTimer {
+        /// The timer.
+        name: String,
+    },
+    /// A row leaves a terminal state.
+    #[error("terminal state `{state}` has a row going to `{to}`")]
+    TerminalLeaves {
+        /// The terminal state.
+        state: String,
+        /// Where the row goes.
+        to: String,
+    },
+    /// A row with `ignore = true` and also `do` or `to`.
+    #[error("a row with `ignore = true` must not have `{field}`")]
+    IgnoreWith {
+        /// `do` or `to`.
+        field: &'static str,
+    },
+    /// A row with neither `do` nor `ignore = true`.
+    #[error("a row needs either `do` or `ignore = true`")]
+    NoOutcome,
+    /// Two declarations with one name where both become the same Rust item.
+    #[error("`{name}` is both {} and {}", .first.with_article(), .second.with_article())]
+    NameClash {
+        /// The name.
+        name: String,
+        /// The kind of the earlier declaration.
+        first: DeclKind,
+        /// The kind of the later one.
+        second: DeclKind,
+    },
+    /// Two names that become the same CamelCase variant.
+    #[error("`{first}` and `{name}` both become the Rust variant `{camel}`")]
+    CamelClash {
+        /// The earlier name.
+        first: String,
+        /// The later name.
+        name: String,
+        /// The variant both become.
+        camel: String,
+    },
+    /// A name that is not a snake_case identifier, or is a Rust keyword.
+    #[error("`{name}` is not a valid name: {reason}")]
+    BadName {
+        /// The name as written.
+        name: String,
+        /// Why it is rejected.
+        reason: &'static str,
+    },
+    /// More rows than fit the generated `u16` row index.
+    #[error("too many rows: {count} (at most 65535)")]
+    TooManyRows {
+        /// How many rows there are.
+        count: usize,
+    },
+    /// The generator produced Rust that does not parse: a bug in mcp-codegen, not in the spec.
+    #[error("internal error (a bug in mcp-codegen): {message}")]
+    Internal {
+        /// What failed.
+        message: String,
+    },
+}
+
+impl SpecError {
+    /// A short stable code for the class of error (`"missing-cell"`, ...), shown as
+    /// `error[code]` and used to name the broken-spec fixtures.
+    pub const fn code(&self) -> &'static str {
+        match self {
+            SpecError::InvalidToml { .. } => "invalid-toml",
+            SpecError::Structure { .. } => "structure",
+            SpecError::NoStates => "no-states",
+            SpecError::NoEvents => "no-events",
+            SpecError::NoInitialState => "no-initial-state",
+            SpecError::TwoInitialStates { .. } => "two-initial-states",
+            SpecError::Unknown { kind, .. } => match kind {
+                DeclKind::State => "unknown-state",
+                DeclKind::Event => "unknown-event",
+                DeclKind::Timer => "unknown-timer",
+                DeclKind::Guard => "unknown-guard",
+                DeclKind::Action => "unknown-action",
+            },
+            SpecError::StarInList => "star-in-list",
+            SpecError::EmptyList { .. } => "empty-list",
+            SpecError::RepeatedName { .. } => "repeated-name",
+            SpecError::MissingCell { .. } => "missing-cell",
+            SpecError::DuplicateCell { .. } => "duplicate-cell",
+            SpecError::NoFallback { .. } => "no-fallback",
+            SpecError::RepeatedGuard { .. } => "repeated-guard",
+            SpecError::UnreachableState { .. } => "unreachable-state",
+            SpecError::Unused { .. } => "unused",
+            SpecError::KeyedTimerWithoutKey { .. } => "keyed-timer-without-key",
+            SpecError::KeyOnUnkeyedTimer { .. } => "key-on-unkeyed-timer",
+            SpecError::TimerWithoutStates { .. } => "timer-without-states",
+            SpecError::StatesOnKeyedTimer { .. } => "states-on-keyed-timer",
+            SpecError::TerminalLeaves { .. } => "terminal-leaves",
+            SpecError::IgnoreWith { .. } => "ignore-with",
+            SpecError::NoOutcome => "no-outcome",
+            SpecError::NameClash { .. } => "name-clash",
+            SpecError::CamelClash { .. } => "camel-clash",
+            SpecError::BadName { .. } => "bad-name",
+            SpecError::TooManyRows { .. } => "too-many-rows",
+            SpecError::Internal { .. } => "internal",
+        }
+    }
+}
+
+/// A span of the spec's text (byte offsets) with a message: where an error points.
+///
+/// Not a line/column pair: those are computed from the text when rendering.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    /// Byte range in the spec's text.
+    pub span: Range<usize>,
+    /// What the span shows.
+    pub message: String,
+}
+
+impl Label {
+    /// A label over `span` saying `message`.
+    pub fn new(span: Range<usize>, message: impl Into<String>) -> Self {
+        Label {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+/// One error in a spec: what ([`SpecError`]), where (a primary [`Label`]), plus context.
+///
+/// It does not hold the spec's text; [`Diagnostics`] does, and renders it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// What is wrong.
+    pub error: SpecError,
+    /// Where it is.
+    pub primary: Label,
+    /// Other places that explain it (an earlier row, a declaration).
+    pub context: Vec<Label>,
+    /// Notes and hints shown below the excerpt.
+    pub notes: Vec<String>,
+}
+
+impl Diagnostic {
+    /// An error at `span`, with a label message.
+    pub fn new(error: SpecError, span: Range<usize>, label: impl Into<String>) -> Self {
+        Diagnostic {
+            error,
+            primary: Label::new(span, label),
+            context: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// Adds a context label.
+    #[must_use]
+    pub fn with_context(mut self, span: Range<usize>, label: impl Into<String>) -> Self {
+        self.context.push(Label::new(span, label));
+        self
+    }
+
+    /// Adds a note.
+    #[must_use]
+    pub fn with_note(mut self, note: impl Into<String>) -> Self {
+        self.notes.push(note.into());
+        self
+    }
+}
+
+/// Every error found in one spec file, with the file's path and text so it renders itself.
+///
+/// `Display` renders each error like rustc (`error[code]: message`, `--> path:line:column`, the
+/// offending excerpt) followed by a summary line. It is deterministic and uncoloured. An empty
+/// `Diagnostics` is never returned by [`crate::generate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostics {
+    path: String,
+    source: String,
+    items: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// Wraps the errors of the spec at `path` whose text is `source`.
+    pub fn new(path: &str, source: &str, items: Vec<Diagnostic>) -> Self {
+        Diagnostics {
+            path: path.to_owned(),
+            source: source.to_owned(),
+            items,
+        }
+    }
+
+    /// The errors, in the order they were found (by check, then by position in the file).
+    pub fn items(&self) -> &[Diagnostic] {
+        &self.items
+    }
+
+    /// The path the spec was read from, as given.
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The codes of the errors ([`SpecError::code`]), in order.
+    pub fn codes(&self) -> Vec<&'static str> {
+        self.items.iter().map(|d| d.error.code()).collect()
+    }
+
+    /// 1-based line and column (in characters) of a byte offset of the spec.
+    pub fn line_column(&self, offset: usize) -> (usize, usize) {
+        line_column(&self.source, offset)
+    }
+
+    fn render_one(&self, d: &Diagnostic) -> String {
+        let src = self.source.as_str();
+        let spans: Vec<Range<usize>> = std::iter::once(&d.primary)
+            .chain(&d.context)
+            .map(|l| clamp(src, &l.span))
+            .collect();
+        // Only the lines the labels touch are handed to the renderer (it walks its whole input).
+        let lo = spans.iter().map(|s| s.start).min().unwrap_or(0);
+        let hi = spans.iter().map(|s| s.end).max().unwrap_or(0);
+        let window_start = src[..lo].rfind('\n').map_or(0, |i| i + 1);
+        let window_end = src[hi..].find('\n').map_or(src.len(), |i| hi + i);
+        let window = &src[window_start..window_end];
+        let first_line = line_column(src, window_start).0;
+        let shift = |r: &Range<usize>| r.start - window_start..r.end - window_start;
+        let mut snippet = Snippet::source(window)
+            .line_start(first_line)
+            .path(self.path.as_str())
+            .annotation(
+                AnnotationKind::Primary
+                    .span(shift(&spans[0]))
+                    .label(d.primary.message.as_str()),
+            );
+        for (c, span) in d.context.iter().zip(&spans[1..]) {
+            snippet = snippet.annotation(
+                AnnotationKind::Context
+                    .span(shift(span))
+                    .label((!c.message.is_empty()).then_some(c.message.as_str())),
+            );
+        }
+        let mut group: Group<'_> = Level::ERROR
+            .primary_title(d.error.to_string())
+            .id(d.error.code())
+            .element(snippet);
+        for n in &d.notes {
+            group = group.element(Level::NOTE.message(n.as_str()));
+        }
+        Renderer::plain().render(&[group])
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for d in &self.items {
+            writeln!(f, "{}", self.render_one(d))?;
+            writeln!(f)?;
+        }
+        let n = self.items.len();
+        write!(
+            f,
+            "error: {} error{} in `{}`; nothing was generated",
+            n,
+            if n == 1 { "" } else { "s" },
+            self.path
+        )
+    }
+}
+
+impl std::error::Error for Diagnostics {}
+
+/// 1-based line and column (in characters) of byte `offset` in `source` (clamped to the text).
+pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
+    let offset = floor_boundary(source, offset.min(source.len()));
+    let before = &source[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let column = source[line_start..offset].chars().count() + 1;
+    (line, column)
+}
+
+fn floor_boundary(source: &str, mut i: usize) -> usize {
+    while i > 0 && !source.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Keeps a span inside the text, on character boundaries and on one line (a multi-line span is
+/// cut at the end of its first line), so that rendering never fails.
+fn clamp(source: &str, span: &Range<usize>) -> Range<usize> {
+    let start = floor_boundary(source, span.start.min(source.len()));
+    let mut end = floor_boundary(source, span.end.clamp(start, source.len()));
+    if let Some(nl) = source[start..end].find('\n') {
+        end = start + nl;
+    }
+    start..end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn line_column_counts_from_one() {
+        let s = "ab\ncdé\nf";
+        assert_eq!(line_column(s, 0), (1, 1));
+        assert_eq!(line_column(s, 3), (2, 1));
+        assert_eq!(line_column(s, 7), (2, 4));
+        assert_eq!(line_column(s, 8), (3, 1));
+        assert_eq!(line_column(s, 1000), (3, 2));
+        // Inside the two bytes of `é`: rounds down.
+        assert_eq!(line_column(s, 6), (2, 3));
+    }
+
+    #[test]
+    fn clamp_keeps_one_line_and_boundaries() {
+        let s = "ab\ncdé\nf";
+        assert_eq!(clamp(s, &(1..5)), 1..2);
+        assert_eq!(clamp(s, &(6..100)), 5..7);
+        assert_eq!(clamp(s, &(50..60)), 9..9);
+    }
+
+    #[test]
+    fn renders_path_line_column_and_excerpt() {
+        let src = "[states.a]\ndoc = \"x\"\n";
+        let d = Diagnostics::new(
+            "spec.toml",
+            src,
+            vec![Diagnostic::new(SpecError::NoInitialState, 8..9, "here").with_note("a note")],
+        );
+        let text = d.to_string();
+        assert!(text.contains("error[no-initial-state]"), "{text}");
+        assert!(text.contains("--> spec.toml:1:9"), "{text}");
+        assert!(text.contains("[states.a]"), "{text}");
+        assert!(text.contains("note: a note"), "{text}");
+        assert!(text.ends_with("1 error in `spec.toml`; nothing was generated"));
+    }
+}

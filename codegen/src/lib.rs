@@ -1,0 +1,132 @@
+//! `mcp-codegen`: turns the connection table (`spec/transitions.toml`) into Rust, a Mermaid
+//! diagram and a Markdown table.
+//!
+//! The pipeline is parse ([`spec`]) → validate ([`validate`]) → lower ([`ir`]) → emit
+//! ([`emit_rust`], [`emit_mermaid`], [`emit_markdown`]). Every error of a spec is collected and
+//! rendered like rustc ([`Diagnostics`]); nothing is generated from a spec with errors.
+//!
+//! What this crate is not: it reads no file and writes none ([`generate`] takes the text; the
+//! binary and build scripts do I/O), it runs no machine, and it does not compile the Rust it
+//! emits (the machine crate does, with `include!`).
+
+#![warn(missing_docs)]
+
+pub mod diagnostic;
+pub mod emit_markdown;
+pub mod emit_mermaid;
+pub mod emit_rust;
+pub mod handlers;
+pub mod ir;
+pub mod spec;
+pub mod validate;
+
+pub use diagnostic::{DeclKind, Diagnostic, Diagnostics, Label, SpecError};
+pub use ir::Machine;
+
+/// Everything generated from one valid spec.
+///
+/// Plain text: writing it anywhere is the caller's job.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Generated {
+    /// The Rust module body, to be `include!`d inside a module (no inner attributes).
+    pub rust: String,
+    /// The Mermaid `stateDiagram-v2` (also the generated `MERMAID` constant).
+    pub mermaid: String,
+    /// The Markdown table of the rows.
+    pub markdown: String,
+}
+
+/// Parses and validates a spec: the lowered machine, or every error found.
+///
+/// `path` is only used in diagnostics. Never panics, whatever the text.
+pub fn load(source: &str, path: &str) -> Result<Machine, Diagnostics> {
+    let spec = spec::parse(source).map_err(|e| Diagnostics::new(path, source, e))?;
+    validate::validate(&spec, source).map_err(|e| Diagnostics::new(path, source, e))
+}
+
+/// Generates the Rust, the Mermaid diagram and the Markdown table of the spec `source`, read from
+/// `path` (used in diagnostics and in the generated header lines).
+///
+/// Returns every error of the spec instead when there is any. Never panics, whatever the text.
+pub fn generate(source: &str, path: &str) -> Result<Generated, Diagnostics> {
+    let machine = load(source, path)?;
+    let mermaid = emit_mermaid::emit(&machine, path);
+    let markdown = emit_markdown::emit(&machine, path);
+    let rust = emit_rust::emit(&machine, path, &mermaid).map_err(|message| {
+        Diagnostics::new(
+            path,
+            source,
+            vec![Diagnostic::new(
+                SpecError::Internal { message },
+                0..0,
+                "while generating from this spec",
+            )],
+        )
+    })?;
+    Ok(Generated {
+        rust,
+        mermaid,
+        markdown,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPEC: &str = include_str!("../../spec/transitions.toml");
+
+    /// Truncations and single-line deletions of the real spec never panic; every truncation that
+    /// fails renders its diagnostics.
+    #[test]
+    fn broken_variants_of_the_real_spec_never_panic() {
+        let mut cuts: Vec<usize> = (0..SPEC.len()).step_by(97).collect();
+        cuts.extend(SPEC.match_indices('\n').map(|(i, _)| i).step_by(3));
+        cuts.extend(SPEC.match_indices('"').map(|(i, _)| i + 1).step_by(7));
+        cuts.push(SPEC.len());
+        for cut in cuts {
+            if !SPEC.is_char_boundary(cut) {
+                continue;
+            }
+            if let Err(d) = generate(&SPEC[..cut], "cut.toml") {
+                assert!(!d.items().is_empty());
+                let _ = d.to_string();
+            }
+        }
+        let lines: Vec<&str> = SPEC.lines().collect();
+        for skip in 0..lines.len() {
+            // Deleting a blank or comment line changes nothing.
+            if lines[skip].trim().is_empty() || lines[skip].starts_with('#') {
+                continue;
+            }
+            let text: String = lines
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i != skip)
+                .map(|(_, l)| format!("{l}\n"))
+                .collect();
+            if let Err(d) = generate(&text, "cut.toml") {
+                let _ = d.to_string();
+            }
+        }
+    }
+
+    #[test]
+    fn odd_inputs_never_panic() {
+        for text in [
+            "",
+            "\u{feff}",
+            "[",
+            "x = 1",
+            "[machine]\nname = \"m\"\n",
+            "[machine]\nname = \"m\"\n[states.a]\ndoc = \"\"\ninitial = true\n",
+            "[machine]\nname = \"m\"\n[states.a]\ndoc = \"\"\ninitial = true\n[events.e]\ndoc = \"\"\nsource = \"caller\"\n[[row]]\nfrom = []\non = []\n",
+            "[machine]\nname = \"m\"\n[[row]]\nfrom = \"*\"\non = \"*\"\ndo = []\nignore = false\n",
+            "[machine]\nname = \"m\"\n[states.\"é\"]\ndoc = \"\"\n",
+        ] {
+            if let Err(d) = generate(text, "odd.toml") {
+                let _ = d.to_string();
+            }
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The `mcp-codegen` command: checks the connection table and prints what is generated from it.
+//!
+//! Exit codes: 0 on success, 1 when the spec has errors (or, for `handlers --impl`, methods are
+//! missing), 2 when a file cannot be read or the command line is wrong.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use mcp_codegen::handlers::{self, MethodKind};
+use mcp_codegen::{Diagnostics, Generated, Machine};
+
+const DEFAULT_SPEC: &str = "spec/transitions.toml";
+
+/// Checks spec/transitions.toml and prints the Rust, diagram, table or handler skeleton made from it.
+#[derive(Debug, Parser)]
+#[command(name = "mcp-codegen", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validates the spec: diagnostics on stderr and exit 1 on error, a summary line on success.
+    Check {
+        /// The spec file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+    },
+    /// Prints the Mermaid stateDiagram-v2.
+    Diagram {
+        /// The spec file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+    },
+    /// Prints the Markdown table of the rows.
+    Table {
+        /// The spec file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+    },
+    /// Prints the generated Rust.
+    Rust {
+        /// The spec file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+    },
+    /// Prints an `impl Handlers` skeleton, or with --impl compares an existing impl to the spec.
+    Handlers {
+        /// The spec file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+        /// A Rust file holding an `impl ... Handlers for ...` block: prints the methods it lacks
+        /// and those the spec no longer has; exit 1 if any is missing.
+        #[arg(long = "impl", value_name = "FILE.rs")]
+        impl_file: Option<PathBuf>,
+    },
+}
+
+fn read(path: &Path) -> Result<String, ExitCode> {
+    std::fs::read_to_string(path).map_err(|e| {
+        eprintln!("error: cannot read `{}`: {e}", path.display());
+        ExitCode::from(2)
+    })
+}
+
+fn report(d: &Diagnostics) -> ExitCode {
+    eprintln!("{d}");
+    ExitCode::from(1)
+}
+
+fn machine(path: &Path) -> Result<Machine, ExitCode> {
+    let source = read(path)?;
+    mcp_codegen::load(&source, &path.display().to_string()).map_err(|d| report(&d))
+}
+
+fn generated(path: &Path) -> Result<Generated, ExitCode> {
+    let source = read(path)?;
+    mcp_codegen::generate(&source, &path.display().to_string()).map_err(|d| report(&d))
+}
+
+fn compare(m: &Machine, file: &Path) -> Result<(), ExitCode> {
+    let rust = read(file)?;
+    let diff = handlers::compare_impl(m, &rust).map_err(|e| {
+        eprintln!("error: {}: {e}", file.display());
+        ExitCode::from(1)
+    })?;
+    for method in &diff.missing {
+        let kind = match method.kind {
+            MethodKind::Guard => "guard",
+            MethodKind::Action => "action",
+        };
+        println!("missing {kind}: {};", method.signature());
+    }
+    for name in &diff.extra {
+        println!("not in the spec: fn {name}");
+    }
+    if diff.missing.is_empty() && diff.extra.is_empty() {
+        println!(
+            "ok: `{}` implements the {} methods the spec requires",
+            file.display(),
+            handlers::required_methods(m).len()
+        );
+    }
+    if diff.missing.is_empty() {
+        Ok(())
+    } else {
+        Err(ExitCode::from(1))
+    }
+}
+
+fn run(cli: Cli) -> Result<(), ExitCode> {
+    match cli.command {
+        Command::Check { path } => {
+            // Generating too makes sure the emitters accept what validation accepted.
+            generated(&path)?;
+            let m = machine(&path)?;
+            println!(
+                "ok: {} states, {} events, {} rows, {} cells",
+                m.states.len(),
+                m.events.len(),
+                m.rows.len(),
+                m.cells.len()
+            );
+        }
+        Command::Diagram { path } => print!("{}", generated(&path)?.mermaid),
+        Command::Table { path } => print!("{}", generated(&path)?.markdown),
+        Command::Rust { path } => print!("{}", generated(&path)?.rust),
+        Command::Handlers { path, impl_file } => {
+            let m = machine(&path)?;
+            match impl_file {
+                None => print!("{}", handlers::skeleton(&m)),
+                Some(file) => compare(&m, &file)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(code) => code,
+    }
+}

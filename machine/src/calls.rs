@@ -1,0 +1,133 @@
+//! The request table (calls in flight or waiting to resend) and the tombstones of ended ids.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use crate::io::{CallId, RequestId};
+
+/// How far a call's request frame got.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Phase {
+    /// Offered to the transport; its outcome is due (`attempt` sends so far).
+    Sending { attempt: u8 },
+    /// The last send was busy; the retry timer is armed.
+    Retrying { attempt: u8 },
+    /// Taken by the transport: the server may see it, so a cancel goes on the wire.
+    Sent,
+}
+
+/// One call in flight.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Entry {
+    pub(crate) call: CallId,
+    pub(crate) frame: Vec<u8>,
+    pub(crate) phase: Phase,
+    pub(crate) started: Duration,
+    pub(crate) timeout: Duration,
+    pub(crate) progress: bool,
+    pub(crate) reset_on_progress: bool,
+    pub(crate) max_total: Option<Duration>,
+}
+
+/// Calls by request id, with the reverse index by caller.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Calls {
+    by_id: BTreeMap<RequestId, Entry>,
+    by_call: BTreeMap<CallId, RequestId>,
+}
+
+impl Calls {
+    pub(crate) fn insert(&mut self, id: RequestId, entry: Entry) {
+        self.by_call.insert(entry.call, id);
+        self.by_id.insert(id, entry);
+    }
+
+    pub(crate) fn get(&self, id: RequestId) -> Option<&Entry> {
+        self.by_id.get(&id)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: RequestId) -> Option<&mut Entry> {
+        self.by_id.get_mut(&id)
+    }
+
+    pub(crate) fn id_of(&self, call: CallId) -> Option<RequestId> {
+        self.by_call.get(&call).copied()
+    }
+
+    pub(crate) fn remove(&mut self, id: RequestId) -> Option<Entry> {
+        let entry = self.by_id.remove(&id)?;
+        self.by_call.remove(&entry.call);
+        Some(entry)
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (RequestId, &Entry)> {
+        self.by_id.iter().map(|(id, e)| (*id, e))
+    }
+
+    pub(crate) fn ids(&self) -> Vec<RequestId> {
+        self.by_id.keys().copied().collect()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_id.len()
+    }
+}
+
+/// Ids that ended (timed out, cancelled, failed, abandoned), remembered for a TTL so that a
+/// late answer is recognised as late rather than unknown. The TTL is the same for every
+/// entry and time never goes back, so insertion order is expiry order: a sweep pops from the
+/// front and costs what it drops.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Tombstones {
+    order: VecDeque<(Duration, RequestId)>,
+    live: BTreeMap<RequestId, Duration>,
+}
+
+impl Tombstones {
+    pub(crate) fn insert(&mut self, id: RequestId, expires: Duration) {
+        if self.live.insert(id, expires).is_none() {
+            self.order.push_back((expires, id));
+        }
+    }
+
+    /// Whether `id` is tombstoned and not expired at `now` (`age >= ttl` means expired).
+    pub(crate) fn contains(&self, id: RequestId, now: Duration) -> bool {
+        self.live.get(&id).is_some_and(|exp| now < *exp)
+    }
+
+    /// Drops every entry expired at `now`; returns how many.
+    pub(crate) fn sweep(&mut self, now: Duration) -> usize {
+        let mut dropped = 0;
+        while let Some(&(exp, id)) = self.order.front() {
+            if exp > now {
+                break;
+            }
+            self.order.pop_front();
+            self.live.remove(&id);
+            dropped += 1;
+        }
+        dropped
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.live.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tombstones_expire_in_order() {
+        let mut t = Tombstones::default();
+        t.insert(1, Duration::from_secs(10));
+        t.insert(2, Duration::from_secs(20));
+        assert!(t.contains(1, Duration::from_secs(9)));
+        assert!(!t.contains(1, Duration::from_secs(10)));
+        assert_eq!(t.sweep(Duration::from_secs(15)), 1);
+        assert_eq!(t.len(), 1);
+        assert!(t.contains(2, Duration::from_secs(15)));
+        assert!(!t.contains(3, Duration::from_secs(0)));
+    }
+}

@@ -1,0 +1,347 @@
+//! What goes into the machine ([`Input`]) and what comes out ([`Action`]).
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::generated::{EventKind, State};
+
+/// A JSON-RPC request id issued by this client: one counter per machine lifetime, never reset,
+/// never reused (across reconnects, and `initialize` takes one too).
+pub type RequestId = u64;
+
+/// A transport generation: each spawned transport gets the next one; inputs tagged with an
+/// older generation never change anything.
+pub type Generation = u64;
+
+/// The driver's name for one caller waiting for an answer (a call, a notify or a stop).
+///
+/// Chosen by the driver, opaque to the machine; every `CallId` given in an input is answered by
+/// exactly one [`Action::Reply`] (or [`Action::StopDone`] for a stop).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallId(pub u64);
+
+/// Per-call options.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CallOptions {
+    /// This call's timeout instead of the configured default.
+    pub timeout: Option<Duration>,
+    /// Ask the server for progress (`_meta.progressToken`, the request id).
+    pub progress: bool,
+    /// Each progress notification restarts the timeout...
+    pub reset_timeout_on_progress: bool,
+    /// ...but never beyond this total since the call started.
+    pub max_total_timeout: Option<Duration>,
+}
+
+/// A JSON-RPC error object (from the server, or sent by us).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RpcError {
+    /// The error code.
+    pub code: i64,
+    /// The message.
+    pub message: String,
+    /// Optional data.
+    pub data: Option<Value>,
+}
+
+/// Which send an [`Input::SendResult`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SendToken {
+    /// The frame of this request (a call, or `initialize`).
+    Request(RequestId),
+    /// A notification or a response; its outcome changes nothing.
+    Other,
+}
+
+/// How a transport took a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SendOutcome {
+    /// Queued for writing.
+    Ok,
+    /// The bounded queue was full; try again later.
+    Busy,
+    /// The transport is gone.
+    Failed,
+}
+
+/// An input from the driver.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Input {
+    /// A transport generation is up.
+    TransportUp {
+        /// Its generation.
+        generation: Generation,
+    },
+    /// A transport generation is down (or could not be spawned).
+    TransportDown {
+        /// Its generation.
+        generation: Generation,
+        /// Why, for errors and logs.
+        reason: String,
+    },
+    /// One frame as read (at most one per granted credit).
+    Frame {
+        /// Its generation.
+        generation: Generation,
+        /// The bytes, without the newline.
+        bytes: Vec<u8>,
+    },
+    /// The transport met a frame over its limit and stopped reading it.
+    Oversized {
+        /// Its generation.
+        generation: Generation,
+        /// How many bytes it saw.
+        size: usize,
+    },
+    /// The outcome of an [`Action::Send`]; due before any other input.
+    SendResult {
+        /// The generation the frame was offered to.
+        generation: Generation,
+        /// Which send.
+        token: SendToken,
+        /// What happened.
+        outcome: SendOutcome,
+    },
+    /// The client handler answered a server request.
+    HandlerReply {
+        /// The generation the request came from.
+        generation: Generation,
+        /// The server's request id.
+        id: Value,
+        /// The answer.
+        result: Result<Value, RpcError>,
+    },
+    /// A caller wants a request made.
+    Call {
+        /// Who to answer.
+        call: CallId,
+        /// The JSON-RPC method.
+        method: String,
+        /// Its params (an object, or none).
+        params: Option<Value>,
+        /// Timeout and progress options.
+        options: CallOptions,
+    },
+    /// A caller wants a notification sent.
+    Notify {
+        /// Who to answer (once the notification is handed to the transport).
+        call: CallId,
+        /// The method.
+        method: String,
+        /// Its params.
+        params: Option<Value>,
+    },
+    /// A caller gives up on a call.
+    Cancel {
+        /// The call.
+        call: CallId,
+    },
+    /// A caller asks to stop.
+    Stop {
+        /// Who to answer.
+        call: CallId,
+    },
+}
+
+/// Why a call failed, as the machine knows it (the runtime maps it to its public error).
+#[derive(Clone, Debug, PartialEq)]
+pub enum CallError {
+    /// The server did not answer in time; `notifications/cancelled` was sent if the request was.
+    Timeout {
+        /// The timeout that ran out.
+        after: Duration,
+    },
+    /// The connection is stopping or stopped.
+    Shutdown,
+    /// Not connected now.
+    Unavailable {
+        /// The state the connection is in.
+        state: State,
+        /// When the next reconnect is due, in backoff.
+        retry_in: Option<Duration>,
+        /// Why the last connection attempt failed, if it did.
+        last_error: Option<String>,
+    },
+    /// The transport failed under the call (connection lost, send failed).
+    Transport {
+        /// What happened.
+        reason: String,
+    },
+    /// The transport stayed busy for every send attempt.
+    Backpressure {
+        /// How many sends were tried.
+        attempts: u8,
+    },
+    /// The server answered with a JSON-RPC error.
+    Server(RpcError),
+    /// The caller cancelled it.
+    Cancelled,
+    /// The server's answer broke the protocol.
+    Protocol {
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// A notification from the server, for subscribers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method, e.g. `notifications/message`.
+    pub method: String,
+    /// The params.
+    pub params: Option<Value>,
+}
+
+/// What the server told us in the handshake.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerInfo {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// `serverInfo` (name, version, ...).
+    pub server_info: Value,
+    /// The server's capabilities.
+    pub capabilities: Value,
+    /// Optional instructions.
+    pub instructions: Option<String>,
+}
+
+/// Telemetry: things worth a log line or a metric that change nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Report {
+    /// A frame that is not JSON-RPC.
+    Malformed {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A frame over the limit.
+    Oversized {
+        /// Bytes seen.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// A response for an id that already ended (timed out, cancelled, failed).
+    LateResponse {
+        /// The id.
+        id: RequestId,
+    },
+    /// A response for an id we do not know.
+    UnknownResponse {
+        /// The id as sent by the server.
+        id: String,
+    },
+    /// A busy send will be retried.
+    SendRetry {
+        /// The request.
+        id: RequestId,
+        /// Sends tried so far.
+        attempt: u8,
+    },
+    /// The handshake failed.
+    InitRejected {
+        /// Why.
+        reason: String,
+    },
+    /// A row the table marks impossible fired (it was ignored): a transport or a timer broke
+    /// its contract.
+    ImpossibleRow {
+        /// The row's index.
+        row: u16,
+    },
+}
+
+/// An output of the machine, carried out by the driver in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Start transport generation `generation` (report its up/down/frames tagged with it).
+    SpawnTransport {
+        /// The new generation.
+        generation: Generation,
+    },
+    /// Close that generation (flush, then shut it down); grant it nothing more.
+    CloseTransport {
+        /// The generation.
+        generation: Generation,
+    },
+    /// Offer a frame to the transport without waiting, then feed back [`Input::SendResult`].
+    Send {
+        /// The generation.
+        generation: Generation,
+        /// Which send, to echo back.
+        token: SendToken,
+        /// The JSON bytes (no newline).
+        frame: Vec<u8>,
+    },
+    /// Let that generation deliver one more frame.
+    GrantCredit {
+        /// The generation.
+        generation: Generation,
+    },
+    /// Answer a caller of a call or a notify.
+    Reply {
+        /// The caller.
+        call: CallId,
+        /// The request id, when one was issued.
+        request: Option<RequestId>,
+        /// The answer.
+        outcome: Result<Value, CallError>,
+    },
+    /// Answer a stop.
+    StopDone {
+        /// The caller.
+        call: CallId,
+        /// Whether it was already stopping or stopped.
+        already: bool,
+    },
+    /// A server notification for subscribers.
+    Notification(Notification),
+    /// Progress for a call (the params of `notifications/progress`).
+    Progress {
+        /// The call.
+        call: CallId,
+        /// The params.
+        params: Value,
+    },
+    /// A server request for the client handler; answer with [`Input::HandlerReply`].
+    ServerRequest {
+        /// The generation it came from.
+        generation: Generation,
+        /// Its id.
+        id: Value,
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Option<Value>,
+    },
+    /// Abort the handler task of one server request.
+    AbortServerRequest {
+        /// The generation.
+        generation: Generation,
+        /// The server's request id.
+        id: Value,
+    },
+    /// Abort every handler task of a generation.
+    AbortServerRequests {
+        /// The generation.
+        generation: Generation,
+    },
+    /// Something worth reporting.
+    Report(Report),
+    /// The connection is over.
+    Exit,
+}
+
+/// What one input did: the row that fired, for tracing and coverage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Step {
+    /// The state before.
+    pub from: State,
+    /// The classified event.
+    pub event: EventKind,
+    /// The index of the row in [`crate::ROWS`].
+    pub row: u16,
+    /// The state after.
+    pub to: State,
+}

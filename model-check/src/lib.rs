@@ -1,0 +1,192 @@
+//! The model checker of the MCP client's connection machine.
+//!
+//! A [stateright] model whose state is the real [`mcp_machine::Machine`] (running the table
+//! generated from `spec/transitions.toml`) plus an adversarial environment and ghost history,
+//! explored breadth-first to a fixed depth in several configurations. It proves, within those
+//! bounds, that no caller is answered twice, that an ended id never reaches its caller, that
+//! stop answers every call exactly once and sends nothing after, and the other properties of
+//! [`harness::Harness`]; it reports row coverage, and a mutation self-test shows each property
+//! can fail. It is not a test of the runtime's IO: only the lifecycle core is explored.
+
+pub mod harness;
+pub mod mutants;
+pub mod walk;
+pub mod world;
+
+use std::time::{Duration, Instant};
+
+use mcp_machine::ROWS;
+use stateright::{Checker, HasDiscoveries, Model};
+
+use crate::harness::{Bounds, Coverage, Harness, Variant};
+use crate::world::{Junk, Move, World};
+
+/// A named exhaustive configuration with its pinned unique-state count.
+#[derive(Clone, Copy, Debug)]
+pub struct Configuration {
+    /// Its name.
+    pub name: &'static str,
+    /// Its bounds.
+    pub bounds: Bounds,
+    /// The unique states BFS must find: a change means the table, the machine or the harness
+    /// changed (or the search was cut short), and must be deliberate.
+    pub pinned_unique: usize,
+}
+
+const fn junk(bits: &[Junk]) -> u16 {
+    let mut out = 0;
+    let mut i = 0;
+    while i < bits.len() {
+        out |= bits[i] as u16;
+        i += 1;
+    }
+    out
+}
+
+/// The configurations of `cargo run --release -p model-check`.
+pub fn configurations() -> Vec<Configuration> {
+    use Junk::*;
+    vec![
+        Configuration {
+            name: "lifecycle",
+            bounds: Bounds { calls: 2, stops: 2, crashes: 1, busy: 0, gens: 2, depth: 13,
+                junk: junk(&[InitBadVersion, InitError, Duplicate]) },
+            pinned_unique: 0,
+        },
+        Configuration {
+            name: "server-traffic",
+            bounds: Bounds { calls: 1, stops: 1, crashes: 0, busy: 0, gens: 1, depth: 11,
+                junk: junk(&[Ping, Sampling, ServerCancel, Undeclared, Log, Progress, Unknown, Malformed, Oversized]) },
+            pinned_unique: 0,
+        },
+        Configuration {
+            name: "send-retry",
+            bounds: Bounds { calls: 2, stops: 1, crashes: 1, busy: 3, gens: 2, depth: 12,
+                junk: junk(&[SendFailed, Duplicate]) },
+            pinned_unique: 0,
+        },
+    ]
+}
+
+/// A smaller configuration for `cargo test`.
+pub fn small_configuration() -> Configuration {
+    use Junk::*;
+    Configuration {
+        name: "small",
+        bounds: Bounds { calls: 1, stops: 1, crashes: 1, busy: 1, gens: 2, depth: 9,
+            junk: junk(&[InitError, Duplicate, Ping]) },
+        pinned_unique: 0,
+    }
+}
+
+/// What one exhaustive run found.
+pub struct Outcome {
+    /// The configuration.
+    pub name: &'static str,
+    /// States generated (with repeats).
+    pub states: usize,
+    /// Unique states.
+    pub unique: usize,
+    /// Deepest level reached.
+    pub depth: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Properties that failed (always/eventually with a counterexample, or a per-configuration
+    /// sometimes without an example), each with a readable trace.
+    pub failures: Vec<(String, String)>,
+    /// Run-level vacuity guards met here.
+    pub guards_met: Vec<&'static str>,
+    /// Whether the search finished.
+    pub done: bool,
+}
+
+/// Runs BFS over one configuration and variant, merging row coverage into `coverage`.
+/// With `stop_at_first_failure`, the search ends as soon as any property fails (mutants).
+pub fn check(config: &Configuration, variant: Variant, coverage: &Coverage, stop_at_first_failure: bool) -> Outcome {
+    let model = Harness::new(config.bounds, variant);
+    let props = model.properties();
+    let start = Instant::now();
+    let mut builder = model.clone().checker().target_max_depth(config.bounds.depth).threads(threads());
+    if stop_at_first_failure {
+        builder = builder.finish_when(HasDiscoveries::AnyFailures);
+    }
+    let checker = builder.spawn_bfs().join();
+    let elapsed = start.elapsed();
+    coverage.merge(&model.coverage);
+    let found = checker.discoveries();
+    let mut failures = Vec::new();
+    let mut guards_met = Vec::new();
+    for p in &props {
+        let run_guard = harness::RUN_GUARDS.iter().any(|(name, _)| *name == p.name);
+        let discovered = found.contains_key(p.name);
+        if run_guard {
+            if discovered {
+                guards_met.push(p.name);
+            }
+            continue;
+        }
+        // A search stopped at the first counterexample proves nothing about examples not found.
+        let missing_example = !discovered && !p.expectation.discovery_is_failure();
+        if stop_at_first_failure && missing_example {
+            continue;
+        }
+        if discovered == p.expectation.discovery_is_failure() {
+            let trace = found
+                .get(p.name)
+                .map(|path| render_trace(&model, path.clone().into_actions()))
+                .unwrap_or_else(|| "  (no example found within the bounds)".to_string());
+            failures.push((p.name.to_string(), trace));
+            if stop_at_first_failure {
+                break;
+            }
+        }
+    }
+    Outcome {
+        name: config.name,
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        depth: checker.max_depth(),
+        elapsed,
+        failures,
+        guards_met,
+        done: checker.is_done(),
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Replays a path from the initial state, describing each step: the state, the event, the row
+/// that fired and the actions.
+pub fn render_trace(model: &Harness, moves: Vec<Move>) -> String {
+    let mut w: World = model.initial();
+    let mut lines = vec![format!("  start in {}", w.m.state().name())];
+    for mv in moves {
+        let mut log = Vec::new();
+        w = model.apply(&w, mv, Some(&mut log));
+        lines.extend(log);
+    }
+    lines.join("\n")
+}
+
+/// The rows that must fire (all but those marked impossible) and those that did.
+pub fn coverage_summary(coverage: &Coverage) -> (usize, usize, Vec<String>) {
+    let mut fired = 0;
+    let mut total = 0;
+    let mut missing = Vec::new();
+    for (i, row) in ROWS.iter().enumerate() {
+        if row.impossible {
+            continue;
+        }
+        total += 1;
+        if coverage.fired(i) {
+            fired += 1;
+        } else {
+            let from: Vec<_> = row.from.iter().map(|s| s.name()).collect();
+            let on: Vec<_> = row.on.iter().map(|e| e.name()).collect();
+            missing.push(format!("row #{i} (line {}): {from:?} on {on:?} guard {:?}", row.line, row.guard));
+        }
+    }
+    (fired, total, missing)
+}

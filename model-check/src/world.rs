@@ -1,0 +1,258 @@
+//! The explored state: the real machine, the environment around it, and ghost history.
+//!
+//! The environment is an honest transport (it delivers a frame only against a granted credit,
+//! says up and down once per generation) carrying an adversarial server and adversarial
+//! callers: any request the server has seen may be answered late or twice, unknown ids,
+//! garbage, oversized frames, pings, server requests and notifications arrive whenever credit
+//! allows, sends may be busy or fail, transports may die at any point, callers call, cancel
+//! and stop concurrently, and any armed timer may fire at any time.
+//!
+//! Properties read the ghost history kept here from the machine's *outputs* (actions and
+//! armed deadlines), never the machine's own bookkeeping, so a buggy machine cannot hide its
+//! own bug.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use mcp_machine::{Machine, RequestId, SendOutcome, SendToken, TimerKey};
+
+/// A frame the simulated server may send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerFrame {
+    /// A good `initialize` result.
+    InitOk(RequestId),
+    /// An `initialize` result with a version the client does not speak.
+    InitBadVersion(RequestId),
+    /// An error answering `initialize`.
+    InitError(RequestId),
+    /// A result for a call's request (first answer, or a duplicate, or late).
+    Answer(RequestId),
+    /// A response with an id never issued.
+    Unknown,
+    /// Not JSON.
+    Malformed,
+    /// Over the frame limit.
+    Oversized,
+    /// A server `ping` request.
+    Ping,
+    /// A `sampling/createMessage` request (a declared capability).
+    Sampling,
+    /// A `roots/list` request (not declared).
+    Undeclared,
+    /// `notifications/cancelled` for the sampling request.
+    ServerCancel,
+    /// A logging notification.
+    Log,
+    /// Progress for a call.
+    Progress(RequestId),
+}
+
+/// One move of the environment (the model's action).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Move {
+    /// Caller `n` makes its call.
+    Call(u8),
+    /// Caller `n` cancels its call.
+    Cancel(u8),
+    /// Stopper `n` asks to stop.
+    Stop(u8),
+    /// Generation `g` comes up.
+    Up(u64),
+    /// Generation `g` goes down.
+    Down(u64),
+    /// Generation `g` delivers a frame (spending a credit).
+    Frame(u64, ServerFrame),
+    /// The oldest pending send gets its outcome.
+    Outcome(SendOutcome),
+    /// The handler answers server request `id` of generation `g`.
+    HandlerReply(u64, i64),
+    /// An armed timer fires.
+    Timer(TimerKey),
+}
+
+/// One-shot kinds of server traffic, each enabled per configuration and used at most once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u16)]
+pub enum Junk {
+    /// [`ServerFrame::InitBadVersion`].
+    InitBadVersion = 1 << 0,
+    /// [`ServerFrame::InitError`].
+    InitError = 1 << 1,
+    /// [`ServerFrame::Unknown`].
+    Unknown = 1 << 2,
+    /// [`ServerFrame::Malformed`].
+    Malformed = 1 << 3,
+    /// [`ServerFrame::Oversized`].
+    Oversized = 1 << 4,
+    /// [`ServerFrame::Ping`].
+    Ping = 1 << 5,
+    /// [`ServerFrame::Sampling`] (and its cancel).
+    Sampling = 1 << 6,
+    /// [`ServerFrame::Undeclared`].
+    Undeclared = 1 << 7,
+    /// [`ServerFrame::Log`].
+    Log = 1 << 8,
+    /// [`ServerFrame::Progress`].
+    Progress = 1 << 9,
+    /// A second answer to a request.
+    Duplicate = 1 << 10,
+    /// A send outcome `Failed`.
+    SendFailed = 1 << 11,
+    /// [`ServerFrame::ServerCancel`] for a server request being handled.
+    ServerCancel = 1 << 12,
+}
+
+/// The environment's view of one transport generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GenEnv {
+    /// It said up.
+    pub up: bool,
+    /// It said down (nothing more comes from it).
+    pub down: bool,
+    /// The machine closed it.
+    pub closed: bool,
+    /// Frames it may still deliver.
+    pub credit: u8,
+}
+
+/// The environment: transports and the server.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Env {
+    /// Every spawned generation.
+    pub gens: BTreeMap<u64, GenEnv>,
+    /// Sends awaiting their outcome, oldest first.
+    pub pending: VecDeque<(u64, SendToken)>,
+    /// Requests the server has seen: generation and how many answers it sent.
+    pub on_wire: BTreeMap<RequestId, (u64, u8)>,
+    /// Server requests with the handler: (generation, id).
+    pub server_requests: BTreeSet<(u64, i64)>,
+    /// Calls made so far.
+    pub calls: u8,
+    /// Stops made so far.
+    pub stops: u8,
+    /// Transports that died on their own.
+    pub crashes: u8,
+    /// Busy outcomes so far.
+    pub busy: u8,
+    /// Junk already used (bits of [`Junk`]).
+    pub junk_used: u16,
+}
+
+/// Who an id was issued for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// `initialize` on a generation.
+    Init(u64),
+    /// A caller's call.
+    Call(u8),
+}
+
+/// What the ghost knows of one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CallGhost {
+    /// Answers it got.
+    pub replies: u8,
+    /// Its request id, once sent.
+    pub request: Option<RequestId>,
+    /// One of its sends was busy.
+    pub busy_seen: bool,
+}
+
+/// Properties that were broken (bits).
+pub mod violation {
+    /// A caller was answered twice.
+    pub const DOUBLE_REPLY: u32 = 1 << 0;
+    /// A call whose id ended (timeout, cancel, failure) got a server answer afterwards.
+    pub const LATE_DELIVERED: u32 = 1 << 1;
+    /// A frame was sent after the stop was accepted.
+    pub const SENT_AFTER_STOP: u32 = 1 << 2;
+    /// An id was issued twice.
+    pub const ID_REUSED: u32 = 1 << 3;
+    /// A reconnect delay outside the backoff bounds.
+    pub const BACKOFF_BOUNDS: u32 = 1 << 4;
+    /// An input of an older generation changed something.
+    pub const STALE_CHANGED: u32 = 1 << 5;
+    /// `notifications/cancelled` for a request the server never saw, or twice.
+    pub const BAD_CANCEL: u32 = 1 << 6;
+    /// Credit granted to a closed or dead transport.
+    pub const CREDIT_AFTER_CLOSE: u32 = 1 << 7;
+    /// `notifications/initialized` missing before a call, or sent twice.
+    pub const INITIALIZED: u32 = 1 << 8;
+    /// A late answer within the tombstone TTL was reported as unknown.
+    pub const LATE_MISREPORTED: u32 = 1 << 9;
+    /// A cancelled call was not answered at once.
+    pub const CANCEL_UNANSWERED: u32 = 1 << 10;
+    /// A stop was not answered at once, or two stops were both told "stopped".
+    pub const STOP_REPLY: u32 = 1 << 11;
+    /// An answer went to a caller that never called.
+    pub const PHANTOM_REPLY: u32 = 1 << 12;
+    /// Progress delivered for a call already answered.
+    pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
+    /// A row marked impossible in the table fired.
+    pub const IMPOSSIBLE_ROW: u32 = 1 << 14;
+    /// A frame was offered to a closed or dead generation, or to one that is not current.
+    pub const SENT_ON_DEAD: u32 = 1 << 15;
+    /// A new transport was spawned while an older one was neither closed nor down.
+    pub const LEAKED_TRANSPORT: u32 = 1 << 16;
+}
+
+/// Things that happened at least once (bits), for the `sometimes` vacuity guards.
+pub mod seen {
+    /// Ready was reached.
+    pub const READY: u32 = 1 << 0;
+    /// A call got a server result.
+    pub const CALL_OK: u32 = 1 << 1;
+    /// A call that had a busy send got a server result.
+    pub const BUSY_THEN_OK: u32 = 1 << 2;
+    /// Ready on a second or later generation.
+    pub const RECONNECT_READY: u32 = 1 << 3;
+    /// A late response was dropped as late.
+    pub const LATE_DROPPED: u32 = 1 << 4;
+    /// A call timed out.
+    pub const TIMED_OUT: u32 = 1 << 5;
+    /// A stop found calls in flight.
+    pub const STOP_WITH_CALLS: u32 = 1 << 6;
+}
+
+/// Ghost history.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Ghost {
+    /// Calls by caller.
+    pub calls: BTreeMap<u8, CallGhost>,
+    /// Answers per stopper.
+    pub stops: BTreeMap<u8, u8>,
+    /// A stop was answered "stopped" (not "already").
+    pub stop_accepted: bool,
+    /// Who each issued id belongs to.
+    pub owners: BTreeMap<RequestId, Owner>,
+    /// Ids that ended without a server answer, with when.
+    pub ended: BTreeMap<RequestId, Duration>,
+    /// Ids a cancel was sent for.
+    pub cancels: BTreeSet<RequestId>,
+    /// `notifications/initialized` sent per generation.
+    pub initialized: BTreeMap<u64, u8>,
+    /// Reconnect delays scheduled since the last ready.
+    pub backoff_n: u32,
+    /// Broken properties (bits of [`violation`]).
+    pub violations: u32,
+    /// Vacuity guards met (bits of [`seen`]).
+    pub seen: u32,
+}
+
+/// The explored state.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World {
+    /// The real machine.
+    pub m: Machine,
+    /// The environment.
+    pub env: Env,
+    /// Ghost history.
+    pub ghost: Ghost,
+}
+
+impl World {
+    /// Whether every call made so far has been answered.
+    pub fn all_calls_answered(&self) -> bool {
+        self.ghost.calls.values().all(|c| c.replies >= 1)
+    }
+}

@@ -1,0 +1,476 @@
+//! [`ClientBuilder`] and [`Client`]: the typed API over the driver.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcp_machine::{CallId, CallOptions, Config, Input, Machine};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::driver::{Command, Driver, Outputs, ProgressSink};
+use crate::handler::{ClientHandler, Handlers};
+use crate::transport::{Connector, StdioConnector, TransportConfig};
+use crate::types::*;
+use crate::{ConnState, Error, Result};
+
+/// Per-call options: timeout, progress, and how progress moves the timeout.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    timeout: Option<Duration>,
+    progress: Option<ProgressSink>,
+    reset_timeout_on_progress: bool,
+    max_total_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("max_total_timeout", &self.max_total_timeout)
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Default options (the client's request timeout, no progress).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This call's timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Ask for progress and pass each notification to `f`.
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Ask for progress and deliver it on a channel (a stream of [`Progress`]).
+    pub fn progress_channel(self) -> (Self, mpsc::UnboundedReceiver<Progress>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (
+            self.on_progress(move |p| {
+                let _ = tx.send(p);
+            }),
+            rx,
+        )
+    }
+
+    /// Restart the timeout at each progress notification, but never wait more than `max_total`
+    /// in all.
+    pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = true;
+        self.max_total_timeout = Some(max_total);
+        self
+    }
+}
+
+/// Builds a [`Client`]: the transport, who we are, what we answer, and the timeouts.
+pub struct ClientBuilder {
+    connector: Arc<dyn Connector>,
+    config: Config,
+    transport: TransportConfig,
+    handler: Arc<dyn ClientHandler>,
+    seed: Option<u64>,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("transport", &self.connector.describe())
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBuilder {
+    /// A builder over any transport connector.
+    pub fn new(connector: impl Connector) -> Self {
+        ClientBuilder {
+            connector: Arc::new(connector),
+            config: Config { client_name: "mcp-runtime".into(), ..Config::default() },
+            transport: TransportConfig::default(),
+            handler: Arc::new(Handlers::new()),
+            seed: None,
+        }
+    }
+
+    /// A builder that spawns `program` with `args` (no shell) and speaks MCP over its stdio.
+    pub fn stdio(
+        program: impl Into<std::ffi::OsString>,
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Self {
+        Self::new(StdioConnector::builder(program).args(args).build())
+    }
+
+    /// `clientInfo` sent in the handshake.
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.config.client_name = name.into();
+        self.config.client_version = version.into();
+        self
+    }
+
+    /// The handler answering the server's requests; the client declares what it provides.
+    pub fn handler(mut self, handler: impl ClientHandler) -> Self {
+        self.handler = Arc::new(handler);
+        self
+    }
+
+    /// Default per-call timeout (30 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = timeout;
+        self.update_ttl();
+        self
+    }
+
+    /// Bound on spawning plus the handshake (10 s).
+    pub fn init_timeout(mut self, timeout: Duration) -> Self {
+        self.config.init_timeout = timeout;
+        self.update_ttl();
+        self
+    }
+
+    /// Reconnect backoff: from `min` doubling to `max` (1 s to 30 s), ±`jitter_pct` % (20).
+    pub fn backoff(mut self, min: Duration, max: Duration, jitter_pct: u32) -> Self {
+        self.config.backoff_min = min;
+        self.config.backoff_max = max.max(min);
+        self.config.backoff_jitter_pct = jitter_pct.min(100);
+        self.update_ttl();
+        self
+    }
+
+    /// Largest frame accepted from the server (16 MiB; exactly that is accepted).
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_frame_bytes = bytes;
+        self.transport.max_frame_bytes = bytes;
+        self
+    }
+
+    /// Capacity of the transport's outgoing queue; a full queue is "busy" (256).
+    pub fn send_queue(mut self, frames: usize) -> Self {
+        self.transport.send_queue = frames.max(1);
+        self
+    }
+
+    /// Seed of the jitter (random by default); fix it for reproducible runs.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    fn update_ttl(&mut self) {
+        let c = &mut self.config;
+        c.tombstone_ttl = Config::ttl_for(c.request_timeout, c.init_timeout, c.backoff_max);
+    }
+
+    /// Starts the client and waits until it is ready, or fails with the reason of the first
+    /// failed attempt (the client is then stopped). Bounded by the init timeout.
+    pub async fn connect(self) -> Result<Client> {
+        let client = self.connect_lazy();
+        let mut states = client.watch_state();
+        loop {
+            let state = *states.borrow_and_update();
+            match state {
+                ConnState::Ready => return Ok(client),
+                ConnState::Backoff | ConnState::Closing | ConnState::Closed => {
+                    let last_error = client.last_error();
+                    client.stop().await;
+                    return Err(Error::Unavailable { state, retry_in: None, last_error });
+                }
+                ConnState::Starting | ConnState::Initializing => {}
+            }
+            if states.changed().await.is_err() {
+                return Err(Error::Shutdown);
+            }
+        }
+    }
+
+    /// Starts the client and returns at once; it connects (and reconnects) in the background.
+    /// Must be called inside a tokio runtime.
+    pub fn connect_lazy(self) -> Client {
+        let seed = self.seed.unwrap_or_else(random_seed);
+        let epoch = tokio::time::Instant::now();
+        let mut caps = self.handler.provides().capabilities();
+        caps.roots_list_changed = false;
+        let config = Config { capabilities: caps, ..self.config };
+        let machine = Machine::new(config, seed, std::time::Duration::ZERO);
+        let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let (state_tx, state_rx) = watch::channel(ConnState::Starting);
+        let (closed_tx, closed_rx) = watch::channel(false);
+        let (notifications, _) = broadcast::channel(1024);
+        let out = Arc::new(Outputs {
+            state: state_tx,
+            server: RwLock::new(None),
+            last_error: RwLock::new(None),
+            notifications,
+            closed: closed_tx,
+        });
+        let driver = Driver::new(machine, epoch, self.connector, self.transport, self.handler, Arc::clone(&out));
+        let task = tokio::spawn(driver.run(commands_rx));
+        let monitor_out = Arc::clone(&out);
+        tokio::spawn(async move {
+            if let Err(e) = task.await {
+                let why = if e.is_panic() { "the client driver panicked" } else { "the client driver was cancelled" };
+                tracing::error!(target: "mcp::driver", "{why}");
+                *monitor_out.last_error.write().unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
+                monitor_out.state.send_replace(ConnState::Closed);
+                let _ = monitor_out.closed.send(true);
+            }
+        });
+        Client {
+            shared: Arc::new(Shared { commands: commands_tx, state: state_rx, closed: closed_rx, out, next_call: AtomicU64::new(1) }),
+        }
+    }
+}
+
+fn random_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(std::process::id().into());
+    h.finish()
+}
+
+struct Shared {
+    commands: mpsc::UnboundedSender<Command>,
+    state: watch::Receiver<ConnState>,
+    closed: watch::Receiver<bool>,
+    out: Arc<Outputs>,
+    next_call: AtomicU64,
+}
+
+/// A connection to one MCP server: a cheap, clonable handle. The connection lives until
+/// [`Client::stop`] or until every handle is dropped (then it stops by itself).
+#[derive(Clone)]
+pub struct Client {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("state", &self.state()).finish_non_exhaustive()
+    }
+}
+
+/// Sends a cancel for a call whose future is dropped before its answer.
+struct CancelOnDrop<'a> {
+    call: CallId,
+    commands: &'a mpsc::UnboundedSender<Command>,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.commands.send(Command::Cancel(self.call));
+        }
+    }
+}
+
+impl Client {
+    /// A builder over a transport connector.
+    pub fn builder(connector: impl Connector) -> ClientBuilder {
+        ClientBuilder::new(connector)
+    }
+
+    fn next_call(&self) -> CallId {
+        CallId(self.shared.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The connection state now.
+    pub fn state(&self) -> ConnState {
+        *self.shared.state.borrow()
+    }
+
+    /// A watch of the connection state (every transition).
+    pub fn watch_state(&self) -> watch::Receiver<ConnState> {
+        self.shared.state.clone()
+    }
+
+    /// What the server said in the last handshake (name, version, negotiated protocol
+    /// version, capabilities, instructions).
+    pub fn server_info(&self) -> Option<ServerInfo> {
+        self.shared.out.server.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Why the last connection attempt or connection failed.
+    pub fn last_error(&self) -> Option<String> {
+        self.shared.out.last_error.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Server notifications from now on (list changes, resource updates, log messages,
+    /// progress not claimed by a call, cancellations). A slow receiver may lag and lose the
+    /// oldest (see [`broadcast::error::RecvError::Lagged`]).
+    pub fn notifications(&self) -> broadcast::Receiver<ServerNotification> {
+        self.shared.out.notifications.subscribe()
+    }
+
+    /// Sends a request and waits for its result. Dropping the future cancels the request
+    /// (`notifications/cancelled` is sent if it went out).
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value> {
+        self.request_with(method, params, RequestOptions::default()).await
+    }
+
+    /// [`Client::request`] with options.
+    pub async fn request_with(&self, method: &str, params: Option<Value>, options: RequestOptions) -> Result<Value> {
+        let call = self.next_call();
+        let (reply, rx) = oneshot::channel();
+        let input = Input::Call {
+            call,
+            method: method.to_owned(),
+            params,
+            options: CallOptions {
+                timeout: options.timeout,
+                progress: options.progress.is_some(),
+                reset_timeout_on_progress: options.reset_timeout_on_progress,
+                max_total_timeout: options.max_total_timeout,
+            },
+        };
+        let cmd = Command::Call { input, method: method.to_owned(), progress: options.progress, reply };
+        self.shared.commands.send(cmd).map_err(|_| Error::Shutdown)?;
+        let mut guard = CancelOnDrop { call, commands: &self.shared.commands, armed: true };
+        let outcome = rx.await;
+        guard.armed = false;
+        outcome.unwrap_or(Err(Error::Shutdown))
+    }
+
+    async fn typed<T: DeserializeOwned>(&self, method: &str, params: Option<Value>, options: RequestOptions) -> Result<T> {
+        let v = self.request_with(method, params, options).await?;
+        serde_json::from_value(v).map_err(|e| Error::Protocol(format!("{method} result: {e}")))
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        let call = self.next_call();
+        let (reply, rx) = oneshot::channel();
+        let input = Input::Notify { call, method: method.to_owned(), params };
+        self.shared.commands.send(Command::Notify { input, reply }).map_err(|_| Error::Shutdown)?;
+        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+    }
+
+    /// `ping`.
+    pub async fn ping(&self) -> Result<()> {
+        self.request("ping", None).await.map(|_| ())
+    }
+
+    /// One page of `tools/list`.
+    pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult> {
+        self.typed("tools/list", cursor_params(cursor), RequestOptions::default()).await
+    }
+
+    /// Every tool, following `nextCursor` until it is absent.
+    pub async fn list_all_tools(&self) -> Result<Vec<Tool>> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.list_tools(cursor).await?;
+            all.extend(page.tools);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_tool_with(name, arguments, RequestOptions::default()).await
+    }
+
+    /// `tools/call` with options (timeout, progress).
+    pub async fn call_tool_with(&self, name: &str, arguments: Value, options: RequestOptions) -> Result<CallToolResult> {
+        self.typed("tools/call", Some(json!({"name": name, "arguments": arguments})), options).await
+    }
+
+    /// One page of `resources/list`.
+    pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult> {
+        self.typed("resources/list", cursor_params(cursor), RequestOptions::default()).await
+    }
+
+    /// Every resource, across pages.
+    pub async fn list_all_resources(&self) -> Result<Vec<Resource>> {
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = self.list_resources(cursor).await?;
+            all.extend(page.resources);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => return Ok(all),
+            }
+        }
+    }
+
+    /// One page of `resources/templates/list`.
+    pub async fn list_resource_templates(&self, cursor: Option<String>) -> Result<ListResourceTemplatesResult> {
+        self.typed("resources/templates/list", cursor_params(cursor), RequestOptions::default()).await
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        self.typed("resources/read", Some(json!({"uri": uri})), RequestOptions::default()).await
+    }
+
+    /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
+    pub async fn subscribe(&self, uri: &str) -> Result<()> {
+        self.request("resources/subscribe", Some(json!({"uri": uri}))).await.map(|_| ())
+    }
+
+    /// `resources/unsubscribe`.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        self.request("resources/unsubscribe", Some(json!({"uri": uri}))).await.map(|_| ())
+    }
+
+    /// One page of `prompts/list`.
+    pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult> {
+        self.typed("prompts/list", cursor_params(cursor), RequestOptions::default()).await
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+        self.typed("prompts/get", Some(json!({"name": name, "arguments": arguments})), RequestOptions::default())
+            .await
+    }
+
+    /// `completion/complete` of argument `argument` currently typed as `value`.
+    pub async fn complete(&self, reference: CompleteRef, argument: &str, value: &str) -> Result<CompleteResult> {
+        let params = json!({"ref": reference.to_json(), "argument": {"name": argument, "value": value}});
+        self.typed("completion/complete", Some(params), RequestOptions::default()).await
+    }
+
+    /// `logging/setLevel`: log messages at this level and above arrive as notifications.
+    pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
+        self.request("logging/setLevel", Some(json!({"level": level}))).await.map(|_| ())
+    }
+
+    /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the
+    /// transport is closed, and the connection is over within about 100 ms even if the server
+    /// hangs. Idempotent. The server process is shut down in the background (close stdin,
+    /// SIGTERM, SIGKILL); [`Client::closed`] waits for that.
+    pub async fn stop(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.shared.commands.send(Command::Stop { call: self.next_call(), reply }).is_ok() {
+            let _ = rx.await;
+        }
+        let mut states = self.watch_state();
+        let _ = states.wait_for(|s| *s == ConnState::Closed).await;
+    }
+
+    /// Waits until the client has stopped and every transport has ended (child processes
+    /// reaped).
+    pub async fn closed(&self) {
+        let mut closed = self.shared.closed.clone();
+        let _ = closed.wait_for(|c| *c).await;
+    }
+}
+
+fn cursor_params(cursor: Option<String>) -> Option<Value> {
+    cursor.map(|c| json!({ "cursor": c }))
+}

@@ -1,0 +1,371 @@
+//! The driver: one tokio task that feeds the sans-IO machine and carries out its actions.
+//!
+//! It selects over caller commands, transport events, handler answers and one sleep until the
+//! machine's next deadline; after each input it drains every action. It decides nothing: what
+//! an event does in a state is the generated table's business.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mcp_machine::{Action, CallId, Input, Machine, Report, RpcError, Step};
+use serde_json::Value;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
+use tokio::time::Instant;
+
+use crate::handler::{ClientHandler, route};
+use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
+use crate::types::{Progress, ServerInfo, ServerNotification};
+use crate::{ConnState, Error};
+
+/// A progress callback.
+pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
+
+/// What a caller asks of the driver.
+pub(crate) enum Command {
+    Call {
+        input: Input,
+        method: String,
+        progress: Option<ProgressSink>,
+        reply: oneshot::Sender<Result<Value, Error>>,
+    },
+    Notify {
+        input: Input,
+        reply: oneshot::Sender<Result<Value, Error>>,
+    },
+    Cancel(CallId),
+    Stop {
+        call: CallId,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// What the driver publishes for the handles.
+pub(crate) struct Outputs {
+    pub(crate) state: watch::Sender<ConnState>,
+    pub(crate) server: RwLock<Option<ServerInfo>>,
+    pub(crate) last_error: RwLock<Option<String>>,
+    pub(crate) notifications: broadcast::Sender<ServerNotification>,
+    /// True once the driver ended and every transport task finished (children reaped).
+    pub(crate) closed: watch::Sender<bool>,
+}
+
+enum Pending {
+    Call { reply: oneshot::Sender<Result<Value, Error>>, progress: Option<ProgressSink>, method: String, started: Instant },
+    Notify { reply: oneshot::Sender<Result<Value, Error>> },
+    Stop { reply: oneshot::Sender<()> },
+}
+
+pub(crate) struct Driver {
+    machine: Machine,
+    epoch: Instant,
+    connector: Arc<dyn Connector>,
+    transport_config: TransportConfig,
+    transports: HashMap<u64, TransportHandle>,
+    events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
+    events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
+    handler: Arc<dyn ClientHandler>,
+    handler_tx: mpsc::UnboundedSender<(u64, Value, Result<Value, RpcError>)>,
+    handler_rx: mpsc::UnboundedReceiver<(u64, Value, Result<Value, RpcError>)>,
+    server_tasks: HashMap<(u64, String), AbortHandle>,
+    pending: HashMap<CallId, Pending>,
+    out: Arc<Outputs>,
+    exited: bool,
+}
+
+impl Driver {
+    pub(crate) fn new(
+        machine: Machine,
+        epoch: Instant,
+        connector: Arc<dyn Connector>,
+        transport_config: TransportConfig,
+        handler: Arc<dyn ClientHandler>,
+        out: Arc<Outputs>,
+    ) -> Self {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (handler_tx, handler_rx) = mpsc::unbounded_channel();
+        Driver {
+            machine,
+            epoch,
+            connector,
+            transport_config,
+            transports: HashMap::new(),
+            events_tx,
+            events_rx,
+            handler,
+            handler_tx,
+            handler_rx,
+            server_tasks: HashMap::new(),
+            pending: HashMap::new(),
+            out,
+            exited: false,
+        }
+    }
+
+    fn now(&self) -> Duration {
+        Instant::now().saturating_duration_since(self.epoch)
+    }
+
+    /// Runs until the machine exits and every transport task has ended.
+    pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        self.drain();
+        let mut commands_open = true;
+        while !(self.exited && self.transports.is_empty()) {
+            let deadline = self.machine.poll_timeout().map(|d| self.epoch + d);
+            tokio::select! {
+                biased;
+                Some((generation, event)) = self.events_rx.recv() => self.transport_event(generation, event),
+                Some((generation, id, result)) = self.handler_rx.recv() => {
+                    self.server_tasks.remove(&(generation, id.to_string()));
+                    self.input(Input::HandlerReply { generation, id, result });
+                }
+                () = sleep_until(deadline), if deadline.is_some() => {
+                    let now = self.now();
+                    for step in self.machine.handle_timeout(now) {
+                        self.observe(step);
+                    }
+                    self.drain();
+                }
+                cmd = commands.recv(), if commands_open => match cmd {
+                    Some(cmd) => self.command(cmd),
+                    None => {
+                        // Every handle was dropped: stop as if asked to.
+                        commands_open = false;
+                        self.input(Input::Stop { call: CallId(u64::MAX) });
+                    }
+                },
+            }
+        }
+        for (_, task) in self.server_tasks.drain() {
+            task.abort();
+        }
+        // The table answers every caller before exit; anyone left here is a bug, not a hang.
+        for (call, p) in self.pending.drain() {
+            tracing::error!(target: "mcp::driver", call = call.0, "caller left unanswered at exit");
+            answer(p, Err(Error::Shutdown));
+        }
+        let _ = self.out.closed.send(true);
+    }
+
+    fn command(&mut self, cmd: Command) {
+        match cmd {
+            Command::Call { input, method, progress, reply } => {
+                let Input::Call { call, .. } = &input else { return };
+                tracing::debug!(target: "mcp::request", method = %method, call = call.0, "request");
+                self.pending.insert(*call, Pending::Call { reply, progress, method, started: Instant::now() });
+                self.input(input);
+            }
+            Command::Notify { input, reply } => {
+                let Input::Notify { call, .. } = &input else { return };
+                self.pending.insert(*call, Pending::Notify { reply });
+                self.input(input);
+            }
+            Command::Cancel(call) => self.input(Input::Cancel { call }),
+            Command::Stop { call, reply } => {
+                self.pending.insert(call, Pending::Stop { reply });
+                self.input(Input::Stop { call });
+            }
+        }
+    }
+
+    fn transport_event(&mut self, generation: u64, event: TransportEvent) {
+        let input = match event {
+            TransportEvent::Up => Input::TransportUp { generation },
+            TransportEvent::Frame(bytes) => Input::Frame { generation, bytes },
+            TransportEvent::Oversized { seen } => Input::Oversized { generation, size: seen },
+            TransportEvent::Down(error) => {
+                self.transports.remove(&generation);
+                Input::TransportDown { generation, reason: error.to_string() }
+            }
+        };
+        self.input(input);
+    }
+
+    fn input(&mut self, input: Input) {
+        let now = self.now();
+        let step = self.machine.handle(input, now);
+        self.observe(step);
+        self.drain();
+    }
+
+    fn observe(&mut self, step: Step) {
+        tracing::trace!(target: "mcp::row", row = step.row, state = step.from.name(), event = step.event.name(), "row fired");
+        if step.from == step.to {
+            return;
+        }
+        tracing::info!(
+            target: "mcp::transition",
+            from = step.from.name(),
+            to = step.to.name(),
+            event = step.event.name(),
+            row = step.row,
+            "transition"
+        );
+        if step.to == mcp_machine::State::Ready {
+            *self.out.server.write().unwrap_or_else(|e| e.into_inner()) = self.machine.server().map(Into::into);
+        }
+        *self.out.last_error.write().unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().map(str::to_owned);
+        self.out.state.send_replace(step.to.into());
+    }
+
+    fn drain(&mut self) {
+        while let Some(action) = self.machine.poll_action() {
+            self.execute(action);
+        }
+    }
+
+    fn execute(&mut self, action: Action) {
+        match action {
+            Action::SpawnTransport { generation } => {
+                let handle = transport::spawn(
+                    Arc::clone(&self.connector),
+                    generation,
+                    self.transport_config.clone(),
+                    self.events_tx.clone(),
+                );
+                self.transports.insert(generation, handle);
+            }
+            Action::CloseTransport { generation } => {
+                if let Some(t) = self.transports.get(&generation) {
+                    t.close();
+                }
+            }
+            Action::Send { generation, token, frame } => {
+                let outcome = match self.transports.get(&generation) {
+                    Some(t) => t.try_send(frame),
+                    None => transport::SendOutcome::Failed,
+                };
+                let outcome = match outcome {
+                    transport::SendOutcome::Ok => mcp_machine::SendOutcome::Ok,
+                    transport::SendOutcome::Busy => mcp_machine::SendOutcome::Busy,
+                    transport::SendOutcome::Failed => mcp_machine::SendOutcome::Failed,
+                };
+                if outcome != mcp_machine::SendOutcome::Ok {
+                    tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
+                }
+                let now = self.now();
+                let step = self.machine.handle(Input::SendResult { generation, token, outcome }, now);
+                self.observe(step);
+            }
+            Action::GrantCredit { generation } => {
+                if let Some(t) = self.transports.get(&generation) {
+                    t.grant_credit();
+                }
+            }
+            Action::Reply { call, request, outcome } => match self.pending.remove(&call) {
+                Some(Pending::Call { reply, method, started, .. }) => {
+                    let elapsed = started.elapsed();
+                    let outcome = outcome.map_err(Error::from);
+                    match &outcome {
+                        Ok(_) => tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = "ok", "request done"),
+                        Err(e) => tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = %e, "request done"),
+                    }
+                    let _ = reply.send(outcome);
+                }
+                Some(p @ Pending::Notify { .. }) => answer(p, outcome.map_err(Error::from)),
+                Some(Pending::Stop { reply }) => {
+                    let _ = reply.send(());
+                }
+                None => tracing::error!(target: "mcp::driver", call = call.0, "reply for an unknown caller"),
+            },
+            Action::StopDone { call, already } => {
+                tracing::debug!(target: "mcp::driver", already, "stop answered");
+                if let Some(p) = self.pending.remove(&call) {
+                    answer(p, Ok(Value::Null));
+                }
+            }
+            Action::Notification(n) => {
+                let parsed = ServerNotification::parse(&n.method, n.params);
+                if let ServerNotification::Log { level, logger, data } = &parsed {
+                    tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
+                }
+                let _ = self.out.notifications.send(parsed);
+            }
+            Action::Progress { call, params } => {
+                if let Some(Pending::Call { progress: Some(sink), .. }) = self.pending.get(&call) {
+                    sink(Progress::from_params(&params));
+                }
+            }
+            Action::ServerRequest { generation, id, method, params } => {
+                tracing::debug!(target: "mcp::server_request", method = %method, %id, "server request");
+                let fut = route(&*self.handler, &method, params.unwrap_or(Value::Null));
+                let inner = tokio::spawn(fut);
+                let abort = inner.abort_handle();
+                let tx = self.handler_tx.clone();
+                let key = (generation, id.to_string());
+                tokio::spawn(async move {
+                    let result = match inner.await {
+                        Ok(r) => r,
+                        Err(e) if e.is_panic() => Err(RpcError {
+                            code: -32603,
+                            message: format!("the client's handler for {method} panicked"),
+                            data: None,
+                        }),
+                        Err(_) => return,
+                    };
+                    let _ = tx.send((generation, id, result));
+                });
+                self.server_tasks.insert(key, abort);
+            }
+            Action::AbortServerRequest { generation, id } => {
+                if let Some(task) = self.server_tasks.remove(&(generation, id.to_string())) {
+                    task.abort();
+                }
+            }
+            Action::AbortServerRequests { generation } => {
+                self.server_tasks.retain(|(g, _), task| {
+                    if *g == generation {
+                        task.abort();
+                    }
+                    *g != generation
+                });
+            }
+            Action::Report(report) => trace_report(&report),
+            Action::Exit => {
+                self.exited = true;
+                for t in self.transports.values() {
+                    t.close();
+                }
+            }
+        }
+    }
+}
+
+fn answer(p: Pending, outcome: Result<Value, Error>) {
+    match p {
+        Pending::Call { reply, .. } | Pending::Notify { reply } => {
+            let _ = reply.send(outcome);
+        }
+        Pending::Stop { reply } => {
+            let _ = reply.send(());
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn trace_report(report: &Report) {
+    match report {
+        Report::Malformed { reason } => {
+            tracing::warn!(target: "mcp::protocol", violation = "malformed_frame", %reason, "protocol violation");
+        }
+        Report::Oversized { size, max } => {
+            tracing::warn!(target: "mcp::protocol", violation = "oversized_frame", size, max, "protocol violation");
+        }
+        Report::LateResponse { id } => tracing::debug!(target: "mcp::response", id, kind = "late", "response dropped"),
+        Report::UnknownResponse { id } => {
+            tracing::debug!(target: "mcp::response", id = %id, kind = "unknown", "response dropped");
+        }
+        Report::SendRetry { id, attempt } => tracing::debug!(target: "mcp::retry", id, attempt, "transport busy; send retried"),
+        Report::InitRejected { reason } => {
+            tracing::warn!(target: "mcp::protocol", violation = "handshake", %reason, "handshake failed");
+        }
+        other => tracing::debug!(target: "mcp::driver", ?other, "report"),
+    }
+}

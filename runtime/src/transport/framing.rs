@@ -1,0 +1,240 @@
+//! Newline-delimited JSON framing (MCP stdio framing), written by hand so that the frame limit
+//! is enforced while reading: a line longer than the limit is never buffered whole.
+//!
+//! Reading: bytes are taken from a [`BufReader`] with `fill_buf`/`consume`, a frame ends at
+//! `\n`, a trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one
+//! line are held (the extra byte leaves room for the `\r` of a `\r\n` ending); a longer line
+//! ends the read with [`ReadFrame::Oversized`]. Every await point is a `fill_buf`, and the
+//! partial line lives in the reader, so [`FrameReader::next_frame`] is cancel-safe.
+//!
+//! Writing: each frame is followed by `\n`; the caller flushes once per batch.
+
+use std::io;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// Capacity of the read buffer in front of the link's reader.
+const READ_BUFFER: usize = 64 * 1024;
+
+/// One result of reading the next frame.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ReadFrame {
+    /// A complete frame, without its line ending, never empty.
+    Frame(Vec<u8>),
+    /// The current line exceeded the limit; `seen` bytes of it were read before giving up.
+    /// The reader is left in the middle of that line: the link must end.
+    Oversized { seen: usize },
+    /// Clean end of input (no partial line pending).
+    Eof,
+    /// End of input in the middle of a line; `partial` bytes of it were read.
+    Truncated { partial: usize },
+}
+
+/// Reads newline-delimited frames of at most `max` bytes from a byte stream.
+pub(crate) struct FrameReader<R> {
+    inner: BufReader<R>,
+    line: Vec<u8>,
+    max: usize,
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// Wraps `reader`; frames longer than `max` bytes (line ending excluded) are rejected.
+    pub(crate) fn new(reader: R, max: usize) -> Self {
+        Self {
+            inner: BufReader::with_capacity(READ_BUFFER, reader),
+            line: Vec::new(),
+            max,
+        }
+    }
+
+    /// Reads the next frame. Cancel-safe: a partial line is kept for the next call.
+    pub(crate) async fn next_frame(&mut self) -> io::Result<ReadFrame> {
+        // One extra byte is tolerated while accumulating so that a frame of exactly `max`
+        // bytes followed by `\r\n` is accepted; the real check happens after stripping `\r`.
+        let hold = self.max.saturating_add(1);
+        loop {
+            let avail = self.inner.fill_buf().await?;
+            if avail.is_empty() {
+                if self.line.is_empty() {
+                    return Ok(ReadFrame::Eof);
+                }
+                let partial = self.line.len();
+                self.line = Vec::new();
+                return Ok(ReadFrame::Truncated { partial });
+            }
+            let newline = avail.iter().position(|&b| b == b'\n');
+            let chunk_len = newline.unwrap_or(avail.len());
+            let total = self.line.len() + chunk_len;
+            if total > hold {
+                // Give up without buffering the rest of the line.
+                self.inner.consume(chunk_len);
+                self.line = Vec::new();
+                return Ok(ReadFrame::Oversized { seen: total });
+            }
+            self.line.extend_from_slice(&avail[..chunk_len]);
+            match newline {
+                None => self.inner.consume(chunk_len),
+                Some(_) => {
+                    self.inner.consume(chunk_len + 1);
+                    if self.line.last() == Some(&b'\r') {
+                        self.line.pop();
+                    }
+                    if self.line.len() > self.max {
+                        let seen = self.line.len();
+                        self.line = Vec::new();
+                        return Ok(ReadFrame::Oversized { seen });
+                    }
+                    if !self.line.is_empty() {
+                        return Ok(ReadFrame::Frame(std::mem::take(&mut self.line)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes one frame followed by `\n` (no flush; the caller flushes once per batch).
+/// The frame must not contain a `\n` byte (compact JSON never does).
+pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    frame: &[u8],
+) -> io::Result<()> {
+    writer.write_all(frame).await?;
+    writer.write_all(b"\n").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    async fn frames_of(input: &[u8], max: usize) -> Vec<ReadFrame> {
+        let mut reader = FrameReader::new(input, max);
+        let mut out = Vec::new();
+        loop {
+            let f = reader
+                .next_frame()
+                .await
+                .expect("in-memory read cannot fail");
+            let end = !matches!(f, ReadFrame::Frame(_));
+            out.push(f);
+            if end {
+                return out;
+            }
+        }
+    }
+
+    fn frame(s: &str) -> ReadFrame {
+        ReadFrame::Frame(s.as_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn splits_lines_strips_cr_and_skips_empty_lines() {
+        let got = frames_of(b"{\"a\":1}\n\n\r\n{\"b\":2}\r\nx\n", 64).await;
+        assert_eq!(
+            got,
+            vec![
+                frame("{\"a\":1}"),
+                frame("{\"b\":2}"),
+                frame("x"),
+                ReadFrame::Eof
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn eof_in_the_middle_of_a_line_is_truncated() {
+        let got = frames_of(b"one\ntwo", 64).await;
+        assert_eq!(got, vec![frame("one"), ReadFrame::Truncated { partial: 3 }]);
+    }
+
+    #[tokio::test]
+    async fn exactly_max_is_accepted_and_one_more_is_rejected() {
+        let got = frames_of(b"12345\n12345\r\n123456\n", 5).await;
+        assert_eq!(
+            got,
+            vec![
+                frame("12345"),
+                frame("12345"),
+                ReadFrame::Oversized { seen: 6 }
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn oversized_without_newline_is_not_buffered() {
+        // A long line with no newline in sight: gives up once more than max + 1 bytes arrived.
+        let input = vec![b'x'; 100_000];
+        let mut reader = FrameReader::new(&input[..], 10);
+        match reader.next_frame().await.unwrap() {
+            ReadFrame::Oversized { seen } => {
+                assert!(seen > 10 && seen <= READ_BUFFER, "seen {seen}")
+            }
+            other => panic!("expected oversized, got {other:?}"),
+        }
+        assert!(
+            reader.line.capacity() <= 11,
+            "line buffer grew to {}",
+            reader.line.capacity()
+        );
+    }
+
+    #[tokio::test]
+    async fn lines_split_across_reads_are_joined() {
+        let (client, mut server) = tokio::io::duplex(4);
+        let writer = tokio::spawn(async move {
+            server
+                .write_all(b"{\"long\":\"abcdefghij\"}\nsecond\n")
+                .await
+                .unwrap();
+        });
+        let mut reader = FrameReader::new(client, 64);
+        assert_eq!(
+            reader.next_frame().await.unwrap(),
+            frame("{\"long\":\"abcdefghij\"}")
+        );
+        assert_eq!(reader.next_frame().await.unwrap(), frame("second"));
+        writer.await.unwrap();
+        assert_eq!(reader.next_frame().await.unwrap(), ReadFrame::Eof);
+    }
+
+    /// The real default limit over a tokio duplex: 16 MiB exactly passes, 16 MiB + 1 does not.
+    #[tokio::test]
+    async fn sixteen_mib_exact_accepted_one_more_rejected_over_duplex() {
+        const MAX: usize = 16 * 1024 * 1024;
+        let (client, mut server) = tokio::io::duplex(256 * 1024);
+        let writer = tokio::spawn(async move {
+            let mut line = vec![b'a'; MAX];
+            line.push(b'\n');
+            server.write_all(&line).await.unwrap();
+            line.pop();
+            line.push(b'b');
+            line.push(b'\n');
+            // The reader gives up part-way; the rest of this write may fail, which is fine.
+            let _ = server.write_all(&line).await;
+        });
+        let mut reader = FrameReader::new(client, MAX);
+        match reader.next_frame().await.unwrap() {
+            ReadFrame::Frame(f) => {
+                assert_eq!(f.len(), MAX);
+                assert!(f.iter().all(|&b| b == b'a'));
+            }
+            other => panic!("expected a 16 MiB frame, got {other:?}"),
+        }
+        match reader.next_frame().await.unwrap() {
+            ReadFrame::Oversized { seen } => assert!(seen > MAX, "seen {seen}"),
+            other => panic!("expected oversized, got {other:?}"),
+        }
+        drop(reader);
+        writer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn write_frame_appends_newline() {
+        let mut out = Vec::new();
+        write_frame(&mut out, b"{}").await.unwrap();
+        write_frame(&mut out, b"[1]").await.unwrap();
+        out.flush().await.unwrap();
+        assert_eq!(out, b"{}\n[1]\n");
+    }
+}

@@ -1,0 +1,555 @@
+//! Transports: one tokio task per transport generation, moving newline-delimited JSON frames
+//! between a byte link and the connection driver.
+//!
+//! The driver calls [`spawn`] with a [`Connector`] (a factory called again on every reconnect)
+//! and gets a [`TransportHandle`]. The task reports [`TransportEvent`]s tagged with the
+//! generation: `Up`, then `Frame`s (one per read credit), possibly `Oversized`, and always
+//! exactly one final `Down`, even when the handle is dropped or the task is aborted.
+//!
+//! Flow control is active-once: a frame is read from the link only while a credit granted with
+//! [`TransportHandle::grant_credit`] is available, so a fast server is held back by the OS pipe
+//! or socket buffer. Writing is independent of credit and goes through a bounded queue that
+//! never makes the caller wait ([`TransportHandle::try_send`]).
+//!
+//! When a server process exits on its own, the frames it left in the pipe are still delivered
+//! against credit, for at most the closer's flush timeout, before `Down(ChildExited)`.
+//!
+//! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
+
+mod framing;
+pub mod stdio;
+pub mod stream;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::Instrument;
+
+use framing::{FrameReader, ReadFrame, write_frame};
+
+pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
+pub use stream::StreamConnector;
+
+/// Default frame limit: 16 MiB. A frame of exactly this many bytes is accepted.
+pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
+
+/// Default capacity of the outgoing frame queue.
+pub const DEFAULT_SEND_QUEUE: usize = 256;
+
+/// How long an orderly close may spend flushing queued frames when the link has no
+/// [`Closer`] to say otherwise; also how long a link that failed waits for the peer's exit.
+const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Capacity of the write buffer in front of the link's writer.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// What a transport task reports to the driver, tagged by the task with its generation.
+///
+/// Not a protocol message: frames are opaque bytes; classifying them is the machine's job.
+#[derive(Debug)]
+pub enum TransportEvent {
+    /// The link is connected and can send and receive.
+    Up,
+    /// One complete frame (one JSON-RPC message as bytes, no line ending, never empty).
+    /// Only delivered after a credit.
+    Frame(Vec<u8>),
+    /// A frame exceeded the frame limit; `seen` bytes were read before giving up (it was NOT
+    /// buffered whole). The task then ends the link (a `Down` follows).
+    Oversized {
+        /// Bytes of the oversized line read before giving up (always more than the limit).
+        seen: usize,
+    },
+    /// The link ended (closed by us, EOF, spawn/connect error, write error, child exit).
+    /// Exactly one per generation, always the last event.
+    Down(TransportError),
+}
+
+/// Why a transport generation ended. Cheap to clone; messages are lower-case without a
+/// trailing period. Not a caller-facing error by itself: the driver turns it into one.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportError {
+    /// The server process could not be started (program not found, permission denied, ...).
+    #[error("failed to spawn the server process: {0}")]
+    Spawn(Arc<io::Error>),
+    /// The byte stream could not be opened (connection refused, no such socket, ...).
+    #[error("failed to connect: {0}")]
+    Connect(Arc<io::Error>),
+    /// Reading from or writing to the link failed.
+    #[error("transport i/o error: {0}")]
+    Io(Arc<io::Error>),
+    /// The peer closed its end of the link at a frame boundary.
+    #[error("the peer closed the connection")]
+    Eof,
+    /// The peer closed its end of the link in the middle of a frame.
+    #[error("the peer closed the connection in the middle of a frame ({partial} bytes)")]
+    Truncated {
+        /// Bytes of the unfinished frame that were read.
+        partial: usize,
+    },
+    /// A frame exceeded the frame limit, so the link was ended.
+    #[error("frame larger than {max} bytes ({seen} bytes read before giving up)")]
+    Oversized {
+        /// Bytes of the oversized line read before giving up.
+        seen: usize,
+        /// The limit in force.
+        max: usize,
+    },
+    /// The server process exited (on its own, or after the link failed).
+    #[error("server process exited ({})", exit_description(*.code, *.signal))]
+    ChildExited {
+        /// Exit code, when it exited normally.
+        code: Option<i32>,
+        /// Signal number, when a signal ended it.
+        signal: Option<i32>,
+    },
+    /// The link was closed by us ([`TransportHandle::close`], or the handle was dropped).
+    #[error("transport closed")]
+    Closed,
+}
+
+impl TransportError {
+    pub(crate) fn io(e: io::Error) -> Self {
+        Self::Io(Arc::new(e))
+    }
+}
+
+fn exit_description(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        (None, None) => "unknown status".to_owned(),
+    }
+}
+
+/// Result of offering a frame to a transport without waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOutcome {
+    /// The frame was queued; it will be written unless the link ends first.
+    Ok,
+    /// The queue is full; nothing was queued. Try again later.
+    Busy,
+    /// The transport is closing or gone; nothing was queued and nothing ever will be.
+    Failed,
+}
+
+/// Transport settings, shared by every generation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportConfig {
+    /// Largest accepted frame in bytes, line ending excluded (default 16 MiB; exactly that is
+    /// accepted, one more byte is rejected with [`TransportEvent::Oversized`]).
+    pub max_frame_bytes: usize,
+    /// Capacity of the outgoing frame queue (default 256; 0 is treated as 1).
+    pub send_queue: usize,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        Self {
+            max_frame_bytes: DEFAULT_MAX_FRAME_BYTES,
+            send_queue: DEFAULT_SEND_QUEUE,
+        }
+    }
+}
+
+/// Something that can open one link per generation: a factory, called again on every
+/// reconnect. Not a link itself and holds no connection state.
+pub trait Connector: Send + Sync + 'static {
+    /// Opens a byte link. Errors become [`TransportEvent::Down`].
+    fn connect(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>>;
+    /// Short human description for logs ("stdio: npx server-everything", "tcp 127.0.0.1:9000").
+    fn describe(&self) -> String;
+}
+
+/// An open byte link: newline-delimited JSON both ways (MCP stdio framing, also used for
+/// TCP, Unix sockets and in-memory duplex pipes). Owned by one transport task.
+pub struct Link {
+    /// Bytes from the peer.
+    pub reader: Box<dyn AsyncRead + Send + Unpin>,
+    /// Bytes to the peer. Dropped (closed) before the closer runs.
+    pub writer: Box<dyn AsyncWrite + Send + Unpin>,
+    /// Teardown beyond closing the streams (a child process to stop and reap), if any.
+    pub closer: Option<Box<dyn Closer>>,
+}
+
+impl fmt::Debug for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Link")
+            .field("closer", &self.closer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Graceful teardown of what lives behind a link, run after the writer was closed (child
+/// processes: wait → SIGTERM group → wait → SIGKILL → reap). Not responsible for the streams.
+pub trait Closer: Send {
+    /// Orderly teardown; the transport awaits it before reporting `Down`. If this future is
+    /// dropped before it completes, the implementation must still tear down (kill) promptly.
+    fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+    /// Immediate teardown without waiting (used on drop/abort). Must be idempotent.
+    fn kill_now(&mut self);
+    /// A future that resolves when the peer ended on its own (a child process exited), with
+    /// the reason; `None` (the default) when the closer cannot tell. Must be cancel-safe.
+    fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {
+        None
+    }
+    /// How long the transport may spend flushing queued frames on close, and how long it waits
+    /// for [`Closer::exited`] after the link failed. Default 2 s.
+    fn flush_timeout(&self) -> Duration {
+        DEFAULT_FLUSH_TIMEOUT
+    }
+}
+
+/// The driver's handle on one transport generation (a spawned tokio task).
+///
+/// Dropping it without [`close`](TransportHandle::close) tears the link down promptly (for a
+/// child process: SIGKILL to its process group, then it is reaped); the task still reports a
+/// final `Down(Closed)`. Dropping it after `close` lets the orderly close finish.
+pub struct TransportHandle {
+    generation: u64,
+    frames: mpsc::Sender<Vec<u8>>,
+    credits: Arc<Semaphore>,
+    closing: watch::Sender<bool>,
+    task: JoinHandle<()>,
+}
+
+impl TransportHandle {
+    /// The generation this handle was spawned for.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Queue one frame (bounded queue; never waits). `Busy` when full, `Failed` when the task
+    /// is gone or closing. The frame must not contain `\n`; the task appends it.
+    pub fn try_send(&self, frame: Vec<u8>) -> SendOutcome {
+        if *self.closing.borrow() {
+            return SendOutcome::Failed;
+        }
+        match self.frames.try_send(frame) {
+            Ok(()) => SendOutcome::Ok,
+            Err(mpsc::error::TrySendError::Full(_)) => SendOutcome::Busy,
+            Err(mpsc::error::TrySendError::Closed(_)) => SendOutcome::Failed,
+        }
+    }
+
+    /// Allow exactly one more frame to be read and delivered (active-once). Credits accumulate.
+    pub fn grant_credit(&self) {
+        self.credits.add_permits(1);
+    }
+
+    /// Begin an orderly close (idempotent, non-blocking). The task flushes queued frames
+    /// (bounded by the closer's flush timeout), closes the writer, runs the closer (child
+    /// shutdown), then sends `Down(Closed)`.
+    pub fn close(&self) {
+        self.closing.send_replace(true);
+    }
+
+    /// Whether the task has finished.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+impl fmt::Debug for TransportHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TransportHandle")
+            .field("generation", &self.generation)
+            .field("closing", &*self.closing.borrow())
+            .field("finished", &self.task.is_finished())
+            .finish()
+    }
+}
+
+impl Drop for TransportHandle {
+    fn drop(&mut self) {
+        if !*self.closing.borrow() {
+            // Dropping the task's future runs its guards: the closer's kill_now and Down(Closed).
+            self.task.abort();
+        }
+    }
+}
+
+/// Spawn the task for generation `gen`; events go to `events` tagged with `gen`.
+///
+/// Must be called inside a tokio runtime. Never blocks; connecting happens in the task.
+pub fn spawn(
+    connector: Arc<dyn Connector>,
+    r#gen: u64,
+    config: TransportConfig,
+    events: mpsc::UnboundedSender<(u64, TransportEvent)>,
+) -> TransportHandle {
+    let (frames_tx, frames_rx) = mpsc::channel(config.send_queue.max(1));
+    let credits = Arc::new(Semaphore::new(0));
+    let (closing_tx, closing_rx) = watch::channel(false);
+    let span = tracing::debug_span!("transport", generation = r#gen, link = %connector.describe());
+    let task = Task {
+        events: Events {
+            tx: events,
+            generation: r#gen,
+            down_sent: false,
+        },
+        config,
+        frames: frames_rx,
+        credits: Arc::clone(&credits),
+        closing: closing_rx,
+    };
+    let task = tokio::spawn(task.run(connector).instrument(span));
+    TransportHandle {
+        generation: r#gen,
+        frames: frames_tx,
+        credits,
+        closing: closing_tx,
+        task,
+    }
+}
+
+/// The event sender; reports `Down(Closed)` when dropped without having sent a `Down`, so a
+/// generation always ends with exactly one `Down` (also on abort or panic).
+struct Events {
+    tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
+    generation: u64,
+    down_sent: bool,
+}
+
+impl Events {
+    fn send(&self, event: TransportEvent) {
+        let _ = self.tx.send((self.generation, event));
+    }
+
+    fn down(mut self, reason: TransportError) {
+        tracing::debug!(%reason, "transport down");
+        self.down_sent = true;
+        self.send(TransportEvent::Down(reason));
+    }
+}
+
+impl Drop for Events {
+    fn drop(&mut self) {
+        if !self.down_sent {
+            self.down_sent = true;
+            self.send(TransportEvent::Down(TransportError::Closed));
+        }
+    }
+}
+
+/// Holds the link's closer; kills immediately when dropped before the orderly close ran.
+struct CloserSlot(Option<Box<dyn Closer>>);
+
+impl CloserSlot {
+    async fn exited(&mut self) -> TransportError {
+        match self.0.as_mut().and_then(|c| c.exited()) {
+            Some(f) => f.await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn watches_exit(&mut self) -> bool {
+        self.0.as_mut().is_some_and(|c| c.exited().is_some())
+    }
+}
+
+impl Drop for CloserSlot {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            c.kill_now();
+        }
+    }
+}
+
+/// How the connected phase ended.
+enum End {
+    /// We closed: queued frames were flushed (or the flush timed out).
+    Closed,
+    /// A frame was too large.
+    Oversized { seen: usize },
+    /// The peer process ended on its own.
+    Exited(TransportError),
+    /// The link failed (EOF, truncated frame, read or write error).
+    Failed(TransportError),
+}
+
+struct Task {
+    events: Events,
+    config: TransportConfig,
+    frames: mpsc::Receiver<Vec<u8>>,
+    credits: Arc<Semaphore>,
+    closing: watch::Receiver<bool>,
+}
+
+impl Task {
+    async fn run(mut self, connector: Arc<dyn Connector>) {
+        let connect = connector.connect();
+        let link = tokio::select! {
+            biased;
+            _ = wait_closing(self.closing.clone()) => Err(TransportError::Closed),
+            link = connect => link,
+        };
+        let Link {
+            reader,
+            writer,
+            closer,
+        } = match link {
+            Ok(link) => link,
+            Err(e) => return self.events.down(e),
+        };
+        let mut closer = CloserSlot(closer);
+        let flush_bound = closer
+            .0
+            .as_ref()
+            .map_or(DEFAULT_FLUSH_TIMEOUT, |c| c.flush_timeout());
+        tracing::debug!("transport up");
+        self.events.send(TransportEvent::Up);
+
+        let mut pump = Pump {
+            frames: FrameReader::new(reader, self.config.max_frame_bytes),
+            credits: Arc::clone(&self.credits),
+            have_credit: false,
+        };
+        let mut writer = BufWriter::with_capacity(WRITE_BUFFER, writer);
+
+        let end = {
+            let closing = self.closing.clone();
+            let close_deadline = async move {
+                wait_closing(closing).await;
+                tokio::time::sleep(flush_bound).await;
+            };
+            tokio::select! {
+                end = write_loop(&mut self.frames, &mut writer, self.closing.clone()) => end,
+                end = pump.run(&self.events) => end,
+                reason = closer.exited() => End::Exited(reason),
+                () = close_deadline => {
+                    tracing::debug!(?flush_bound, "flush on close timed out");
+                    End::Closed
+                }
+            }
+        };
+
+        let max = self.config.max_frame_bytes;
+        let (reason, failed) = match end {
+            End::Closed => (TransportError::Closed, false),
+            End::Oversized { seen } => {
+                self.events.send(TransportEvent::Oversized { seen });
+                (TransportError::Oversized { seen, max }, false)
+            }
+            End::Exited(reason) => {
+                // Deliver what the process left in the pipe (credit permitting), bounded.
+                if let Ok(End::Oversized { seen }) =
+                    tokio::time::timeout(flush_bound, pump.run(&self.events)).await
+                {
+                    self.events.send(TransportEvent::Oversized { seen });
+                }
+                (reason, false)
+            }
+            End::Failed(error) => (error, true),
+        };
+        // Closing the writer (for a child: its stdin) is the first step of every shutdown.
+        drop(writer);
+        // A failed link often means the server is exiting; prefer its exit status as reason.
+        let reason = if failed && closer.watches_exit() {
+            tokio::time::timeout(flush_bound, closer.exited())
+                .await
+                .unwrap_or(reason)
+        } else {
+            reason
+        };
+        drop(pump);
+        if let Some(c) = closer.0.take() {
+            c.close().await;
+        }
+        self.events.down(reason);
+    }
+}
+
+/// Resolves once a close was requested (or the handle is gone).
+async fn wait_closing(mut closing: watch::Receiver<bool>) {
+    let _ = closing.wait_for(|c| *c).await;
+}
+
+/// Writes queued frames, batching and flushing; on close drains the queue, flushes and shuts
+/// the writer down.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    frames: &mut mpsc::Receiver<Vec<u8>>,
+    writer: &mut W,
+    closing: watch::Receiver<bool>,
+) -> End {
+    let closed = wait_closing(closing);
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut closed => {
+                frames.close();
+                let result = async {
+                    while let Ok(frame) = frames.try_recv() {
+                        write_frame(writer, &frame).await?;
+                    }
+                    writer.flush().await?;
+                    writer.shutdown().await
+                }
+                .await;
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "write failed while closing");
+                }
+                return End::Closed;
+            }
+            frame = frames.recv() => {
+                let Some(frame) = frame else { return End::Closed };
+                let result = async {
+                    write_frame(writer, &frame).await?;
+                    while let Ok(frame) = frames.try_recv() {
+                        write_frame(writer, &frame).await?;
+                    }
+                    writer.flush().await
+                }
+                .await;
+                if let Err(e) = result {
+                    return End::Failed(TransportError::io(e));
+                }
+            }
+        }
+    }
+}
+
+/// The credit-gated read side. Its state lives outside the `run` future, so `run` can be
+/// cancelled and resumed without losing a credit or a partial line.
+struct Pump {
+    frames: FrameReader<Box<dyn AsyncRead + Send + Unpin>>,
+    credits: Arc<Semaphore>,
+    have_credit: bool,
+}
+
+impl Pump {
+    async fn run(&mut self, events: &Events) -> End {
+        loop {
+            if !self.have_credit {
+                match self.credits.acquire().await {
+                    Ok(permit) => permit.forget(),
+                    // The semaphore is never closed; treat it like a close anyway.
+                    Err(_) => return End::Closed,
+                }
+                self.have_credit = true;
+            }
+            match self.frames.next_frame().await {
+                Ok(ReadFrame::Frame(frame)) => {
+                    self.have_credit = false;
+                    events.send(TransportEvent::Frame(frame));
+                }
+                Ok(ReadFrame::Oversized { seen }) => return End::Oversized { seen },
+                Ok(ReadFrame::Eof) => return End::Failed(TransportError::Eof),
+                Ok(ReadFrame::Truncated { partial }) => {
+                    return End::Failed(TransportError::Truncated { partial });
+                }
+                Err(e) => return End::Failed(TransportError::io(e)),
+            }
+        }
+    }
+}

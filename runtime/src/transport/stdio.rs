@@ -1,0 +1,463 @@
+//! The stdio transport: the server is a child process speaking newline-delimited JSON on its
+//! stdin and stdout (MCP `basic/transports/stdio`).
+//!
+//! - The program is started directly from a program name and an argument vector (no shell).
+//! - stderr is always piped, never inherited: each line is forwarded to `tracing` as an INFO
+//!   event with target [`SERVER_STDERR_TARGET`] and fields `line` and `pid`; lines are cut at
+//!   8 KiB and at most 1000 lines per second are logged, followed by one "suppressed N lines"
+//!   event. Server stderr is a log, never an error signal.
+//! - The child runs in its own process group, so shutdown reaches everything it started.
+//! - Orderly shutdown (the spec's SHOULD): stdin is closed by the transport, then the closer
+//!   waits up to `grace` for an exit, sends SIGTERM to the group, waits `grace` again, sends
+//!   SIGKILL to the group and reaps the child. Whatever is left in the group after the child
+//!   exited is sent SIGKILL. Dropping the transport without closing sends SIGKILL to the group
+//!   at once and reaps the child in a background task; `kill_on_drop` is the last resort.
+//!
+//! POSIX only for now (process groups and signals come from `nix`); Windows job objects are
+//! not done.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, ChildStderr, Command};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use super::{Closer, Connector, Link, TransportError};
+
+/// `tracing` target of the events that carry the server's stderr lines.
+pub const SERVER_STDERR_TARGET: &str = "mcp_runtime::server_stderr";
+
+/// Default wait for each shutdown step.
+const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// Longest stderr line forwarded; the rest of the line is dropped.
+const MAX_STDERR_LINE: usize = 8 * 1024;
+/// Stderr lines logged per second at most (also the burst size).
+const STDERR_LINES_PER_SECOND: u32 = 1000;
+/// How long the stderr forwarder may run on after the child was reaped (a grandchild outside
+/// the process group may still hold the pipe).
+const STDERR_DRAIN: Duration = Duration::from_millis(200);
+
+/// Opens a stdio link by spawning a fresh server process per generation.
+///
+/// Built with [`StdioConnector::builder`]. It is a factory: it holds no process itself.
+#[derive(Clone, Debug)]
+pub struct StdioConnector {
+    spec: Arc<Spec>,
+}
+
+#[derive(Debug)]
+struct Spec {
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    env_clear: bool,
+    current_dir: Option<PathBuf>,
+    grace: Duration,
+}
+
+/// Builder for a [`StdioConnector`]. Not a process: nothing runs until a transport connects.
+#[derive(Debug)]
+pub struct StdioConnectorBuilder {
+    spec: Spec,
+}
+
+impl StdioConnector {
+    /// Starts building a connector for `program` (looked up in `PATH` like `execvp`; no shell).
+    pub fn builder(program: impl Into<OsString>) -> StdioConnectorBuilder {
+        StdioConnectorBuilder {
+            spec: Spec {
+                program: program.into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                env_clear: false,
+                current_dir: None,
+                grace: DEFAULT_GRACE,
+            },
+        }
+    }
+
+    /// The wait used for each shutdown step.
+    pub fn grace(&self) -> Duration {
+        self.spec.grace
+    }
+}
+
+impl StdioConnectorBuilder {
+    /// Appends one argument (passed as is, never through a shell).
+    pub fn arg(mut self, arg: impl Into<OsString>) -> Self {
+        self.spec.args.push(arg.into());
+        self
+    }
+
+    /// Appends arguments (passed as is, never through a shell).
+    pub fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<OsString>,
+    {
+        self.spec.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server process.
+    pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.spec.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Starts the server with an empty environment plus the variables given with
+    /// [`env`](Self::env) (whatever the call order).
+    pub fn env_clear(mut self) -> Self {
+        self.spec.env_clear = true;
+        self
+    }
+
+    /// Sets the server's working directory (default: the caller's).
+    pub fn current_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.spec.current_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the wait for each shutdown step: after stdin is closed, and after SIGTERM
+    /// (default 2 s). Also bounds the flush of queued frames on close.
+    pub fn grace(mut self, grace: Duration) -> Self {
+        self.spec.grace = grace;
+        self
+    }
+
+    /// Finishes the connector.
+    pub fn build(self) -> StdioConnector {
+        StdioConnector {
+            spec: Arc::new(self.spec),
+        }
+    }
+}
+
+impl Connector for StdioConnector {
+    fn connect(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
+        let spec = Arc::clone(&self.spec);
+        Box::pin(async move { spawn_child(&spec) })
+    }
+
+    fn describe(&self) -> String {
+        let mut s = format!("stdio: {}", self.spec.program.to_string_lossy());
+        for a in &self.spec.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+        }
+        s
+    }
+}
+
+fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args);
+    if spec.env_clear {
+        cmd.env_clear();
+    }
+    cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &spec.current_dir {
+        cmd.current_dir(dir);
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| TransportError::Spawn(Arc::new(e)))?;
+    let pid = child.id();
+    tracing::debug!(pid, "server process spawned");
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        // Cannot happen with all three piped; the child is killed on drop.
+        return Err(TransportError::Spawn(Arc::new(std::io::Error::other(
+            "child pipes missing",
+        ))));
+    };
+    let stderr_task = tokio::spawn(forward_stderr(stderr, pid.unwrap_or(0)));
+    let closer = ChildCloser {
+        child: Some(child),
+        pid,
+        grace: spec.grace,
+        stderr_task: Some(stderr_task),
+    };
+    Ok(Link {
+        reader: Box::new(stdout),
+        writer: Box::new(stdin),
+        closer: Some(Box::new(closer)),
+    })
+}
+
+/// Stops and reaps one child process. Dropping it kills the process group (see `kill_now`).
+struct ChildCloser {
+    /// `None` once reaped or handed to a reaper task.
+    child: Option<Child>,
+    pid: Option<u32>,
+    grace: Duration,
+    stderr_task: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for ChildCloser {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChildCloser")
+            .field("pid", &self.pid)
+            .field("grace", &self.grace)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChildCloser {
+    fn signal_group(&self, signal: Signal) {
+        let Some(pid) = self.pid.and_then(|p| i32::try_from(p).ok()) else {
+            return;
+        };
+        match killpg(Pid::from_raw(pid), signal) {
+            Ok(()) => tracing::debug!(pid, ?signal, "signalled server process group"),
+            Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => {
+                tracing::debug!(pid, ?signal, error = %e, "could not signal server process group")
+            }
+        }
+    }
+
+    async fn shutdown(mut self: Box<Self>) {
+        let Some(child) = self.child.as_mut() else {
+            return;
+        };
+        let grace = self.grace;
+        let status = match tokio::time::timeout(grace, child.wait()).await {
+            Ok(status) => status.ok(),
+            Err(_) => {
+                self.signal_group(Signal::SIGTERM);
+                let child = self.child.as_mut().expect("child present until reaped");
+                match tokio::time::timeout(grace, child.wait()).await {
+                    Ok(status) => status.ok(),
+                    Err(_) => {
+                        self.signal_group(Signal::SIGKILL);
+                        let child = self.child.as_mut().expect("child present until reaped");
+                        tokio::time::timeout(grace, child.wait())
+                            .await
+                            .ok()
+                            .and_then(Result::ok)
+                    }
+                }
+            }
+        };
+        // The leader is reaped (or unkillable): stop whatever it left behind in its group.
+        self.signal_group(Signal::SIGKILL);
+        let pid = self.pid;
+        match status {
+            Some(status) => {
+                self.child = None;
+                tracing::debug!(pid, %status, "server process reaped");
+            }
+            None => {
+                tracing::warn!(
+                    pid,
+                    "server process did not exit after SIGKILL; leaving it to the reaper"
+                );
+                self.kill_now();
+            }
+        }
+        if let Some(task) = self.stderr_task.take() {
+            drain_stderr(task).await;
+        }
+    }
+}
+
+impl Closer for ChildCloser {
+    fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(self.shutdown())
+    }
+
+    fn kill_now(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        self.signal_group(Signal::SIGKILL);
+        let stderr_task = self.stderr_task.take();
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                let pid = self.pid;
+                rt.spawn(async move {
+                    match child.wait().await {
+                        Ok(status) => tracing::debug!(pid, %status, "server process reaped after kill"),
+                        Err(e) => tracing::debug!(pid, error = %e, "waiting for the killed server process failed"),
+                    }
+                    if let Some(task) = stderr_task {
+                        drain_stderr(task).await;
+                    }
+                });
+            }
+            // No runtime: `kill_on_drop` kills the leader and tokio's orphan queue reaps it.
+            Err(_) => drop(child),
+        }
+    }
+
+    fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {
+        let child = self.child.as_mut()?;
+        Some(Box::pin(async move {
+            match child.wait().await {
+                Ok(status) => exit_error(status),
+                Err(e) => TransportError::io(e),
+            }
+        }))
+    }
+
+    fn flush_timeout(&self) -> Duration {
+        self.grace
+    }
+}
+
+impl Drop for ChildCloser {
+    fn drop(&mut self) {
+        self.kill_now();
+    }
+}
+
+fn exit_error(status: ExitStatus) -> TransportError {
+    use std::os::unix::process::ExitStatusExt;
+    TransportError::ChildExited {
+        code: status.code(),
+        signal: status.signal(),
+    }
+}
+
+async fn drain_stderr(mut task: JoinHandle<()>) {
+    if tokio::time::timeout(STDERR_DRAIN, &mut task).await.is_err() {
+        task.abort();
+    }
+}
+
+/// Forwards the child's stderr to `tracing`, line by line, truncated and rate-limited.
+async fn forward_stderr(stderr: ChildStderr, pid: u32) {
+    let mut reader = BufReader::with_capacity(MAX_STDERR_LINE, stderr);
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut truncated = false;
+    let mut limit = StderrLimit::new(Instant::now());
+    loop {
+        let avail = match reader.fill_buf().await {
+            Ok(avail) => avail,
+            Err(e) => {
+                tracing::debug!(pid, error = %e, "reading server stderr failed");
+                break;
+            }
+        };
+        if avail.is_empty() {
+            if !line.is_empty() {
+                limit.emit(pid, &line, truncated);
+            }
+            break;
+        }
+        let newline = avail.iter().position(|&b| b == b'\n');
+        let chunk = &avail[..newline.unwrap_or(avail.len())];
+        let room = MAX_STDERR_LINE - line.len();
+        if chunk.len() > room {
+            truncated = true;
+        }
+        line.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        let used = newline.map_or(avail.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            limit.emit(pid, &line, truncated);
+            line.clear();
+            truncated = false;
+        }
+    }
+    limit.flush(pid);
+}
+
+/// Token bucket: a burst of up to 1000 lines, refilled at 1000 lines per second.
+struct StderrLimit {
+    tokens: f64,
+    last: Instant,
+    suppressed: u64,
+}
+
+impl StderrLimit {
+    fn new(now: Instant) -> Self {
+        Self {
+            tokens: f64::from(STDERR_LINES_PER_SECOND),
+            last: now,
+            suppressed: 0,
+        }
+    }
+
+    fn take(&mut self, now: Instant) -> bool {
+        let rate = f64::from(STDERR_LINES_PER_SECOND);
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * rate).min(rate);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn emit(&mut self, pid: u32, line: &[u8], truncated: bool) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return;
+        }
+        if !self.take(Instant::now()) {
+            self.suppressed += 1;
+            return;
+        }
+        self.flush(pid);
+        let text = String::from_utf8_lossy(line);
+        if truncated {
+            tracing::info!(target: SERVER_STDERR_TARGET, pid, line = %text, truncated, "server stderr");
+        } else {
+            tracing::info!(target: SERVER_STDERR_TARGET, pid, line = %text, "server stderr");
+        }
+    }
+
+    fn flush(&mut self, pid: u32) {
+        if self.suppressed > 0 {
+            let n = self.suppressed;
+            self.suppressed = 0;
+            tracing::warn!(target: SERVER_STDERR_TARGET, pid, suppressed = n, "suppressed {n} lines of server stderr");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_bucket_allows_a_burst_then_refills() {
+        let t0 = Instant::now();
+        let mut limit = StderrLimit::new(t0);
+        let allowed = (0..1500).filter(|_| limit.take(t0)).count();
+        assert_eq!(allowed, 1000);
+        assert!(!limit.take(t0));
+        assert!(limit.take(t0 + Duration::from_millis(2)));
+    }
+
+    #[test]
+    fn describe_lists_program_and_args() {
+        let c = StdioConnector::builder("npx")
+            .args(["-y", "server-everything"])
+            .build();
+        assert_eq!(c.describe(), "stdio: npx -y server-everything");
+        assert_eq!(c.grace(), DEFAULT_GRACE);
+    }
+}

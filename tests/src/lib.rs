@@ -1,0 +1,48 @@
+//! What the cross-crate integration tests in `tests/tests/` share: ways to start the in-repo
+//! servers (in process over a duplex stream, or as child processes over stdio).
+
+use std::time::Duration;
+
+use mcp_runtime::transport::StreamConnector;
+use mcp_runtime::ClientBuilder;
+use mcp_testserver::ServerConfig;
+
+/// A builder whose every transport generation is a fresh in-process server over a duplex
+/// stream.
+pub fn in_process(config: ServerConfig) -> ClientBuilder {
+    let connector = StreamConnector::from_fn(move || {
+        let config = config.clone();
+        async move {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let (sr, sw) = tokio::io::split(server);
+            tokio::spawn(async move {
+                mcp_testserver::serve(sr, sw, config).await;
+            });
+            let (cr, cw) = tokio::io::split(client);
+            Ok((cr, cw))
+        }
+    });
+    ClientBuilder::new(connector).seed(7)
+}
+
+/// A builder spawning a server binary of this package over stdio.
+pub fn stdio(binary: &str, args: &[&str]) -> ClientBuilder {
+    ClientBuilder::stdio(binary, args.iter().copied()).seed(7).init_timeout(Duration::from_secs(10))
+}
+
+/// Whether a process id is gone (not running and reaped).
+pub fn pid_gone(pid: u32) -> bool {
+    !std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// Waits up to `limit` for `f` to hold, polling.
+pub async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f()
+}

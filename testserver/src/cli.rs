@@ -1,0 +1,185 @@
+//! What the two binaries share: flag parsing and the stdio main loop.
+//!
+//! Flags (parsed by hand, `--flag value` or `--flag=value`):
+//! `--version-override V` (answer `initialize` with protocol version `V`),
+//! `--page-size N` (paginate `tools/list` by `N`), `--die-on-start` (exit 1 at once),
+//! `--stderr-noise N` (print `N` lines to stderr first), `--help`.
+//!
+//! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
+//! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
+
+use crate::{Ended, ServerConfig, serve};
+
+/// Options given on a binary's command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CliOptions {
+    /// `--version-override V`: force `protocolVersion` in the `initialize` answer.
+    pub version_override: Option<String>,
+    /// `--page-size N`: paginate `tools/list` by `N` (0 = off).
+    pub page_size: Option<usize>,
+    /// `--die-on-start`: exit with code 1 before reading anything.
+    pub die_on_start: bool,
+    /// `--stderr-noise N`: print `N` lines to stderr before serving.
+    pub stderr_noise: usize,
+    /// `--help`: print usage and exit 0.
+    pub help: bool,
+}
+
+/// A command line the binaries do not understand.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CliError {
+    /// A flag that takes a value came last.
+    #[error("flag {0} needs a value")]
+    MissingValue(String),
+    /// A numeric flag got something else.
+    #[error("flag {flag}: not a non-negative integer: {value:?}")]
+    BadNumber {
+        /// The flag.
+        flag: String,
+        /// What it got.
+        value: String,
+    },
+    /// A flag (or argument) nobody knows.
+    #[error("unknown argument: {0}")]
+    Unknown(String),
+}
+
+/// Usage text of the binaries.
+pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
+[--die-on-start] [--stderr-noise N] [--help]\nServes one MCP connection on stdin/stdout \
+(newline-delimited JSON-RPC); logs go to stderr.";
+
+/// Parse the arguments after the program name.
+pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions, CliError> {
+    let mut opts = CliOptions::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |flag: &str| {
+            inline
+                .clone()
+                .or_else(|| args.next())
+                .ok_or_else(|| CliError::MissingValue(flag.to_owned()))
+        };
+        let number = |flag: &str, v: String| {
+            v.parse::<usize>().map_err(|_| CliError::BadNumber {
+                flag: flag.to_owned(),
+                value: v,
+            })
+        };
+        match flag.as_str() {
+            "--version-override" => opts.version_override = Some(value(&flag)?),
+            "--page-size" => opts.page_size = Some(number(&flag, value(&flag)?)?),
+            "--stderr-noise" => opts.stderr_noise = number(&flag, value(&flag)?)?,
+            "--die-on-start" if inline.is_none() => opts.die_on_start = true,
+            "--help" | "-h" if inline.is_none() => opts.help = true,
+            _ => return Err(CliError::Unknown(arg)),
+        }
+    }
+    Ok(opts)
+}
+
+/// Apply the options to a configuration.
+pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
+    if let Some(v) = &opts.version_override {
+        config.version_override = Some(v.clone());
+    }
+    if let Some(n) = opts.page_size {
+        config.page_size = n;
+    }
+    config
+}
+
+/// The exit code a binary uses for how its connection ended.
+pub fn exit_code(ended: Ended) -> i32 {
+    match ended {
+        Ended::Eof => 0,
+        Ended::Died | Ended::Exited => 3,
+        Ended::WriteFailed => 1,
+    }
+}
+
+/// The whole `main` of a binary: parse `std::env::args`, serve `base` on stdin/stdout,
+/// and return the process exit code.
+pub fn main(base: ServerConfig) -> i32 {
+    let prog = base.name.clone();
+    let opts = match parse_args(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{prog}: {e}\n{USAGE}");
+            return 2;
+        }
+    };
+    if opts.help {
+        eprintln!("{USAGE}");
+        return 0;
+    }
+    if opts.die_on_start {
+        eprintln!("{prog}: --die-on-start: exiting with code 1");
+        return 1;
+    }
+    for i in 1..=opts.stderr_noise {
+        eprintln!("{prog}: stderr noise line {i} of {}", opts.stderr_noise);
+    }
+    let config = apply(&opts, base);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{prog}: cannot start the runtime: {e}");
+            return 1;
+        }
+    };
+    eprintln!("{prog}: serving MCP on stdio");
+    let ended = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), config));
+    // A blocking read of stdin may still be under way: do not wait for it.
+    runtime.shutdown_background();
+    let code = exit_code(ended);
+    eprintln!("{prog}: connection ended ({ended:?}), exit code {code}");
+    code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<CliOptions, CliError> {
+        parse_args(args.iter().map(|s| (*s).to_owned()))
+    }
+
+    #[test]
+    fn flags_parse() {
+        let o = parse(&[
+            "--version-override",
+            "1999-01-01",
+            "--page-size=2",
+            "--die-on-start",
+            "--stderr-noise",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(o.version_override.as_deref(), Some("1999-01-01"));
+        assert_eq!(o.page_size, Some(2));
+        assert!(o.die_on_start);
+        assert_eq!(o.stderr_noise, 5);
+        assert_eq!(parse(&[]).unwrap(), CliOptions::default());
+    }
+
+    #[test]
+    fn bad_flags_are_errors() {
+        assert!(matches!(
+            parse(&["--page-size"]),
+            Err(CliError::MissingValue(_))
+        ));
+        assert!(matches!(
+            parse(&["--page-size", "x"]),
+            Err(CliError::BadNumber { .. })
+        ));
+        assert!(matches!(parse(&["--nope"]), Err(CliError::Unknown(_))));
+    }
+}

@@ -1,0 +1,639 @@
+//! The connection loop: reading, dispatching to tasks, writing, chaos endings.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::future::pending;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::{AbortHandle, JoinSet};
+
+use crate::config::ServerConfig;
+use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, catalog, codes, tools};
+
+/// How a served connection ended; returned by [`serve`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Ended {
+    /// The client's stream hit EOF (or a read error); in-flight answers were flushed
+    /// (within [`ServerConfig::eof_grace`]).
+    Eof,
+    /// The `die` chaos tool: the stream was dropped without answering (binaries exit 3).
+    Died,
+    /// The `exit_after` chaos tool: its answer was written, then after `ms` the server
+    /// stopped (binaries exit 3).
+    Exited,
+    /// Writing to the client failed (e.g. a broken pipe).
+    WriteFailed,
+}
+
+/// A JSON-RPC error object.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message} ({code})")]
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(codes::INVALID_PARAMS, message)
+    }
+
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    fn to_json(&self) -> Value {
+        let mut e = json!({"code": self.code, "message": self.message});
+        if let Some(d) = &self.data {
+            e["data"] = d.clone();
+        }
+        e
+    }
+
+    /// Read a JSON-RPC error object sent by the client.
+    fn from_json(v: &Value) -> Self {
+        Self {
+            code: v.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: v
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("(no message)")
+                .to_owned(),
+            data: v.get("data").cloned(),
+        }
+    }
+}
+
+/// What a method handler produced.
+pub(crate) enum Reply {
+    /// Answer with this result.
+    Result(Value),
+    /// Answer with this result, then stop the server after the delay (`exit_after`).
+    ResultThenExit(Value, Duration),
+}
+
+pub(crate) type Handled = Result<Reply, RpcError>;
+
+/// What goes to the writer.
+enum Out {
+    Line(String),
+    /// `hang`: write nothing more, keep the stream open.
+    Stop,
+    /// `exit_after` fired: flush and end with [`Ended::Exited`].
+    Exit,
+    /// The reader hit EOF and in-flight work is over: flush and end with [`Ended::Eof`].
+    Finish,
+}
+
+/// What the server recorded about the session; shown by the `session_info` tool.
+#[derive(Debug, Default)]
+pub(crate) struct Session {
+    pub(crate) initialize_count: u32,
+    pub(crate) client_protocol_version: Option<Value>,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) client_info: Option<Value>,
+    pub(crate) client_capabilities: Option<Value>,
+    pub(crate) initialized: bool,
+    pub(crate) initialized_count: u32,
+    /// Methods of requests (other than `initialize` and `ping`) received before
+    /// `notifications/initialized`.
+    pub(crate) early_requests: Vec<String>,
+    pub(crate) cancelled: Vec<Value>,
+    pub(crate) roots_list_changed: u32,
+    pub(crate) notifications: Vec<String>,
+    pub(crate) unknown_responses: Vec<Value>,
+    pub(crate) log_level: Option<String>,
+    pub(crate) subscriptions: BTreeSet<String>,
+}
+
+impl Session {
+    pub(crate) fn to_json(&self) -> Value {
+        json!({
+            "pid": std::process::id(),
+            "initializeCount": self.initialize_count,
+            "clientProtocolVersion": self.client_protocol_version,
+            "protocolVersion": self.protocol_version,
+            "clientInfo": self.client_info,
+            "clientCapabilities": self.client_capabilities,
+            "initialized": self.initialized,
+            "initializedCount": self.initialized_count,
+            "earlyRequests": self.early_requests,
+            "cancelled": self.cancelled,
+            "rootsListChanged": self.roots_list_changed,
+            "notifications": self.notifications,
+            "unknownResponses": self.unknown_responses,
+            "logLevel": self.log_level,
+            "subscriptions": self.subscriptions,
+        })
+    }
+}
+
+#[derive(Default)]
+struct Inflight {
+    /// Request id (serialized) → (serial, abort handle of its task).
+    by_id: HashMap<String, (u64, Option<AbortHandle>)>,
+    /// Serials of cancelled requests whose task may still be finishing: never answered.
+    cancelled: HashSet<u64>,
+    next_serial: u64,
+}
+
+/// State shared by the reader and the request tasks of one connection.
+pub(crate) struct Shared {
+    pub(crate) config: ServerConfig,
+    out: mpsc::UnboundedSender<Out>,
+    session: Mutex<Session>,
+    inflight: Mutex<Inflight>,
+    /// Our requests to the client awaiting an answer, by id.
+    pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
+    next_request: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    pub(crate) fn session(&self) -> MutexGuard<'_, Session> {
+        lock(&self.session)
+    }
+
+    /// Queue a raw line (without its newline).
+    pub(crate) fn send_raw(&self, line: String) {
+        let _ = self.out.send(Out::Line(line));
+    }
+
+    /// Queue one JSON message.
+    pub(crate) fn send(&self, msg: &Value) {
+        self.send_raw(msg.to_string());
+    }
+
+    pub(crate) fn notify(&self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    pub(crate) fn respond(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn respond_error(&self, id: &Value, err: &RpcError) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": err.to_json()}));
+    }
+
+    /// Send a request to the client and wait for its answer.
+    pub(crate) async fn request_client(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, RpcError> {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = format!("s-{n}");
+        let (tx, rx) = oneshot::channel();
+        lock(&self.pending).insert(id.clone(), tx);
+        let _guard = PendingGuard {
+            shared: self,
+            id: id.clone(),
+        };
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        match rx.await {
+            Ok(answer) => answer,
+            Err(_) => Err(RpcError::new(
+                codes::INVALID_REQUEST,
+                format!("connection closed before the client answered {method}"),
+            )),
+        }
+    }
+
+    /// The negotiated protocol version (or the latest if `initialize` was not seen).
+    pub(crate) fn protocol_version(&self) -> String {
+        self.session()
+            .protocol_version
+            .clone()
+            .unwrap_or_else(|| LATEST_PROTOCOL_VERSION.to_owned())
+    }
+}
+
+/// Removes a pending server→client request when its waiter goes away (e.g. cancelled).
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    id: String,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.shared.pending).remove(&self.id);
+    }
+}
+
+/// Serve one connection until the reader hits EOF or a chaos action ends it.
+///
+/// Reads newline-delimited JSON-RPC from `reader`, writes answers, notifications and
+/// server→client requests to `writer` (one line each). Each request is handled in its own
+/// task (spawned on the current tokio runtime), so answers may come out of order.
+///
+/// Returns how the connection ended. After the `hang` chaos tool it never returns (it keeps
+/// both streams open, reading and writing nothing): drop the future to end it.
+pub async fn serve<R, W>(reader: R, writer: W, config: ServerConfig) -> Ended
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        config,
+        out: out_tx,
+        session: Mutex::new(Session::default()),
+        inflight: Mutex::new(Inflight::default()),
+        pending: Mutex::new(HashMap::new()),
+        next_request: AtomicU64::new(0),
+    });
+    tracing::debug!(name = %shared.config.name, chaos = shared.config.chaos, "serving");
+    let read_fut = read_loop(reader, shared);
+    let write_fut = write_loop(BufWriter::new(writer), out_rx);
+    tokio::pin!(read_fut, write_fut);
+    let ended = tokio::select! {
+        r = &mut read_fut => match r {
+            ReadEnd::Died => Ended::Died,
+            // The reader queued `Out::Finish` after the last in-flight answer.
+            ReadEnd::Eof => match write_fut.await {
+                WriteEnd::Exited => Ended::Exited,
+                WriteEnd::Finished | WriteEnd::Failed => Ended::Eof,
+            },
+        },
+        w = &mut write_fut => match w {
+            WriteEnd::Exited => Ended::Exited,
+            WriteEnd::Failed => Ended::WriteFailed,
+            WriteEnd::Finished => Ended::Eof,
+        },
+    };
+    tracing::debug!(?ended, "connection ended");
+    ended
+}
+
+enum WriteEnd {
+    Finished,
+    Exited,
+    Failed,
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut w: BufWriter<W>,
+    mut rx: mpsc::UnboundedReceiver<Out>,
+) -> WriteEnd {
+    loop {
+        let mut next = rx.recv().await;
+        if next.is_none() {
+            let _ = w.flush().await;
+            return WriteEnd::Finished;
+        }
+        // Write everything already queued, then flush once.
+        while let Some(msg) = next {
+            match msg {
+                Out::Line(line) => {
+                    if w.write_all(line.as_bytes()).await.is_err()
+                        || w.write_all(b"\n").await.is_err()
+                    {
+                        return WriteEnd::Failed;
+                    }
+                }
+                Out::Stop => {
+                    let _ = w.flush().await;
+                    tracing::debug!("hang: writer stopped");
+                    // Keep the writer (and so the stream) alive forever.
+                    pending::<()>().await;
+                }
+                Out::Exit => {
+                    let _ = w.flush().await;
+                    return WriteEnd::Exited;
+                }
+                Out::Finish => {
+                    let _ = w.flush().await;
+                    return WriteEnd::Finished;
+                }
+            }
+            next = rx.try_recv().ok();
+        }
+        if w.flush().await.is_err() {
+            return WriteEnd::Failed;
+        }
+    }
+}
+
+enum ReadEnd {
+    Eof,
+    Died,
+}
+
+/// What the reader must do after a line.
+enum Flow {
+    Continue,
+    Die,
+    Hang,
+}
+
+async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) -> ReadEnd {
+    let mut reader = BufReader::new(reader);
+    let mut tasks = JoinSet::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf).await {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::debug!(error = %e, "read error: treated as EOF");
+                break;
+            }
+        }
+        match handle_line(&shared, &buf, &mut tasks) {
+            Flow::Continue => {}
+            Flow::Die => {
+                tracing::debug!("die: dropping the connection");
+                tasks.abort_all();
+                return ReadEnd::Died;
+            }
+            Flow::Hang => {
+                tracing::debug!("hang: reading and answering nothing from now on");
+                tasks.abort_all();
+                let _ = shared.out.send(Out::Stop);
+                // Keep the reader (and so the stream) alive forever.
+                pending::<()>().await;
+            }
+        }
+        while tasks.try_join_next().is_some() {}
+    }
+    // EOF: nobody will answer our requests any more; let in-flight requests finish
+    // (within the grace period), then tell the writer to finish.
+    lock(&shared.pending).clear();
+    let grace = shared.config.eof_grace;
+    let drained =
+        tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        tracing::debug!("EOF: abandoning requests still in flight");
+        tasks.abort_all();
+        while tasks.join_next().await.is_some() {}
+    }
+    let _ = shared.out.send(Out::Finish);
+    ReadEnd::Eof
+}
+
+fn handle_line(shared: &Arc<Shared>, raw: &[u8], tasks: &mut JoinSet<()>) -> Flow {
+    let line = raw.trim_ascii();
+    if line.is_empty() {
+        return Flow::Continue;
+    }
+    let msg: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            tracing::debug!(error = %e, "parse error");
+            shared.respond_error(
+                &Value::Null,
+                &RpcError::new(codes::PARSE_ERROR, format!("Parse error: {e}")),
+            );
+            return Flow::Continue;
+        }
+    };
+    let Value::Object(obj) = msg else {
+        let what = if msg.is_array() {
+            "batches are not supported"
+        } else {
+            "a JSON-RPC message must be an object"
+        };
+        shared.respond_error(&Value::Null, &RpcError::new(codes::INVALID_REQUEST, what));
+        return Flow::Continue;
+    };
+    let method = obj.get("method").and_then(Value::as_str).map(str::to_owned);
+    let id = obj.get("id").cloned();
+    match (method, id) {
+        (Some(method), Some(id)) => {
+            let params = obj.get("params").cloned().unwrap_or(Value::Null);
+            handle_request(shared, method, params, id, tasks)
+        }
+        (Some(method), None) => {
+            handle_notification(shared, &method, obj.get("params").unwrap_or(&Value::Null));
+            Flow::Continue
+        }
+        (None, Some(id)) if obj.contains_key("result") || obj.contains_key("error") => {
+            handle_response(shared, id, &obj);
+            Flow::Continue
+        }
+        (None, id) => {
+            shared.respond_error(
+                &id.unwrap_or(Value::Null),
+                &RpcError::new(
+                    codes::INVALID_REQUEST,
+                    "not a request, notification or response",
+                ),
+            );
+            Flow::Continue
+        }
+    }
+}
+
+fn handle_request(
+    shared: &Arc<Shared>,
+    method: String,
+    params: Value,
+    id: Value,
+    tasks: &mut JoinSet<()>,
+) -> Flow {
+    {
+        let mut s = shared.session();
+        if !s.initialized && method != "initialize" && method != "ping" {
+            tracing::warn!(%method, "request before notifications/initialized (answered anyway)");
+            s.early_requests.push(method.clone());
+        }
+    }
+    if method == "initialize" {
+        // Inline, so that the session is set up before the next line is read.
+        let result = initialize(shared, &params);
+        shared.respond(&id, result);
+        return Flow::Continue;
+    }
+    if method == "tools/call" && shared.config.chaos {
+        match params.get("name").and_then(Value::as_str) {
+            Some("die") => return Flow::Die,
+            Some("hang") => return Flow::Hang,
+            _ => {}
+        }
+    }
+    let key = id.to_string();
+    let serial = {
+        let mut inf = lock(&shared.inflight);
+        inf.next_serial += 1;
+        let serial = inf.next_serial;
+        inf.by_id.insert(key.clone(), (serial, None));
+        serial
+    };
+    let sh = Arc::clone(shared);
+    let task_key = key.clone();
+    let handle = tasks.spawn(async move {
+        let handled = dispatch(&sh, &method, params, &id).await;
+        finish(&sh, &task_key, serial, &id, handled);
+    });
+    if let Some(entry) = lock(&shared.inflight).by_id.get_mut(&key)
+        && entry.0 == serial
+    {
+        entry.1 = Some(handle);
+    }
+    Flow::Continue
+}
+
+/// Send the answer of a finished request unless it was cancelled.
+fn finish(shared: &Shared, key: &str, serial: u64, id: &Value, handled: Handled) {
+    {
+        let mut inf = lock(&shared.inflight);
+        if inf.cancelled.remove(&serial) {
+            return;
+        }
+        if inf.by_id.get(key).is_some_and(|e| e.0 == serial) {
+            inf.by_id.remove(key);
+        }
+    }
+    match handled {
+        Ok(Reply::Result(result)) => shared.respond(id, result),
+        Ok(Reply::ResultThenExit(result, delay)) => {
+            shared.respond(id, result);
+            let out = shared.out.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(delay).await;
+                let _ = out.send(Out::Exit);
+            });
+        }
+        Err(e) => shared.respond_error(id, &e),
+    }
+}
+
+fn handle_notification(shared: &Shared, method: &str, params: &Value) {
+    shared.session().notifications.push(method.to_owned());
+    match method {
+        "notifications/initialized" => {
+            let mut s = shared.session();
+            s.initialized = true;
+            s.initialized_count += 1;
+        }
+        "notifications/cancelled" => {
+            let Some(request_id) = params.get("requestId") else {
+                tracing::debug!("notifications/cancelled without requestId");
+                return;
+            };
+            shared.session().cancelled.push(request_id.clone());
+            let mut inf = lock(&shared.inflight);
+            if let Some((serial, handle)) = inf.by_id.remove(&request_id.to_string()) {
+                inf.cancelled.insert(serial);
+                if let Some(h) = handle {
+                    h.abort();
+                }
+                tracing::debug!(%request_id, "request cancelled by the client");
+            }
+        }
+        "notifications/roots/list_changed" => shared.session().roots_list_changed += 1,
+        _ => tracing::debug!(method, "notification ignored"),
+    }
+}
+
+fn handle_response(shared: &Shared, id: Value, obj: &Map<String, Value>) {
+    let waiter = id.as_str().and_then(|k| lock(&shared.pending).remove(k));
+    let Some(waiter) = waiter else {
+        tracing::warn!(%id, "response to a request this server did not send (or no longer awaits)");
+        shared.session().unknown_responses.push(id);
+        return;
+    };
+    let answer = match obj.get("error") {
+        Some(e) => Err(RpcError::from_json(e)),
+        None => Ok(obj.get("result").cloned().unwrap_or(Value::Null)),
+    };
+    let _ = waiter.send(answer);
+}
+
+fn initialize(shared: &Shared, params: &Value) -> Value {
+    let config = &shared.config;
+    let asked = params.get("protocolVersion");
+    let version = match (&config.version_override, asked.and_then(Value::as_str)) {
+        (Some(forced), _) => forced.clone(),
+        (None, Some(v)) if SUPPORTED_PROTOCOL_VERSIONS.contains(&v) => v.to_owned(),
+        (None, _) => LATEST_PROTOCOL_VERSION.to_owned(),
+    };
+    {
+        let mut s = shared.session();
+        s.initialize_count += 1;
+        s.client_protocol_version = asked.cloned();
+        s.protocol_version = Some(version.clone());
+        s.client_info = params.get("clientInfo").cloned();
+        s.client_capabilities = params.get("capabilities").cloned();
+    }
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": {
+            "tools": {"listChanged": true},
+            "resources": {"subscribe": true, "listChanged": true},
+            "prompts": {"listChanged": true},
+            "logging": {},
+            "completions": {},
+        },
+        "serverInfo": {"name": config.name, "version": config.server_version},
+    });
+    if let Some(instructions) = &config.instructions {
+        result["instructions"] = json!(instructions);
+    }
+    result
+}
+
+async fn dispatch(shared: &Shared, method: &str, params: Value, id: &Value) -> Handled {
+    let ok = |v: Value| Ok(Reply::Result(v));
+    match method {
+        "ping" => ok(json!({})),
+        "tools/list" => ok(catalog::list_tools(&shared.config, &params)?),
+        "tools/call" => tools::call(shared, &params, id).await,
+        "resources/list" => ok(catalog::list_resources()),
+        "resources/templates/list" => ok(catalog::list_resource_templates()),
+        "resources/read" => ok(catalog::read_resource(&params)?),
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let uri = params
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| RpcError::invalid_params("missing uri"))?;
+            let mut s = shared.session();
+            if method == "resources/subscribe" {
+                s.subscriptions.insert(uri.to_owned());
+            } else {
+                s.subscriptions.remove(uri);
+            }
+            ok(json!({}))
+        }
+        "prompts/list" => ok(catalog::list_prompts()),
+        "prompts/get" => ok(catalog::get_prompt(&params)?),
+        "completion/complete" => ok(catalog::complete(&params)),
+        "logging/setLevel" => {
+            let level = params
+                .get("level")
+                .and_then(Value::as_str)
+                .ok_or_else(|| RpcError::invalid_params("missing level"))?;
+            if catalog::level_rank(level).is_none() {
+                return Err(RpcError::invalid_params(format!(
+                    "unknown logging level: {level}"
+                )));
+            }
+            shared.session().log_level = Some(level.to_owned());
+            ok(json!({}))
+        }
+        _ => Err(RpcError::new(
+            codes::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )),
+    }
+}

@@ -1,0 +1,347 @@
+//! `tools/call`: the tool implementations.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::LOGGER_NAME;
+use crate::catalog::{self, CHAOS_TOOLS};
+use crate::server::{Handled, Reply, RpcError, Shared};
+
+/// Largest `oversized` line (1 GiB): a guard against typos, not a protocol limit.
+const MAX_OVERSIZED: u64 = 1 << 30;
+
+fn text_result(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}]})
+}
+
+fn structured_result(structured: Value) -> Value {
+    json!({
+        "content": [{"type": "text", "text": structured.to_string()}],
+        "structuredContent": structured,
+    })
+}
+
+/// A tool execution error: a result with `isError: true`.
+fn tool_error(text: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": text.into()}], "isError": true})
+}
+
+fn ok(v: Value) -> Handled {
+    Ok(Reply::Result(v))
+}
+
+fn arg_str<'a>(args: &'a Value, name: &str) -> Result<&'a str, Value> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| tool_error(format!("argument `{name}` must be a string")))
+}
+
+fn arg_u64(args: &Value, name: &str) -> Result<u64, Value> {
+    args.get(name)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| tool_error(format!("argument `{name}` must be a non-negative integer")))
+}
+
+fn opt_u64(args: &Value, name: &str, default: u64) -> Result<u64, Value> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(_) => arg_u64(args, name),
+    }
+}
+
+/// Handle `tools/call` (`die` and `hang` are handled by the reader before it gets here).
+pub(crate) async fn call(shared: &Shared, params: &Value, id: &Value) -> Handled {
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("missing tool name"))?;
+    let known = catalog::tools(&shared.config)
+        .iter()
+        .any(|t| t["name"] == name);
+    if !known || (!shared.config.chaos && CHAOS_TOOLS.contains(&name)) {
+        return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
+    }
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    let progress_token = params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .cloned();
+    match run(shared, name, &args, progress_token, id).await {
+        Ok(reply) => Ok(reply),
+        // Argument problems are tool execution errors (isError), not protocol errors.
+        Err(result) => ok(result),
+    }
+}
+
+async fn run(
+    shared: &Shared,
+    name: &str,
+    args: &Value,
+    progress_token: Option<Value>,
+    id: &Value,
+) -> Result<Reply, Value> {
+    let result = match name {
+        "echo" => text_result(format!("Echo: {}", arg_str(args, "message")?)),
+        "add" => add(args)?,
+        "slow" => {
+            let ms = arg_u64(args, "ms")?;
+            let steps = opt_u64(args, "steps", 1)?;
+            slow(shared, ms, steps, progress_token).await
+        }
+        "sample" => {
+            let prompt = arg_str(args, "prompt")?;
+            let max_tokens = opt_u64(args, "maxTokens", 100)?;
+            sample(shared, prompt, max_tokens).await
+        }
+        "elicit" => elicit(shared, arg_str(args, "message")?).await,
+        "roots" => match shared.request_client("roots/list", json!({})).await {
+            Ok(r) => {
+                structured_result(json!({"roots": r.get("roots").cloned().unwrap_or(json!([]))}))
+            }
+            Err(e) => tool_error(e.message),
+        },
+        "log" => {
+            let level = arg_str(args, "level")?;
+            let message = arg_str(args, "message")?;
+            let Some(rank) = catalog::level_rank(level) else {
+                return Err(tool_error(format!("unknown logging level: {level}")));
+            };
+            let threshold = shared.session().log_level.clone();
+            let passes = threshold
+                .as_deref()
+                .and_then(catalog::level_rank)
+                .is_none_or(|t| rank >= t);
+            if passes {
+                shared.notify(
+                    "notifications/message",
+                    json!({"level": level, "logger": LOGGER_NAME, "data": message}),
+                );
+                text_result(format!("logged at {level}"))
+            } else {
+                text_result(format!(
+                    "suppressed: {level} is below the level set by logging/setLevel ({})",
+                    threshold.unwrap_or_default()
+                ))
+            }
+        }
+        "notify_changed" => {
+            let list = match args.get("list") {
+                None | Some(Value::Null) => "tools",
+                Some(_) => arg_str(args, "list")?,
+            };
+            if !["tools", "resources", "prompts"].contains(&list) {
+                return Err(tool_error(format!("unknown list: {list}")));
+            }
+            let method = format!("notifications/{list}/list_changed");
+            shared.notify(&method, json!({}));
+            text_result(format!("sent {method}"))
+        }
+        "touch" => {
+            let uri = arg_str(args, "uri")?;
+            let subscribed = shared.session().subscriptions.contains(uri);
+            if subscribed {
+                shared.notify("notifications/resources/updated", json!({"uri": uri}));
+                text_result(format!("sent notifications/resources/updated for {uri}"))
+            } else {
+                text_result(format!("not subscribed to {uri}: nothing sent"))
+            }
+        }
+        "session_info" => structured_result(shared.session().to_json()),
+        // Chaos tools.
+        "garbage" => {
+            let text = match args.get("text") {
+                None | Some(Value::Null) => "{not json",
+                Some(_) => arg_str(args, "text")?,
+            };
+            shared.send_raw(text.to_owned());
+            text_result("wrote a garbage line")
+        }
+        "oversized" => {
+            let bytes = arg_u64(args, "bytes")?;
+            if bytes > MAX_OVERSIZED {
+                return Err(tool_error(format!("bytes must be at most {MAX_OVERSIZED}")));
+            }
+            let line = oversized_line(usize::try_from(bytes).unwrap_or(usize::MAX));
+            let len = line.len();
+            shared.send_raw(line);
+            text_result(format!("wrote a line of {len} bytes"))
+        }
+        "late" => {
+            let ms = arg_u64(args, "ms")?;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            text_result(format!("answered {ms} ms late"))
+        }
+        "duplicate" => {
+            let result = text_result("duplicate");
+            shared.respond(id, result.clone());
+            result
+        }
+        "unknown_id" => {
+            let bogus = match args.get("id") {
+                None | Some(Value::Null) => json!(987_654_321),
+                Some(v) => v.clone(),
+            };
+            shared.respond(&bogus, text_result("unsolicited"));
+            text_result(format!("sent a response with id {bogus}"))
+        }
+        "flood" => {
+            let count = arg_u64(args, "count")?;
+            for i in 1..=count {
+                shared.notify(
+                    "notifications/message",
+                    json!({"level": "info", "logger": LOGGER_NAME, "data": format!("flood {i}/{count}")}),
+                );
+            }
+            text_result(format!("sent {count} notifications"))
+        }
+        "exit_after" => {
+            let ms = arg_u64(args, "ms")?;
+            return Ok(Reply::ResultThenExit(
+                text_result(format!("exiting in {ms} ms")),
+                Duration::from_millis(ms),
+            ));
+        }
+        other => {
+            return Err(tool_error(format!("tool {other} is not implemented here")));
+        }
+    };
+    Ok(Reply::Result(result))
+}
+
+fn add(args: &Value) -> Result<Value, Value> {
+    let (Some(a), Some(b)) = (args.get("a"), args.get("b")) else {
+        return Err(tool_error("arguments `a` and `b` are required"));
+    };
+    let sum = match (a.as_i64(), b.as_i64()) {
+        (Some(a), Some(b)) if a.checked_add(b).is_some() => json!(a + b),
+        _ => match (a.as_f64(), b.as_f64()) {
+            (Some(a), Some(b)) => json!(a + b),
+            _ => return Err(tool_error("arguments `a` and `b` must be numbers")),
+        },
+    };
+    Ok(json!({
+        "content": [{"type": "text", "text": sum.to_string()}],
+        "structuredContent": {"sum": sum},
+    }))
+}
+
+async fn slow(shared: &Shared, ms: u64, steps: u64, progress_token: Option<Value>) -> Value {
+    let total = Duration::from_millis(ms);
+    match progress_token {
+        Some(token) if steps > 0 => {
+            let step = total / u32::try_from(steps).unwrap_or(u32::MAX);
+            for i in 1..=steps {
+                tokio::time::sleep(step).await;
+                shared.notify(
+                    "notifications/progress",
+                    json!({
+                        "progressToken": token,
+                        "progress": i,
+                        "total": steps,
+                        "message": format!("step {i} of {steps}"),
+                    }),
+                );
+            }
+        }
+        _ => tokio::time::sleep(total).await,
+    }
+    text_result(format!("slept {ms} ms in {steps} steps"))
+}
+
+async fn sample(shared: &Shared, prompt: &str, max_tokens: u64) -> Value {
+    let params = json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
+        "maxTokens": max_tokens,
+    });
+    match shared
+        .request_client("sampling/createMessage", params)
+        .await
+    {
+        Ok(result) => {
+            // `content` is one block, or (since 2025-11-25) possibly an array of blocks.
+            let blocks = match result.get("content") {
+                Some(Value::Array(a)) => a.clone(),
+                Some(block) => vec![block.clone()],
+                None => Vec::new(),
+            };
+            let texts: Vec<&str> = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            if texts.is_empty() {
+                tool_error("the sampling result has no text content")
+            } else {
+                text_result(texts.concat())
+            }
+        }
+        Err(e) => tool_error(e.message),
+    }
+}
+
+async fn elicit(shared: &Shared, message: &str) -> Value {
+    let mut params = json!({
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "title": "Name", "default": "Ada"},
+                "confirm": {"type": "boolean", "title": "Confirm", "default": true},
+            },
+            "required": ["name"],
+        },
+    });
+    // `mode` exists since 2025-11-25 (URL mode); older clients never saw it.
+    if shared.protocol_version().as_str() >= "2025-11-25" {
+        params["mode"] = json!("form");
+    }
+    match shared.request_client("elicitation/create", params).await {
+        Ok(result) => {
+            let mut out =
+                json!({"action": result.get("action").cloned().unwrap_or(json!("unknown"))});
+            if let Some(content) = result.get("content") {
+                out["content"] = content.clone();
+            }
+            structured_result(out)
+        }
+        Err(e) => tool_error(e.message),
+    }
+}
+
+/// A JSON-RPC notification line of exactly `bytes` bytes (or the shortest possible).
+fn oversized_line(bytes: usize) -> String {
+    const HEAD: &str = r#"{"jsonrpc":"2.0","method":"x","params":""#;
+    const TAIL: &str = r#""}"#;
+    let pad = bytes.saturating_sub(HEAD.len() + TAIL.len());
+    let mut line = String::with_capacity(HEAD.len() + pad + TAIL.len());
+    line.push_str(HEAD);
+    line.extend(std::iter::repeat_n('A', pad));
+    line.push_str(TAIL);
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_line_has_the_asked_length() {
+        assert_eq!(oversized_line(100_000).len(), 100_000);
+        let short = oversized_line(1);
+        assert!(serde_json::from_str::<Value>(&short).is_ok());
+    }
+
+    #[test]
+    fn add_keeps_integers_integral() {
+        assert_eq!(
+            add(&json!({"a": 2, "b": 3})).unwrap()["structuredContent"]["sum"],
+            json!(5)
+        );
+        assert_eq!(
+            add(&json!({"a": 0.5, "b": 1})).unwrap()["structuredContent"]["sum"],
+            json!(1.5)
+        );
+        assert!(add(&json!({"a": "x", "b": 1})).is_err());
+    }
+}
