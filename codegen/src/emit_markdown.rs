@@ -51,7 +51,9 @@ pub fn emit(m: &Machine, path: &str) -> String {
                 .collect::<Vec<_>>()
                 .join(", ");
         let guard = r.guard.map_or("", |g| m.guards[g].name.as_str());
-        let actions = if r.ignore {
+        let actions = if r.impossible {
+            "impossible".to_owned()
+        } else if r.ignore {
             "ignore".to_owned()
         } else {
             r.actions

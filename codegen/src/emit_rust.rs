@@ -268,6 +268,7 @@ fn tokens(m: &Machine, mermaid: &str) -> TokenStream {
                 None => quote!(None),
             };
             let ignore = r.ignore;
+            let impossible = r.impossible;
             quote! {
                 Row {
                     index: #index,
@@ -278,6 +279,7 @@ fn tokens(m: &Machine, mermaid: &str) -> TokenStream {
                     actions: &[ #( ActionId::#actions ),* ],
                     to: #to,
                     ignore: #ignore,
+                    impossible: #impossible,
                 }
             }
         })
@@ -530,6 +532,9 @@ fn tokens(m: &Machine, mermaid: &str) -> TokenStream {
             pub to: Option<State>,
             /// Whether the row drops the event (`ignore = true`): no action, no state change.
             pub ignore: bool,
+            /// Whether the row is `impossible = true`: dropped like an ignore row, and proven by
+            /// the model checker never to fire (a transport or timer broke its contract if it does).
+            pub impossible: bool,
         }
 
         /// The rows of the spec in file order (`ROWS[i].index == i`).

@@ -105,8 +105,10 @@ pub struct Row {
     pub actions: Vec<usize>,
     /// The target state (`None`: stay in the from-state).
     pub to: Option<usize>,
-    /// `ignore = true`.
+    /// `ignore = true` (or `impossible = true`).
     pub ignore: bool,
+    /// `impossible = true`: ignored at run time, and proven never to fire by the model checker.
+    pub impossible: bool,
 }
 
 impl Row {

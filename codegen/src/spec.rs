@@ -135,6 +135,8 @@ pub struct RowDecl {
     pub to: Option<Spanned<String>>,
     /// `ignore`.
     pub ignore: Option<Spanned<bool>>,
+    /// `impossible`: an ignore row the model checker proves never fires.
+    pub impossible: Option<Spanned<bool>>,
 }
 
 /// A field that takes one name or a list of names (`from`, `on`).

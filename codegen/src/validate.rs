@@ -110,6 +110,7 @@ struct Resolved {
     actions: Vec<usize>,
     to: Option<usize>,
     ignore: bool,
+    impossible: bool,
 }
 
 fn cells_text(cells: &[(usize, usize)], states: &[Seen], events: &[Seen]) -> String {
@@ -582,9 +583,14 @@ pub fn validate(spec: &Spec, source: &str) -> Result<Machine, Vec<Diagnostic>> {
             ix
         });
         // outcome
-        let ignore = r.ignore.as_ref().is_some_and(|i| *i.get_ref());
+        let impossible = r.impossible.as_ref().is_some_and(|i| *i.get_ref());
+        let ignore = r.ignore.as_ref().is_some_and(|i| *i.get_ref()) || impossible;
         if ignore {
-            let ignore_span = r.ignore.as_ref().map_or(header.clone(), |i| i.span());
+            let ignore_span = r
+                .ignore
+                .as_ref()
+                .or(r.impossible.as_ref())
+                .map_or(header.clone(), |i| i.span());
             if let Some(list) = &r.actions {
                 errors.push(
                     Diagnostic::new(
@@ -647,6 +653,7 @@ pub fn validate(spec: &Spec, source: &str) -> Result<Machine, Vec<Diagnostic>> {
             actions: row_actions,
             to,
             ignore,
+            impossible,
         });
     }
 
@@ -946,6 +953,7 @@ pub fn validate(spec: &Spec, source: &str) -> Result<Machine, Vec<Diagnostic>> {
             actions: r.actions.clone(),
             to: r.to,
             ignore: r.ignore,
+            impossible: r.impossible,
         })
         .collect();
     Ok(Machine {

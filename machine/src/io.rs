@@ -55,7 +55,7 @@ pub enum SendToken {
 }
 
 /// How a transport took a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SendOutcome {
     /// Queued for writing.
     Ok,

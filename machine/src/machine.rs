@@ -8,7 +8,7 @@ use crate::classify::{Frame, classify};
 use crate::config::Config;
 use crate::core::{Core, Event};
 use crate::generated::{self, EventKind, Row, State};
-use crate::io::{Action, Input, SendOutcome, ServerInfo, Step};
+use crate::io::{Action, Input, Report, SendOutcome, ServerInfo, Step};
 use crate::timers::TimerKey;
 
 /// Deliberate bugs in the handlers, for the model checker's mutation self-test: each must be
@@ -217,6 +217,11 @@ impl Machine {
             None => generated::dispatch(&mut self.core, from, kind, event),
             Some(rows) => interpret(rows, &mut self.core, from, kind, event),
         };
+        let rows: &[Row] = self.rows.as_deref().map_or(&generated::ROWS, Vec::as_slice);
+        if rows.get(usize::from(fired.row)).is_some_and(|r| r.impossible) {
+            let report = Report::ImpossibleRow { row: fired.row };
+            self.core.out.0.push_back(Action::Report(report));
+        }
         if fired.to != from {
             self.core.timers.leave_for(fired.to);
             self.state = fired.to;

@@ -27,6 +27,8 @@ pub struct Bounds {
     pub busy: u8,
     /// Highest transport generation spawned.
     pub gens: u64,
+    /// Notifies (each once).
+    pub notifies: u8,
     /// Enabled [`Junk`] bits.
     pub junk: u16,
     /// BFS depth bound (stateright's `target_max_depth`).
@@ -110,6 +112,8 @@ fn call_options(caller: u8) -> CallOptions {
 }
 
 const SAMPLING_ID: i64 = 7;
+/// Caller numbers of notifies start here (calls are 1, 2, ...).
+const NOTIFY_BASE: u8 = 50;
 
 fn frame_bytes(f: ServerFrame) -> Vec<u8> {
     let v = match f {
@@ -174,10 +178,13 @@ impl Harness {
         if w.env.calls < b.calls {
             out.push(Move::Call(w.env.calls + 1));
         }
-        for (&caller, c) in &w.ghost.calls {
-            if c.replies == 0 {
+        for &caller in w.ghost.calls.keys() {
+            if caller < NOTIFY_BASE && !w.env.cancelled.contains(&caller) {
                 out.push(Move::Cancel(caller));
             }
+        }
+        if w.env.notifies < b.notifies {
+            out.push(Move::Notify(w.env.notifies + 1));
         }
         if w.env.stops < b.stops {
             out.push(Move::Stop(w.env.stops + 1));
@@ -248,6 +255,10 @@ impl Harness {
             out.push(Move::HandlerReply(generation, id));
         }
         for (key, _) in w.m.armed_timers() {
+            // The generation bound: no reconnect beyond the last generation allowed.
+            if key.kind == TimerKind::Reconnect && w.m.generation() >= self.bounds.gens {
+                continue;
+            }
             out.push(Move::Timer(key));
         }
     }
@@ -273,7 +284,20 @@ impl Harness {
                     now,
                 ))
             }
-            Move::Cancel(c) => Some(n.m.handle(Input::Cancel { call: CallId(u64::from(c)) }, now)),
+            Move::Cancel(c) => {
+                n.env.cancelled.insert(c);
+                Some(n.m.handle(Input::Cancel { call: CallId(u64::from(c)) }, now))
+            }
+            Move::Notify(k) => {
+                n.env.notifies = k;
+                n.ghost.calls.insert(NOTIFY_BASE + k, CallGhost::default());
+                let input = Input::Notify {
+                    call: CallId(u64::from(NOTIFY_BASE + k)),
+                    method: "notifications/roots/list_changed".into(),
+                    params: None,
+                };
+                Some(n.m.handle(input, now))
+            }
             Move::Stop(s) => {
                 n.env.stops = s;
                 n.ghost.stops.insert(s, 0);
@@ -570,10 +594,8 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
         Action::ServerRequest { generation, id, .. } => {
             n.env.server_requests.insert((generation, id.as_i64().unwrap_or(-1)));
         }
-        Action::AbortServerRequest { generation, id } => {
-            n.env.server_requests.remove(&(generation, id.as_i64().unwrap_or(-1)));
-        }
-        Action::AbortServerRequests { generation } => n.env.server_requests.retain(|(g, _)| *g != generation),
+        // An abort races the handler: its answer may still come, and must change nothing.
+        Action::AbortServerRequest { .. } | Action::AbortServerRequests { .. } => {}
         Action::Progress { call, .. } => {
             let replied = u8::try_from(call.0).ok().and_then(|c| n.ghost.calls.get(&c)).is_none_or(|g| g.replies > 0);
             if replied {
@@ -672,10 +694,6 @@ impl Model for Harness {
         Some(self.apply(w, mv, None))
     }
 
-    fn within_boundary(&self, w: &World) -> bool {
-        w.m.generation() <= self.bounds.gens
-    }
-
     fn properties(&self) -> Vec<Property<Self>> {
         use violation as v;
         fn ok(w: &World, bit: u32) -> bool {
@@ -716,6 +734,11 @@ impl Model for Harness {
             Property::<Self>::always("every call is eventually answered", |_, w| silence_answers_every_call(w)),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
             Property::<Self>::sometimes("a call succeeds", |_, w| w.ghost.seen & seen::CALL_OK != 0),
+            Property::<Self>::sometimes(RUN_GUARDS[0].0, |_, w| w.ghost.seen & RUN_GUARDS[0].1 != 0),
+            Property::<Self>::sometimes(RUN_GUARDS[1].0, |_, w| w.ghost.seen & RUN_GUARDS[1].1 != 0),
+            Property::<Self>::sometimes(RUN_GUARDS[2].0, |_, w| w.ghost.seen & RUN_GUARDS[2].1 != 0),
+            Property::<Self>::sometimes(RUN_GUARDS[3].0, |_, w| w.ghost.seen & RUN_GUARDS[3].1 != 0),
+            Property::<Self>::sometimes(RUN_GUARDS[4].0, |_, w| w.ghost.seen & RUN_GUARDS[4].1 != 0),
         ]
     }
 }

@@ -52,8 +52,10 @@ pub enum ServerFrame {
 pub enum Move {
     /// Caller `n` makes its call.
     Call(u8),
-    /// Caller `n` cancels its call.
+    /// Caller `n` cancels its call (also after its answer: the race of a dropped future).
     Cancel(u8),
+    /// Notifier `n` sends a notification.
+    Notify(u8),
     /// Stopper `n` asks to stop.
     Stop(u8),
     /// Generation `g` comes up.
@@ -128,6 +130,10 @@ pub struct Env {
     pub server_requests: BTreeSet<(u64, i64)>,
     /// Calls made so far.
     pub calls: u8,
+    /// Callers that cancelled.
+    pub cancelled: BTreeSet<u8>,
+    /// Notifies made so far.
+    pub notifies: u8,
     /// Stops made so far.
     pub stops: u8,
     /// Transports that died on their own.

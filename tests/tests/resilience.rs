@@ -1,0 +1,266 @@
+//! Servers that die, hang, lie, flood and send garbage: every caller still gets exactly one
+//! answer, and the client comes back by itself.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_runtime::transport::StreamConnector;
+use mcp_runtime::{ClientBuilder, ConnState, Error, RequestOptions};
+use mcp_testserver::ServerConfig;
+use mcp_tests::{eventually, in_process, pid_gone, stdio};
+use serde_json::json;
+use tokio::time::Instant;
+
+const CHAOS: &str = env!("CARGO_BIN_EXE_test-chaos-server");
+const ECHO: &str = env!("CARGO_BIN_EXE_test-echo-server");
+
+async fn pid_of(client: &mcp_runtime::Client) -> u32 {
+    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    u32::try_from(s["pid"].as_u64().unwrap()).unwrap()
+}
+
+async fn wait_for(client: &mcp_runtime::Client, state: ConnState) {
+    let mut w = client.watch_state();
+    tokio::time::timeout(Duration::from_secs(20), w.wait_for(|s| *s == state))
+        .await
+        .unwrap_or_else(|_| panic!("never reached {state}, now {}", client.state()))
+        .unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_call_is_cancelled_on_the_wire_and_its_late_answer_dropped() {
+    let client = in_process(ServerConfig::chaos()).connect().await.unwrap();
+    let started = Instant::now();
+    let err = client
+        .call_tool_with("late", json!({"ms": 5_000}), RequestOptions::new().timeout(Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { after } if after == Duration::from_secs(1)), "{err:?}");
+    assert_eq!(started.elapsed(), Duration::from_secs(1));
+    tokio::time::sleep(Duration::from_secs(6)).await; // the late answer arrives and is dropped
+    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
+    client.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_resets_the_timeout_up_to_the_total_cap() {
+    let client = in_process(ServerConfig::echo()).connect().await.unwrap();
+    // 10 steps over 5 s, a 1 s timeout reset by each step: it completes.
+    let opts = RequestOptions::new()
+        .timeout(Duration::from_secs(1))
+        .on_progress(|_| {})
+        .reset_timeout_on_progress(Duration::from_secs(60));
+    let r = client.call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts).await.unwrap();
+    assert!(!r.failed());
+    // The same with a 3 s total cap: it times out at 3 s.
+    let start = Instant::now();
+    let opts = RequestOptions::new()
+        .timeout(Duration::from_secs(1))
+        .on_progress(|_| {})
+        .reset_timeout_on_progress(Duration::from_secs(3));
+    let err = client.call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts).await.unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+    client.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn dropping_a_call_cancels_it() {
+    let client = in_process(ServerConfig::echo()).connect().await.unwrap();
+    let slow = client.call_tool("slow", json!({"ms": 10_000, "steps": 1}));
+    assert!(tokio::time::timeout(Duration::from_millis(100), slow).await.is_err());
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
+    client.stop().await;
+}
+
+/// The backoff sequence while the server cannot be reached: 1, 2, 4, 8, 16, 30, 30 s ±20 %.
+#[tokio::test(start_paused = true)]
+async fn backoff_doubles_to_the_cap_with_jitter() {
+    let connector = StreamConnector::from_fn(|| async {
+        Err::<(tokio::io::DuplexStream, tokio::io::DuplexStream), _>(std::io::Error::other("refused"))
+    });
+    let client = ClientBuilder::new(connector).seed(11).connect_lazy();
+    let mut w = client.watch_state();
+    let mut delays = Vec::new();
+    let mut entered = None;
+    while delays.len() < 7 {
+        w.changed().await.unwrap();
+        match *w.borrow_and_update() {
+            ConnState::Backoff => entered = Some(Instant::now()),
+            ConnState::Starting => delays.push(entered.take().unwrap().elapsed()),
+            _ => {}
+        }
+    }
+    for (d, base) in delays.iter().zip([1u64, 2, 4, 8, 16, 30, 30]) {
+        let base = Duration::from_secs(base);
+        assert!(*d >= base * 8 / 10 && *d <= base * 12 / 10, "{d:?} for base {base:?} in {delays:?}");
+    }
+    let err = client.ping().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable { state: ConnState::Backoff, retry_in: Some(_), last_error: Some(e) } if e.contains("refused")),
+        "{err:?}"
+    );
+    client.stop().await;
+}
+
+/// After a connection reaches ready, the next failure backs off from the minimum again.
+#[tokio::test(start_paused = true)]
+async fn backoff_resets_on_ready() {
+    let attempts = Arc::new(AtomicUsize::new(0));
+    let a = Arc::clone(&attempts);
+    let connector = StreamConnector::from_fn(move || {
+        let n = a.fetch_add(1, Ordering::SeqCst);
+        async move {
+            if n < 4 {
+                return Err(std::io::Error::other("not yet"));
+            }
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let (sr, sw) = tokio::io::split(server);
+            tokio::spawn(mcp_testserver::serve(sr, sw, ServerConfig::chaos()));
+            Ok(tokio::io::split(client))
+        }
+    });
+    let client = ClientBuilder::new(connector).seed(3).connect_lazy();
+    wait_for(&client, ConnState::Ready).await;
+    let mut w = client.watch_state();
+    w.borrow_and_update();
+    let _ = client.call_tool("die", json!({})).await;
+    wait_for(&client, ConnState::Backoff).await;
+    let entered = Instant::now();
+    wait_for(&client, ConnState::Starting).await;
+    let d = entered.elapsed();
+    assert!(d >= Duration::from_millis(800) && d <= Duration::from_millis(1200), "{d:?}");
+    wait_for(&client, ConnState::Ready).await;
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn crash_mid_call_then_respawn() {
+    let client = stdio(CHAOS, &[]).backoff(Duration::from_millis(100), Duration::from_secs(1), 20).connect().await.unwrap();
+    let pid = pid_of(&client).await;
+    let c = client.clone();
+    let call = tokio::spawn(async move { c.call_tool("slow", json!({"ms": 20_000, "steps": 1})).await });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    let err = call.await.unwrap().unwrap_err();
+    assert!(matches!(&err, Error::Transport(m) if m.contains("connection lost")), "{err:?}");
+    wait_for(&client, ConnState::Ready).await;
+    let again = client.call_tool("echo", json!({"message": "back"})).await.unwrap();
+    assert_eq!(again.text(), "Echo: back");
+    let new_pid = pid_of(&client).await;
+    assert_ne!(pid, new_pid);
+    assert!(eventually(Duration::from_secs(5), || pid_gone(pid)).await, "old child not reaped");
+    client.stop().await;
+    client.closed().await;
+    assert!(pid_gone(new_pid));
+}
+
+#[tokio::test]
+async fn stop_answers_a_thousand_calls_in_flight_and_reaps_the_child() {
+    let client = stdio(ECHO, &[]).connect().await.unwrap();
+    let pid = pid_of(&client).await;
+    let mut calls = Vec::new();
+    for _ in 0..1000 {
+        let c = client.clone();
+        calls.push(tokio::spawn(async move { c.call_tool("slow", json!({"ms": 60_000, "steps": 1})).await }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client.stop().await;
+    assert_eq!(client.state(), ConnState::Closed);
+    let mut shutdown = 0;
+    for call in calls {
+        match tokio::time::timeout(Duration::from_secs(5), call).await {
+            Ok(Ok(Err(Error::Shutdown))) => shutdown += 1,
+            other => panic!("unexpected: {other:?}"),
+        }
+    }
+    assert_eq!(shutdown, 1000);
+    tokio::time::timeout(Duration::from_secs(10), client.closed()).await.expect("transport ends");
+    assert!(pid_gone(pid), "child {pid} not reaped");
+    client.stop().await; // idempotent
+}
+
+#[tokio::test]
+async fn stop_is_prompt_when_the_server_hangs() {
+    let client = stdio(CHAOS, &[]).connect().await.unwrap();
+    let pid = pid_of(&client).await;
+    let c = client.clone();
+    let hung = tokio::spawn(async move { c.call_tool("hang", json!({})).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let start = std::time::Instant::now();
+    client.stop().await;
+    let took = start.elapsed();
+    assert!(took < Duration::from_secs(1), "stop took {took:?}");
+    assert!(matches!(hung.await.unwrap(), Err(Error::Shutdown)));
+    tokio::time::timeout(Duration::from_secs(15), client.closed()).await.expect("child shut down");
+    assert!(pid_gone(pid));
+}
+
+#[tokio::test]
+async fn garbage_duplicates_unknown_ids_and_floods_lose_nothing() {
+    let client = in_process(ServerConfig::chaos()).connect().await.unwrap();
+    let r = client.call_tool("garbage", json!({"text": "{not json"})).await.unwrap();
+    assert!(!r.failed());
+    let r = client.call_tool("duplicate", json!({})).await.unwrap();
+    assert!(!r.failed());
+    let r = client.call_tool("unknown_id", json!({})).await.unwrap();
+    assert!(!r.failed());
+    let mut notes = client.notifications();
+    let r = client.call_tool("flood", json!({"count": 500})).await.unwrap();
+    assert!(!r.failed());
+    let mut got = 0;
+    while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), notes.recv()).await {
+        got += 1;
+    }
+    assert_eq!(got, 500);
+    assert_eq!(client.state(), ConnState::Ready);
+    client.ping().await.unwrap();
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn an_oversized_frame_fails_the_calls_and_reconnects() {
+    let client = in_process(ServerConfig::chaos())
+        .max_frame_bytes(4096)
+        .backoff(Duration::from_millis(50), Duration::from_millis(200), 20)
+        .connect()
+        .await
+        .unwrap();
+    let err = client.call_tool("oversized", json!({"bytes": 8192})).await.unwrap_err();
+    assert!(matches!(&err, Error::Transport(m) if m.contains("oversized")), "{err:?}");
+    wait_for(&client, ConnState::Ready).await;
+    client.ping().await.unwrap();
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_server_that_exits_at_once_fails_connect_with_the_reason() {
+    let err = stdio(ECHO, &["--die-on-start"]).connect().await.unwrap_err();
+    match &err {
+        Error::Unavailable { last_error: Some(e), .. } => assert!(e.contains("exit") || e.contains("eof"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    let err = stdio("/nonexistent/server", &[]).connect().await.unwrap_err();
+    assert!(matches!(&err, Error::Unavailable { last_error: Some(e), .. } if e.contains("spawn")), "{err:?}");
+}
+
+#[tokio::test]
+async fn an_unsupported_protocol_version_is_refused() {
+    let err = stdio(ECHO, &["--version-override", "1999-01-01"]).connect().await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable { last_error: Some(e), .. } if e.contains("1999-01-01")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_dropped_client_stops_and_reaps_its_child() {
+    let client = stdio(ECHO, &[]).connect().await.unwrap();
+    let pid = pid_of(&client).await;
+    drop(client);
+    assert!(eventually(Duration::from_secs(10), || pid_gone(pid)).await, "child {pid} survived its client");
+}
