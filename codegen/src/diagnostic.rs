@@ -212,7 +212,7 @@ pub enum SpecError {
         to: String,
     },
     /// A row with `ignore = true` and also `do` or `to`.
-    #[error("a row with `ignore = true` must not have `{field}`")]
+    #[error("a row with `ignore = true` or `impossible = true` must not have `{field}`")]
     IgnoreWith {
         /// `do` or `to`.
         field: &'static str,

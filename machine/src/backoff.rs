@@ -23,7 +23,13 @@ impl Backoff {
     }
 
     /// The next delay to wait (jittered), advancing the sequence.
-    pub(crate) fn next(&mut self, min: Duration, max: Duration, pct: u32, rng: &mut Rng) -> Duration {
+    pub(crate) fn next(
+        &mut self,
+        min: Duration,
+        max: Duration,
+        pct: u32,
+        rng: &mut Rng,
+    ) -> Duration {
         let base = self.base(min, max);
         if base < max {
             self.step += 1;

@@ -57,7 +57,9 @@ pub enum Frame {
 }
 
 fn malformed(reason: impl Into<String>) -> Frame {
-    Frame::Malformed { reason: reason.into() }
+    Frame::Malformed {
+        reason: reason.into(),
+    }
 }
 
 /// Classifies one frame of `bytes` under the limit `max_frame_bytes`.
@@ -89,7 +91,9 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     match obj.remove("method") {
         Some(Value::String(method)) => match obj.remove("id") {
             None => Frame::Notification { method, params },
-            Some(id @ (Value::String(_) | Value::Number(_))) => Frame::Request { id, method, params },
+            Some(id @ (Value::String(_) | Value::Number(_))) => {
+                Frame::Request { id, method, params }
+            }
             Some(_) => malformed("request id is neither a string nor a number"),
         },
         Some(_) => malformed("method is not a string"),
@@ -98,12 +102,19 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
                 return malformed("neither a request, a notification nor a response");
             };
             let id = match id {
-                Value::Number(n) if n.as_u64().is_some() => ResponseId::Number(n.as_u64().unwrap_or_default()),
-                Value::String(_) | Value::Number(_) | Value::Null => ResponseId::Other(id.to_string()),
+                Value::Number(n) if n.as_u64().is_some() => {
+                    ResponseId::Number(n.as_u64().unwrap_or_default())
+                }
+                Value::String(_) | Value::Number(_) | Value::Null => {
+                    ResponseId::Other(id.to_string())
+                }
                 _ => return malformed("response id is neither a string nor a number"),
             };
             match (obj.remove("result"), obj.remove("error")) {
-                (Some(result), None) => Frame::Response { id, body: Ok(result) },
+                (Some(result), None) => Frame::Response {
+                    id,
+                    body: Ok(result),
+                },
                 (None, Some(error)) => match rpc_error(error) {
                     Ok(e) => Frame::Response { id, body: Err(e) },
                     Err(reason) => malformed(reason),
@@ -119,12 +130,19 @@ fn rpc_error(error: Value) -> Result<RpcError, &'static str> {
     let Value::Object(mut e) = error else {
         return Err("error is not an object");
     };
-    let code = e.get("code").and_then(Value::as_i64).ok_or("error code is not an integer")?;
+    let code = e
+        .get("code")
+        .and_then(Value::as_i64)
+        .ok_or("error code is not an integer")?;
     let message = match e.remove("message") {
         Some(Value::String(m)) => m,
         _ => return Err("error message is not a string"),
     };
-    Ok(RpcError { code, message, data: e.remove("data") })
+    Ok(RpcError {
+        code,
+        message,
+        data: e.remove("data"),
+    })
 }
 
 #[cfg(test)]
@@ -139,29 +157,66 @@ mod tests {
 
     #[test]
     fn shapes() {
-        assert!(matches!(c(json!({"jsonrpc":"2.0","id":3,"result":{}})),
-            Frame::Response { id: ResponseId::Number(3), body: Ok(_) }));
-        assert!(matches!(c(json!({"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}})),
-            Frame::Response { id: ResponseId::Other(_), body: Err(RpcError { code: -1, .. }) }));
-        assert!(matches!(c(json!({"jsonrpc":"2.0","id":1,"method":"ping"})), Frame::Request { .. }));
-        assert!(matches!(c(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}})),
-            Frame::Notification { .. }));
-        for bad in [json!([]), json!(1), json!({"jsonrpc":"1.0","id":1,"result":1}),
-            json!({"id":1}), json!({"id":1,"result":1,"error":{"code":1,"message":""}}),
-            json!({"method":5}), json!({"id":[1],"result":1}), json!({"id":1,"error":{"code":"x","message":"m"}}),
-            json!({"method":"x","params":3}), json!({"method":"x","id":null})] {
+        assert!(matches!(
+            c(json!({"jsonrpc":"2.0","id":3,"result":{}})),
+            Frame::Response {
+                id: ResponseId::Number(3),
+                body: Ok(_)
+            }
+        ));
+        assert!(matches!(
+            c(json!({"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}})),
+            Frame::Response {
+                id: ResponseId::Other(_),
+                body: Err(RpcError { code: -1, .. })
+            }
+        ));
+        assert!(matches!(
+            c(json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
+            Frame::Request { .. }
+        ));
+        assert!(matches!(
+            c(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}})),
+            Frame::Notification { .. }
+        ));
+        for bad in [
+            json!([]),
+            json!(1),
+            json!({"jsonrpc":"1.0","id":1,"result":1}),
+            json!({"id":1}),
+            json!({"id":1,"result":1,"error":{"code":1,"message":""}}),
+            json!({"method":5}),
+            json!({"id":[1],"result":1}),
+            json!({"id":1,"error":{"code":"x","message":"m"}}),
+            json!({"method":"x","params":3}),
+            json!({"method":"x","id":null}),
+        ] {
             assert!(matches!(c(bad.clone()), Frame::Malformed { .. }), "{bad}");
         }
-        assert!(matches!(classify(b"{not json", 100), Frame::Malformed { .. }));
-        assert!(matches!(c(json!({"jsonrpc":"2.0","id":-1,"result":{}})),
-            Frame::Response { id: ResponseId::Other(_), .. }));
+        assert!(matches!(
+            classify(b"{not json", 100),
+            Frame::Malformed { .. }
+        ));
+        assert!(matches!(
+            c(json!({"jsonrpc":"2.0","id":-1,"result":{}})),
+            Frame::Response {
+                id: ResponseId::Other(_),
+                ..
+            }
+        ));
     }
 
     #[test]
     fn the_limit_itself_is_accepted() {
         let frame = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-        assert!(matches!(classify(frame, frame.len()), Frame::Response { .. }));
-        assert_eq!(classify(frame, frame.len() - 1), Frame::Oversized { size: frame.len() });
+        assert!(matches!(
+            classify(frame, frame.len()),
+            Frame::Response { .. }
+        ));
+        assert_eq!(
+            classify(frame, frame.len() - 1),
+            Frame::Oversized { size: frame.len() }
+        );
     }
 
     #[test]

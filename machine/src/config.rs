@@ -143,7 +143,10 @@ mod tests {
 
     #[test]
     fn capabilities_decide_handled_methods() {
-        let caps = ClientCapabilities { sampling: true, ..Default::default() };
+        let caps = ClientCapabilities {
+            sampling: true,
+            ..Default::default()
+        };
         assert!(caps.handles("sampling/createMessage"));
         assert!(!caps.handles("roots/list"));
         assert!(!caps.handles("ping"));

@@ -27,19 +27,53 @@ pub(crate) enum Event {
     /// Construction (the initial actions run with it).
     Start,
     TransportUp,
-    TransportDown { reason: String },
-    Response { id: ResponseId, body: Result<Value, RpcError> },
-    ServerRequest { id: Value, method: String, params: Option<Value> },
-    ServerNotification { method: String, params: Option<Value> },
-    Malformed { reason: String },
-    Oversized { size: usize },
+    TransportDown {
+        reason: String,
+    },
+    Response {
+        id: ResponseId,
+        body: Result<Value, RpcError>,
+    },
+    ServerRequest {
+        id: Value,
+        method: String,
+        params: Option<Value>,
+    },
+    ServerNotification {
+        method: String,
+        params: Option<Value>,
+    },
+    Malformed {
+        reason: String,
+    },
+    Oversized {
+        size: usize,
+    },
     Stale,
-    SendOutcome { token: SendToken },
-    HandlerReply { id: Value, result: Result<Value, RpcError> },
-    Call { call: CallId, method: String, params: Option<Value>, options: CallOptions },
-    Notify { call: CallId, method: String, params: Option<Value> },
-    Cancel { call: CallId },
-    Stop { call: CallId },
+    SendOutcome {
+        token: SendToken,
+    },
+    HandlerReply {
+        id: Value,
+        result: Result<Value, RpcError>,
+    },
+    Call {
+        call: CallId,
+        method: String,
+        params: Option<Value>,
+        options: CallOptions,
+    },
+    Notify {
+        call: CallId,
+        method: String,
+        params: Option<Value>,
+    },
+    Cancel {
+        call: CallId,
+    },
+    Stop {
+        call: CallId,
+    },
     Timer(TimerKey),
 }
 
@@ -114,11 +148,24 @@ impl Core {
 
     fn send(&mut self, token: SendToken, frame: Vec<u8>) {
         let generation = self.generation;
-        self.push(Action::Send { generation, token, frame });
+        self.push(Action::Send {
+            generation,
+            token,
+            frame,
+        });
     }
 
-    fn reply(&mut self, call: CallId, request: Option<RequestId>, outcome: Result<Value, CallError>) {
-        self.push(Action::Reply { call, request, outcome });
+    fn reply(
+        &mut self,
+        call: CallId,
+        request: Option<RequestId>,
+        outcome: Result<Value, CallError>,
+    ) {
+        self.push(Action::Reply {
+            call,
+            request,
+            outcome,
+        });
     }
 
     fn mutant(&self, m: Mutant) -> bool {
@@ -131,9 +178,11 @@ impl Core {
     }
 
     fn cancel_call_timers(&mut self, id: RequestId) {
-        self.timers.cancel(TimerKey::keyed(TimerKind::SendRetry, id));
+        self.timers
+            .cancel(TimerKey::keyed(TimerKind::SendRetry, id));
         if !self.mutant(Mutant::KeepTimerAfterReply) {
-            self.timers.cancel(TimerKey::keyed(TimerKind::RequestTimeout, id));
+            self.timers
+                .cancel(TimerKey::keyed(TimerKind::RequestTimeout, id));
         }
     }
 
@@ -158,14 +207,19 @@ impl Core {
 
     fn response_id(ev: &Event) -> Option<RequestId> {
         match ev {
-            Event::Response { id: ResponseId::Number(n), .. } => Some(*n),
+            Event::Response {
+                id: ResponseId::Number(n),
+                ..
+            } => Some(*n),
             _ => None,
         }
     }
 
     fn send_token_id(ev: &Event) -> Option<RequestId> {
         match ev {
-            Event::SendOutcome { token: SendToken::Request(id) } => Some(*id),
+            Event::SendOutcome {
+                token: SendToken::Request(id),
+            } => Some(*id),
             _ => None,
         }
     }
@@ -197,7 +251,9 @@ impl Core {
         let targets: Vec<(RequestId, CallId)> = self
             .calls
             .iter()
-            .filter(|(_, e)| !(self.mutant(Mutant::ForgetRetries) && matches!(e.phase, Phase::Retrying { .. })))
+            .filter(|(_, e)| {
+                !(self.mutant(Mutant::ForgetRetries) && matches!(e.phase, Phase::Retrying { .. }))
+            })
             .map(|(id, e)| (id, e.call))
             .collect();
         for (id, call) in targets {
@@ -221,9 +277,10 @@ impl Handlers for Core {
 
     fn is_init_accepted(&self, ev: &Event) -> bool {
         match ev {
-            Event::Response { id: ResponseId::Number(n), body: Ok(result) } => {
-                Some(*n) == self.init_id && protocol::check_init_result(result).is_ok()
-            }
+            Event::Response {
+                id: ResponseId::Number(n),
+                body: Ok(result),
+            } => Some(*n) == self.init_id && protocol::check_init_result(result).is_ok(),
             _ => false,
         }
     }
@@ -249,7 +306,13 @@ impl Handlers for Core {
     }
 
     fn is_progress(&self, ev: &Event) -> bool {
-        let Event::ServerNotification { method, params: Some(p) } = ev else { return false };
+        let Event::ServerNotification {
+            method,
+            params: Some(p),
+        } = ev
+        else {
+            return false;
+        };
         method == "notifications/progress"
             && p.get("progressToken")
                 .and_then(Value::as_u64)
@@ -258,9 +321,16 @@ impl Handlers for Core {
     }
 
     fn is_server_cancel(&self, ev: &Event) -> bool {
-        let Event::ServerNotification { method, params: Some(p) } = ev else { return false };
+        let Event::ServerNotification {
+            method,
+            params: Some(p),
+        } = ev
+        else {
+            return false;
+        };
         method == "notifications/cancelled"
-            && p.get("requestId").is_some_and(|id| self.server_requests.contains(&id_key(id)))
+            && p.get("requestId")
+                .is_some_and(|id| self.server_requests.contains(&id_key(id)))
     }
 
     fn is_pending_send(&self, ev: &Event) -> bool {
@@ -268,7 +338,8 @@ impl Handlers for Core {
     }
 
     fn can_retry_send(&self, ev: &Event) -> bool {
-        self.pending_send(ev).is_some_and(|(_, attempt)| attempt < self.config.send_attempts)
+        self.pending_send(ev)
+            .is_some_and(|(_, attempt)| attempt < self.config.send_attempts)
     }
 
     fn is_init_send(&self, ev: &Event) -> bool {
@@ -329,11 +400,17 @@ impl Handlers for Core {
         self.next_id += 1;
         self.init_id = Some(id);
         let params = protocol::initialize_params(&self.config);
-        self.send(SendToken::Request(id), protocol::request(id, "initialize", Some(&params), None));
+        self.send(
+            SendToken::Request(id),
+            protocol::request(id, "initialize", Some(&params), None),
+        );
     }
 
     fn accept_init(&mut self, ev: &Event) {
-        if let Event::Response { body: Ok(result), .. } = ev {
+        if let Event::Response {
+            body: Ok(result), ..
+        } = ev
+        {
             self.server = Some(result.to_string());
         }
         self.init_id = None;
@@ -345,7 +422,9 @@ impl Handlers for Core {
             Event::Response { body: Err(e), .. } => {
                 format!("server refused initialize: {} ({})", e.message, e.code)
             }
-            Event::Response { body: Ok(result), .. } => match protocol::check_init_result(result) {
+            Event::Response {
+                body: Ok(result), ..
+            } => match protocol::check_init_result(result) {
                 Err(reason) => reason,
                 Ok(_) => "initialize result rejected".into(),
             },
@@ -361,7 +440,9 @@ impl Handlers for Core {
             self.tombstone(id);
         }
         let why = match ev {
-            Event::TransportDown { reason } => Some(format!("transport down during handshake: {reason}")),
+            Event::TransportDown { reason } => {
+                Some(format!("transport down during handshake: {reason}"))
+            }
             Event::Timer(_) => Some("handshake timed out".to_string()),
             Event::Oversized { .. } => Some("oversized frame during handshake".to_string()),
             _ => None,
@@ -372,7 +453,10 @@ impl Handlers for Core {
     }
 
     fn send_initialized(&mut self, _: &Event) {
-        self.send(SendToken::Other, protocol::notification("notifications/initialized", None));
+        self.send(
+            SendToken::Other,
+            protocol::notification("notifications/initialized", None),
+        );
     }
 
     fn reset_backoff(&mut self, _: &Event) {
@@ -404,7 +488,11 @@ impl Handlers for Core {
             } else {
                 format!("method not found: {method} (client not initialized)")
             };
-            let err = RpcError { code: -32601, message, data: None };
+            let err = RpcError {
+                code: -32601,
+                message,
+                data: None,
+            };
             self.send(SendToken::Other, protocol::response(id, &Err(err)));
         }
     }
@@ -413,7 +501,12 @@ impl Handlers for Core {
         if let Event::ServerRequest { id, method, params } = ev {
             self.server_requests.insert(id_key(id));
             let generation = self.generation;
-            self.push(Action::ServerRequest { generation, id: id.clone(), method: method.clone(), params: params.clone() });
+            self.push(Action::ServerRequest {
+                generation,
+                id: id.clone(),
+                method: method.clone(),
+                params: params.clone(),
+            });
         }
     }
 
@@ -425,12 +518,17 @@ impl Handlers for Core {
     }
 
     fn abort_server_request(&mut self, ev: &Event) {
-        if let Event::ServerNotification { params: Some(p), .. } = ev
+        if let Event::ServerNotification {
+            params: Some(p), ..
+        } = ev
             && let Some(id) = p.get("requestId")
         {
             self.server_requests.remove(&id_key(id));
             let generation = self.generation;
-            self.push(Action::AbortServerRequest { generation, id: id.clone() });
+            self.push(Action::AbortServerRequest {
+                generation,
+                id: id.clone(),
+            });
         }
     }
 
@@ -442,28 +540,46 @@ impl Handlers for Core {
 
     fn deliver_notification(&mut self, ev: &Event) {
         if let Event::ServerNotification { method, params } = ev {
-            self.push(Action::Notification(Notification { method: method.clone(), params: params.clone() }));
+            self.push(Action::Notification(Notification {
+                method: method.clone(),
+                params: params.clone(),
+            }));
         }
     }
 
     fn deliver_progress(&mut self, ev: &Event) {
-        let Event::ServerNotification { params: Some(p), .. } = ev else { return };
-        let Some(id) = p.get("progressToken").and_then(Value::as_u64) else { return };
-        let Some(entry) = self.calls.get(id) else { return };
+        let Event::ServerNotification {
+            params: Some(p), ..
+        } = ev
+        else {
+            return;
+        };
+        let Some(id) = p.get("progressToken").and_then(Value::as_u64) else {
+            return;
+        };
+        let Some(entry) = self.calls.get(id) else {
+            return;
+        };
         let call = entry.call;
         if entry.reset_on_progress {
             let mut at = self.now + entry.timeout;
             if let Some(total) = entry.max_total {
                 at = at.min(entry.started + total);
             }
-            self.timers.arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+            self.timers
+                .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
         }
-        self.push(Action::Progress { call, params: p.clone() });
+        self.push(Action::Progress {
+            call,
+            params: p.clone(),
+        });
     }
 
     fn report_malformed(&mut self, ev: &Event) {
         if let Event::Malformed { reason } = ev {
-            self.push(Action::Report(Report::Malformed { reason: reason.clone() }));
+            self.push(Action::Report(Report::Malformed {
+                reason: reason.clone(),
+            }));
         }
     }
 
@@ -471,7 +587,9 @@ impl Handlers for Core {
         if let Event::Oversized { size } = ev {
             let max = self.config.max_frame_bytes;
             self.push(Action::Report(Report::Oversized { size: *size, max }));
-            self.last_error = Some(format!("server sent a frame of {size} bytes, over the {max}-byte limit"));
+            self.last_error = Some(format!(
+                "server sent a frame of {size} bytes, over the {max}-byte limit"
+            ));
         }
     }
 
@@ -483,15 +601,29 @@ impl Handlers for Core {
 
     fn drop_unknown_response(&mut self, ev: &Event) {
         let id = match ev {
-            Event::Response { id: ResponseId::Number(n), .. } => n.to_string(),
-            Event::Response { id: ResponseId::Other(s), .. } => s.clone(),
+            Event::Response {
+                id: ResponseId::Number(n),
+                ..
+            } => n.to_string(),
+            Event::Response {
+                id: ResponseId::Other(s),
+                ..
+            } => s.clone(),
             _ => return,
         };
         self.push(Action::Report(Report::UnknownResponse { id }));
     }
 
     fn start_call(&mut self, ev: &Event) {
-        let Event::Call { call, method, params, options } = ev else { return };
+        let Event::Call {
+            call,
+            method,
+            params,
+            options,
+        } = ev
+        else {
+            return;
+        };
         let id = self.next_id;
         self.next_id += 1;
         let timeout = options.timeout.unwrap_or(self.config.request_timeout);
@@ -515,13 +647,18 @@ impl Handlers for Core {
             },
         );
         let at = self.now + deadline;
-        self.timers.arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+        self.timers
+            .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
         self.send(SendToken::Request(id), frame);
     }
 
     fn complete_call(&mut self, ev: &Event) {
-        let Event::Response { body, .. } = ev else { return };
-        let Some(id) = Self::response_id(ev) else { return };
+        let Event::Response { body, .. } = ev else {
+            return;
+        };
+        let Some(id) = Self::response_id(ev) else {
+            return;
+        };
         let Some(entry) = (if self.mutant(Mutant::ReplyKeepsEntry) {
             self.calls.get(id).cloned()
         } else {
@@ -543,34 +680,55 @@ impl Handlers for Core {
     }
 
     fn schedule_send_retry(&mut self, ev: &Event) {
-        let Some((id, attempt)) = self.pending_send(ev) else { return };
+        let Some((id, attempt)) = self.pending_send(ev) else {
+            return;
+        };
         if let Some(e) = self.calls.get_mut(id) {
             e.phase = Phase::Retrying { attempt };
         }
-        let delay = self.rng.jitter(self.config.retry_delay, self.config.retry_jitter_pct);
+        let delay = self
+            .rng
+            .jitter(self.config.retry_delay, self.config.retry_jitter_pct);
         let at = self.now + delay;
-        self.timers.arm(TimerKey::keyed(TimerKind::SendRetry, id), at);
+        self.timers
+            .arm(TimerKey::keyed(TimerKind::SendRetry, id), at);
         self.push(Action::Report(Report::SendRetry { id, attempt }));
     }
 
     fn retry_send(&mut self, ev: &Event) {
-        let Event::Timer(TimerKey { id: Some(id), .. }) = ev else { return };
-        let Some(e) = self.calls.get_mut(*id) else { return };
-        let Phase::Retrying { attempt } = e.phase else { return };
-        e.phase = Phase::Sending { attempt: attempt + 1 };
+        let Event::Timer(TimerKey { id: Some(id), .. }) = ev else {
+            return;
+        };
+        let Some(e) = self.calls.get_mut(*id) else {
+            return;
+        };
+        let Phase::Retrying { attempt } = e.phase else {
+            return;
+        };
+        e.phase = Phase::Sending {
+            attempt: attempt + 1,
+        };
         let frame = e.frame.clone();
         self.send(SendToken::Request(*id), frame);
     }
 
     fn fail_backpressure(&mut self, ev: &Event) {
-        let Some((id, attempts)) = self.pending_send(ev) else { return };
+        let Some((id, attempts)) = self.pending_send(ev) else {
+            return;
+        };
         if let Some(entry) = self.end_call(id, "backpressure") {
-            self.reply(entry.call, Some(id), Err(CallError::Backpressure { attempts }));
+            self.reply(
+                entry.call,
+                Some(id),
+                Err(CallError::Backpressure { attempts }),
+            );
         }
     }
 
     fn fail_send_error(&mut self, ev: &Event) {
-        let Some((id, _)) = self.pending_send(ev) else { return };
+        let Some((id, _)) = self.pending_send(ev) else {
+            return;
+        };
         if let Some(entry) = self.end_call(id, "send failed") {
             let reason = "the transport refused the request frame".to_string();
             self.reply(entry.call, Some(id), Err(CallError::Transport { reason }));
@@ -578,7 +736,9 @@ impl Handlers for Core {
     }
 
     fn time_out_call(&mut self, ev: &Event) {
-        let Some(id) = self.named_call(ev) else { return };
+        let Some(id) = self.named_call(ev) else {
+            return;
+        };
         if let Some(entry) = self.end_call(id, "timeout") {
             let after = self.now.saturating_sub(entry.started);
             self.reply(entry.call, Some(id), Err(CallError::Timeout { after }));
@@ -586,7 +746,9 @@ impl Handlers for Core {
     }
 
     fn cancel_call(&mut self, ev: &Event) {
-        let Some(id) = self.named_call(ev) else { return };
+        let Some(id) = self.named_call(ev) else {
+            return;
+        };
         if let Some(entry) = self.end_call(id, "cancelled by the client") {
             self.reply(entry.call, Some(id), Err(CallError::Cancelled));
         }
@@ -595,7 +757,9 @@ impl Handlers for Core {
     fn fail_calls_lost(&mut self, ev: &Event) {
         let reason = match ev {
             Event::TransportDown { reason } => format!("connection lost: {reason}"),
-            Event::Oversized { size } => format!("connection closed: the server sent an oversized frame ({size} bytes)"),
+            Event::Oversized { size } => {
+                format!("connection closed: the server sent an oversized frame ({size} bytes)")
+            }
             _ => "connection lost".to_string(),
         };
         self.fail_all(&CallError::Transport { reason });
@@ -608,7 +772,10 @@ impl Handlers for Core {
     fn tombstone_calls(&mut self, _: &Event) {
         for id in self.calls.ids() {
             if self.mutant(Mutant::ForgetRetries)
-                && matches!(self.calls.get(id).map(|e| e.phase), Some(Phase::Retrying { .. }))
+                && matches!(
+                    self.calls.get(id).map(|e| e.phase),
+                    Some(Phase::Retrying { .. })
+                )
             {
                 continue;
             }
@@ -619,7 +786,9 @@ impl Handlers for Core {
     }
 
     fn reject_unavailable(&mut self, ev: &Event) {
-        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else { return };
+        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else {
+            return;
+        };
         let error = CallError::Unavailable {
             state: self.state,
             retry_in: self.retry_in(),
@@ -629,30 +798,52 @@ impl Handlers for Core {
     }
 
     fn reject_shutdown(&mut self, ev: &Event) {
-        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else { return };
+        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else {
+            return;
+        };
         self.reply(*call, None, Err(CallError::Shutdown));
     }
 
     fn send_notification(&mut self, ev: &Event) {
-        let Event::Notify { call, method, params } = ev else { return };
-        self.send(SendToken::Other, protocol::notification(method, params.as_ref()));
+        let Event::Notify {
+            call,
+            method,
+            params,
+        } = ev
+        else {
+            return;
+        };
+        self.send(
+            SendToken::Other,
+            protocol::notification(method, params.as_ref()),
+        );
         self.reply(*call, None, Ok(Value::Null));
     }
 
     fn reply_stopped(&mut self, ev: &Event) {
         if let Event::Stop { call } = ev {
-            self.push(Action::StopDone { call: *call, already: false });
+            self.push(Action::StopDone {
+                call: *call,
+                already: false,
+            });
         }
     }
 
     fn reply_already_closing(&mut self, ev: &Event) {
         if let Event::Stop { call } = ev {
-            self.push(Action::StopDone { call: *call, already: true });
+            self.push(Action::StopDone {
+                call: *call,
+                already: true,
+            });
         }
     }
 
     fn sweep_tombstones(&mut self, _: &Event) {
-        let horizon = if self.mutant(Mutant::SweepTooEarly) { Duration::MAX } else { self.now };
+        let horizon = if self.mutant(Mutant::SweepTooEarly) {
+            Duration::MAX
+        } else {
+            self.now
+        };
         self.tombstones.sweep(horizon);
         self.arm(TimerKind::TombstoneSweep, self.config.tombstone_sweep);
     }

@@ -38,11 +38,11 @@ pub mod generated {
 }
 
 pub use crate::config::{ClientCapabilities, Config};
-pub use crate::generated::{EventKind, Fired, Row, State, TimerKind, ROWS};
+pub use crate::generated::{EventKind, Fired, ROWS, Row, State, TimerKind};
 pub use crate::io::{
     Action, CallError, CallId, CallOptions, Generation, Input, Notification, Report, RequestId,
     RpcError, SendOutcome, SendToken, ServerInfo, Step,
 };
 pub use crate::machine::{Machine, Mutant};
-pub use crate::timers::TimerKey;
 pub use crate::protocol::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use crate::timers::TimerKey;

@@ -58,7 +58,11 @@ impl Machine {
     /// init timeout and the tombstone sweep) are queued: drain them. `seed` drives all jitter;
     /// `now` is the time since the driver's epoch.
     pub fn new(config: Config, seed: u64, now: Duration) -> Self {
-        let mut m = Machine { state: State::INITIAL, core: Core::new(Arc::new(config), seed, now), rows: None };
+        let mut m = Machine {
+            state: State::INITIAL,
+            core: Core::new(Arc::new(config), seed, now),
+            rows: None,
+        };
         for action in generated::INITIAL_ACTIONS {
             generated::run_action(&mut m.core, action, &Event::Start);
         }
@@ -168,25 +172,40 @@ impl Machine {
 
     fn classify(&self, input: Input) -> (EventKind, Event) {
         use EventKind as K;
-        let current = |generation: u64| generation == self.core.generation || self.core.mutant == Some(Mutant::AcceptStaleGeneration);
+        let current = |generation: u64| {
+            generation == self.core.generation
+                || self.core.mutant == Some(Mutant::AcceptStaleGeneration)
+        };
         match input {
-            Input::TransportUp { generation } if current(generation) => (K::TransportUp, Event::TransportUp),
+            Input::TransportUp { generation } if current(generation) => {
+                (K::TransportUp, Event::TransportUp)
+            }
             Input::TransportDown { generation, reason } if current(generation) => {
                 (K::TransportDown, Event::TransportDown { reason })
             }
-            Input::Frame { generation, bytes } if current(generation) => match classify(&bytes, self.core.config.max_frame_bytes) {
-                Frame::Response { id, body } => (K::Response, Event::Response { id, body }),
-                Frame::Request { id, method, params } => {
-                    (K::ServerRequest, Event::ServerRequest { id, method, params })
+            Input::Frame { generation, bytes } if current(generation) => {
+                match classify(&bytes, self.core.config.max_frame_bytes) {
+                    Frame::Response { id, body } => (K::Response, Event::Response { id, body }),
+                    Frame::Request { id, method, params } => (
+                        K::ServerRequest,
+                        Event::ServerRequest { id, method, params },
+                    ),
+                    Frame::Notification { method, params } => (
+                        K::ServerNotification,
+                        Event::ServerNotification { method, params },
+                    ),
+                    Frame::Malformed { reason } => (K::MalformedFrame, Event::Malformed { reason }),
+                    Frame::Oversized { size } => (K::OversizedFrame, Event::Oversized { size }),
                 }
-                Frame::Notification { method, params } => {
-                    (K::ServerNotification, Event::ServerNotification { method, params })
-                }
-                Frame::Malformed { reason } => (K::MalformedFrame, Event::Malformed { reason }),
-                Frame::Oversized { size } => (K::OversizedFrame, Event::Oversized { size }),
-            },
-            Input::Oversized { generation, size } if current(generation) => (K::OversizedFrame, Event::Oversized { size }),
-            Input::SendResult { generation, token, outcome } if current(generation) => {
+            }
+            Input::Oversized { generation, size } if current(generation) => {
+                (K::OversizedFrame, Event::Oversized { size })
+            }
+            Input::SendResult {
+                generation,
+                token,
+                outcome,
+            } if current(generation) => {
                 let kind = match outcome {
                     SendOutcome::Ok => K::SendOk,
                     SendOutcome::Busy => K::SendBusy,
@@ -194,17 +213,43 @@ impl Machine {
                 };
                 (kind, Event::SendOutcome { token })
             }
-            Input::HandlerReply { generation, id, result } if current(generation) => {
-                (K::HandlerReply, Event::HandlerReply { id, result })
-            }
+            Input::HandlerReply {
+                generation,
+                id,
+                result,
+            } if current(generation) => (K::HandlerReply, Event::HandlerReply { id, result }),
             Input::TransportUp { .. }
             | Input::TransportDown { .. }
             | Input::Frame { .. }
             | Input::Oversized { .. }
             | Input::SendResult { .. }
             | Input::HandlerReply { .. } => (K::StaleTransport, Event::Stale),
-            Input::Call { call, method, params, options } => (K::Call, Event::Call { call, method, params, options }),
-            Input::Notify { call, method, params } => (K::Notify, Event::Notify { call, method, params }),
+            Input::Call {
+                call,
+                method,
+                params,
+                options,
+            } => (
+                K::Call,
+                Event::Call {
+                    call,
+                    method,
+                    params,
+                    options,
+                },
+            ),
+            Input::Notify {
+                call,
+                method,
+                params,
+            } => (
+                K::Notify,
+                Event::Notify {
+                    call,
+                    method,
+                    params,
+                },
+            ),
             Input::Cancel { call } => (K::Cancel, Event::Cancel { call }),
             Input::Stop { call } => (K::Stop, Event::Stop { call }),
         }
@@ -218,7 +263,10 @@ impl Machine {
             Some(rows) => interpret(rows, &mut self.core, from, kind, event),
         };
         let rows: &[Row] = self.rows.as_deref().map_or(&generated::ROWS, Vec::as_slice);
-        if rows.get(usize::from(fired.row)).is_some_and(|r| r.impossible) {
+        if rows
+            .get(usize::from(fired.row))
+            .is_some_and(|r| r.impossible)
+        {
             let report = Report::ImpossibleRow { row: fired.row };
             self.core.out.0.push_back(Action::Report(report));
         }
@@ -227,15 +275,32 @@ impl Machine {
             self.state = fired.to;
             self.core.state = fired.to;
         }
-        Step { from, event: kind, row: fired.row, to: fired.to }
+        Step {
+            from,
+            event: kind,
+            row: fired.row,
+            to: fired.to,
+        }
     }
 }
 
 /// Table-driven dispatch over a (possibly mutated) copy of the rows: the rows covering the
 /// cell, in order, the first whose guard holds (or that has none) fires.
-fn interpret(rows: &[Row], core: &mut Core, state: State, kind: EventKind, event: &Event) -> generated::Fired {
-    for row in rows.iter().filter(|r| r.from.contains(&state) && r.on.contains(&kind)) {
-        if row.guard.is_some_and(|g| !generated::eval_guard(core, g, event)) {
+fn interpret(
+    rows: &[Row],
+    core: &mut Core,
+    state: State,
+    kind: EventKind,
+    event: &Event,
+) -> generated::Fired {
+    for row in rows
+        .iter()
+        .filter(|r| r.from.contains(&state) && r.on.contains(&kind))
+    {
+        if row
+            .guard
+            .is_some_and(|g| !generated::eval_guard(core, g, event))
+        {
             continue;
         }
         if !row.ignore {
@@ -243,8 +308,14 @@ fn interpret(rows: &[Row], core: &mut Core, state: State, kind: EventKind, event
                 generated::run_action(core, action, event);
             }
         }
-        return generated::Fired { row: row.index, to: row.to.unwrap_or(state) };
+        return generated::Fired {
+            row: row.index,
+            to: row.to.unwrap_or(state),
+        };
     }
     // A mutated table may leave a cell empty: it then does nothing, which the checker judges.
-    generated::Fired { row: u16::MAX, to: state }
+    generated::Fired {
+        row: u16::MAX,
+        to: state,
+    }
 }

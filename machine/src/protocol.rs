@@ -21,7 +21,12 @@ fn encode(v: &Value) -> Vec<u8> {
 }
 
 /// A request frame; `progress_token`, when given, is put in `params._meta.progressToken`.
-pub(crate) fn request(id: u64, method: &str, params: Option<&Value>, progress_token: Option<u64>) -> Vec<u8> {
+pub(crate) fn request(
+    id: u64,
+    method: &str,
+    params: Option<&Value>,
+    progress_token: Option<u64>,
+) -> Vec<u8> {
     let mut msg = Map::new();
     msg.insert("jsonrpc".into(), "2.0".into());
     msg.insert("id".into(), id.into());
@@ -33,7 +38,9 @@ pub(crate) fn request(id: u64, method: &str, params: Option<&Value>, progress_to
                 Some(Value::Object(o)) => o.clone(),
                 _ => Map::new(),
             };
-            let meta = obj.entry("_meta").or_insert_with(|| Value::Object(Map::new()));
+            let meta = obj
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
             if let Value::Object(meta) = meta {
                 meta.insert("progressToken".into(), token.into());
             }
@@ -91,7 +98,9 @@ pub(crate) fn initialize_params(config: &crate::Config) -> Value {
 /// Checks an `initialize` result: an object whose `protocolVersion` is one we speak and whose
 /// `capabilities`, if present, is an object.
 pub(crate) fn check_init_result(result: &Value) -> Result<crate::ServerInfo, String> {
-    let obj = result.as_object().ok_or("initialize result is not an object")?;
+    let obj = result
+        .as_object()
+        .ok_or("initialize result is not an object")?;
     let version = match obj.get("protocolVersion") {
         Some(Value::String(v)) => v,
         Some(_) => return Err("protocolVersion is not a string".into()),
@@ -112,7 +121,10 @@ pub(crate) fn check_init_result(result: &Value) -> Result<crate::ServerInfo, Str
         protocol_version: version.clone(),
         server_info: obj.get("serverInfo").cloned().unwrap_or(Value::Null),
         capabilities,
-        instructions: obj.get("instructions").and_then(Value::as_str).map(str::to_owned),
+        instructions: obj
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
     })
 }
 
@@ -137,6 +149,9 @@ mod tests {
         assert!(check_init_result(&json!({"protocolVersion": "1999-01-01"})).is_err());
         assert!(check_init_result(&json!({"protocolVersion": 5})).is_err());
         assert!(check_init_result(&json!([])).is_err());
-        assert!(check_init_result(&json!({"protocolVersion": "2025-06-18", "capabilities": 1})).is_err());
+        assert!(
+            check_init_result(&json!({"protocolVersion": "2025-06-18", "capabilities": 1}))
+                .is_err()
+        );
     }
 }

@@ -43,7 +43,10 @@ mod tests {
         let mut b = Rng::new(7);
         for _ in 0..10_000 {
             let d = a.jitter(Duration::from_secs(10), 20);
-            assert!(d >= Duration::from_secs(8) && d <= Duration::from_secs(12), "{d:?}");
+            assert!(
+                d >= Duration::from_secs(8) && d <= Duration::from_secs(12),
+                "{d:?}"
+            );
             assert_eq!(d, b.jitter(Duration::from_secs(10), 20));
         }
     }
@@ -51,6 +54,9 @@ mod tests {
     #[test]
     fn zero_jitter_is_exact() {
         let mut r = Rng::new(1);
-        assert_eq!(r.jitter(Duration::from_millis(10), 0), Duration::from_millis(10));
+        assert_eq!(
+            r.jitter(Duration::from_millis(10), 0),
+            Duration::from_millis(10)
+        );
     }
 }

@@ -78,8 +78,12 @@ impl Timers {
 
     /// Cancels the state-scoped and periodic timers that may not stay armed in `state`.
     pub(crate) fn leave_for(&mut self, state: State) {
-        let stale: Vec<TimerKey> =
-            self.by_key.keys().filter(|k| !k.kind.armed_in(state)).copied().collect();
+        let stale: Vec<TimerKey> = self
+            .by_key
+            .keys()
+            .filter(|k| !k.kind.armed_in(state))
+            .copied()
+            .collect();
         for key in stale {
             self.cancel(key);
         }
@@ -113,12 +117,24 @@ mod tests {
     #[test]
     fn leaving_cancels_scoped_timers_only() {
         let mut t = Timers::default();
-        t.arm(TimerKey::plain(TimerKind::InitTimeout), Duration::from_secs(1));
-        t.arm(TimerKey::keyed(TimerKind::RequestTimeout, 4), Duration::from_secs(1));
-        t.arm(TimerKey::plain(TimerKind::TombstoneSweep), Duration::from_secs(1));
+        t.arm(
+            TimerKey::plain(TimerKind::InitTimeout),
+            Duration::from_secs(1),
+        );
+        t.arm(
+            TimerKey::keyed(TimerKind::RequestTimeout, 4),
+            Duration::from_secs(1),
+        );
+        t.arm(
+            TimerKey::plain(TimerKind::TombstoneSweep),
+            Duration::from_secs(1),
+        );
         t.leave_for(State::Ready);
         let kinds: Vec<_> = t.armed().map(|(k, _)| k.kind).collect();
-        assert_eq!(kinds, [TimerKind::RequestTimeout, TimerKind::TombstoneSweep]);
+        assert_eq!(
+            kinds,
+            [TimerKind::RequestTimeout, TimerKind::TombstoneSweep]
+        );
         t.leave_for(State::Closing);
         let kinds: Vec<_> = t.armed().map(|(k, _)| k.kind).collect();
         assert_eq!(kinds, [TimerKind::RequestTimeout]);

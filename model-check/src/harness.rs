@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_machine::{
-    Action, CallError, CallId, CallOptions, ClientCapabilities, Config, Input, Machine, Report,
-    RequestId, SendOutcome, SendToken, State, TimerKind, Step, ROWS,
+    Action, CallError, CallId, CallOptions, ClientCapabilities, Config, Input, Machine, ROWS,
+    Report, RequestId, SendOutcome, SendToken, State, Step, TimerKind,
 };
 use serde_json::{Value, json};
 use stateright::{Model, Property};
@@ -53,7 +53,11 @@ pub struct Coverage(Vec<AtomicU64>);
 impl Coverage {
     /// An empty coverage with one bit per row of the table.
     pub fn for_table() -> Self {
-        Coverage((0..ROWS.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect())
+        Coverage(
+            (0..ROWS.len().div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        )
     }
 
     fn mark(&self, row: u16) {
@@ -65,7 +69,9 @@ impl Coverage {
 
     /// Whether the row fired.
     pub fn fired(&self, row: usize) -> bool {
-        self.0.get(row / 64).is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (row % 64)) != 0)
+        self.0
+            .get(row / 64)
+            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (row % 64)) != 0)
     }
 
     /// Adds another coverage into this one.
@@ -93,7 +99,10 @@ pub struct Harness {
 /// server requests reach the handler.
 pub fn model_config() -> Config {
     Config {
-        capabilities: ClientCapabilities { sampling: true, ..Default::default() },
+        capabilities: ClientCapabilities {
+            sampling: true,
+            ..Default::default()
+        },
         ..Config::default()
     }
 }
@@ -145,7 +154,12 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
 impl Harness {
     /// A harness for `bounds` exploring `variant`.
     pub fn new(bounds: Bounds, variant: Variant) -> Self {
-        Harness { bounds, variant, coverage: Arc::new(Coverage::for_table()), repeat_junk: false }
+        Harness {
+            bounds,
+            variant,
+            coverage: Arc::new(Coverage::for_table()),
+            repeat_junk: false,
+        }
     }
 
     /// The same harness with junk usable any number of times.
@@ -167,7 +181,11 @@ impl Harness {
             Variant::Handler(mutant) => m.with_mutant(*mutant),
             Variant::Table(rows) => m.with_rows(rows.clone()),
         };
-        let mut w = World { m, env: Default::default(), ghost: Default::default() };
+        let mut w = World {
+            m,
+            env: Default::default(),
+            ghost: Default::default(),
+        };
         self.drain(&mut w, None, None);
         w
     }
@@ -189,7 +207,8 @@ impl Harness {
         if w.env.stops < b.stops {
             out.push(Move::Stop(w.env.stops + 1));
         }
-        if !w.env.pending.is_empty() {            out.push(Move::Outcome(SendOutcome::Ok));
+        if !w.env.pending.is_empty() {
+            out.push(Move::Outcome(SendOutcome::Ok));
             if w.env.busy < b.busy {
                 out.push(Move::Outcome(SendOutcome::Busy));
             }
@@ -211,7 +230,10 @@ impl Harness {
                 continue;
             }
             for (&id, &(on, answers)) in &w.env.on_wire {
-                if on != generation || (answers >= 1 && !self.junk_ok(w, Junk::Duplicate)) || answers >= 2 {
+                if on != generation
+                    || (answers >= 1 && !self.junk_ok(w, Junk::Duplicate))
+                    || answers >= 2
+                {
                     continue;
                 }
                 match w.ghost.owners.get(&id) {
@@ -247,7 +269,9 @@ impl Harness {
                     out.push(Move::Frame(generation, f));
                 }
             }
-            if w.env.server_requests.contains(&(generation, SAMPLING_ID)) && self.junk_ok(w, Junk::ServerCancel) {
+            if w.env.server_requests.contains(&(generation, SAMPLING_ID))
+                && self.junk_ok(w, Junk::ServerCancel)
+            {
                 out.push(Move::Frame(generation, ServerFrame::ServerCancel));
             }
         }
@@ -286,7 +310,12 @@ impl Harness {
             }
             Move::Cancel(c) => {
                 n.env.cancelled.insert(c);
-                Some(n.m.handle(Input::Cancel { call: CallId(u64::from(c)) }, now))
+                Some(n.m.handle(
+                    Input::Cancel {
+                        call: CallId(u64::from(c)),
+                    },
+                    now,
+                ))
             }
             Move::Notify(k) => {
                 n.env.notifies = k;
@@ -304,7 +333,12 @@ impl Harness {
                 if !w.all_calls_answered() {
                     n.ghost.seen |= seen::STOP_WITH_CALLS;
                 }
-                Some(n.m.handle(Input::Stop { call: CallId(100 + u64::from(s)) }, now))
+                Some(n.m.handle(
+                    Input::Stop {
+                        call: CallId(100 + u64::from(s)),
+                    },
+                    now,
+                ))
             }
             Move::Up(g) => {
                 stale = stale_gen(g);
@@ -323,7 +357,13 @@ impl Harness {
                     e.credit = 0;
                 }
                 n.env.pending.retain(|(pg, _)| *pg != g);
-                Some(n.m.handle(Input::TransportDown { generation: g, reason: "gone".into() }, now))
+                Some(n.m.handle(
+                    Input::TransportDown {
+                        generation: g,
+                        reason: "gone".into(),
+                    },
+                    now,
+                ))
             }
             Move::Frame(g, f) => {
                 stale = stale_gen(g);
@@ -359,14 +399,21 @@ impl Harness {
                     e.1 += 1;
                 }
                 let input = if f == ServerFrame::Oversized {
-                    Input::Oversized { generation: g, size: n.m.config().max_frame_bytes + 1 }
+                    Input::Oversized {
+                        generation: g,
+                        size: n.m.config().max_frame_bytes + 1,
+                    }
                 } else {
-                    Input::Frame { generation: g, bytes: frame_bytes(f) }
+                    Input::Frame {
+                        generation: g,
+                        bytes: frame_bytes(f),
+                    }
                 };
                 Some(n.m.handle(input, now))
             }
             Move::Outcome(outcome) => {
-                let (generation, token) = n.env.pending.pop_front().unwrap_or((0, SendToken::Other));
+                let (generation, token) =
+                    n.env.pending.pop_front().unwrap_or((0, SendToken::Other));
                 stale = stale_gen(generation);
                 match outcome {
                     SendOutcome::Busy => {
@@ -382,19 +429,38 @@ impl Harness {
                         }
                     }
                 }
-                Some(n.m.handle(Input::SendResult { generation, token, outcome }, now))
+                Some(n.m.handle(
+                    Input::SendResult {
+                        generation,
+                        token,
+                        outcome,
+                    },
+                    now,
+                ))
             }
             Move::HandlerReply(g, id) => {
                 stale = stale_gen(g);
                 n.env.server_requests.remove(&(g, id));
-                let result = Ok(json!({"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}));
-                Some(n.m.handle(Input::HandlerReply { generation: g, id: json!(id), result }, now))
+                let result = Ok(
+                    json!({"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}),
+                );
+                Some(n.m.handle(
+                    Input::HandlerReply {
+                        generation: g,
+                        id: json!(id),
+                        result,
+                    },
+                    now,
+                ))
             }
             Move::Timer(key) => n.m.fire_timer(key),
         };
         if let Some(step) = step {
             self.coverage.mark(step.row);
-            if ROWS.get(usize::from(step.row)).is_some_and(|r| r.impossible) {
+            if ROWS
+                .get(usize::from(step.row))
+                .is_some_and(|r| r.impossible)
+            {
                 n.ghost.violations |= violation::IMPOSSIBLE_ROW;
             }
             if let Some(log) = log.as_deref_mut() {
@@ -446,7 +512,10 @@ impl Harness {
         }
         // Backoff bounds: each new reconnect delay is min·2^n capped, ±20 %.
         let reconnect = |m: &Machine| {
-            m.armed_timers().into_iter().find(|(k, _)| k.kind == TimerKind::Reconnect).map(|(_, d)| d)
+            m.armed_timers()
+                .into_iter()
+                .find(|(k, _)| k.kind == TimerKind::Reconnect)
+                .map(|(_, d)| d)
         };
         if let Some(at) = reconnect(&n.m)
             && reconnect(&w.m) != Some(at)
@@ -498,16 +567,29 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             Some(g) if !g.closed && !g.down && generation == current => g.credit += 1,
             _ => n.ghost.violations |= violation::CREDIT_AFTER_CLOSE,
         },
-        Action::Send { generation, token, frame } => {
+        Action::Send {
+            generation,
+            token,
+            frame,
+        } => {
             if n.ghost.stop_accepted {
                 n.ghost.violations |= violation::SENT_AFTER_STOP;
             }
-            if n.env.gens.get(&generation).is_none_or(|g| g.closed || g.down) || generation != current {
+            if n.env
+                .gens
+                .get(&generation)
+                .is_none_or(|g| g.closed || g.down)
+                || generation != current
+            {
                 n.ghost.violations |= violation::SENT_ON_DEAD;
             }
             let v: Value = serde_json::from_slice(&frame).unwrap_or(Value::Null);
             let method = v.get("method").and_then(Value::as_str).unwrap_or("");
-            if let Some(id) = v.get("id").and_then(Value::as_u64).filter(|_| !method.is_empty()) {
+            if let Some(id) = v
+                .get("id")
+                .and_then(Value::as_u64)
+                .filter(|_| !method.is_empty())
+            {
                 let owner = if method == "initialize" {
                     Owner::Init(generation)
                 } else if let Some(Move::Call(c)) = mv {
@@ -530,7 +612,9 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                         n.ghost.owners.insert(id, owner);
                     }
                 }
-                if method != "initialize" && n.ghost.initialized.get(&generation).copied().unwrap_or(0) == 0 {
+                if method != "initialize"
+                    && n.ghost.initialized.get(&generation).copied().unwrap_or(0) == 0
+                {
                     n.ghost.violations |= violation::INITIALIZED;
                 }
             }
@@ -549,7 +633,11 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
             n.env.pending.push_back((generation, token));
         }
-        Action::Reply { call, request, outcome } => {
+        Action::Reply {
+            call,
+            request,
+            outcome,
+        } => {
             let Ok(c) = u8::try_from(call.0) else {
                 n.ghost.violations |= violation::PHANTOM_REPLY;
                 return;
@@ -592,12 +680,17 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
         }
         Action::ServerRequest { generation, id, .. } => {
-            n.env.server_requests.insert((generation, id.as_i64().unwrap_or(-1)));
+            n.env
+                .server_requests
+                .insert((generation, id.as_i64().unwrap_or(-1)));
         }
         // An abort races the handler: its answer may still come, and must change nothing.
         Action::AbortServerRequest { .. } | Action::AbortServerRequests { .. } => {}
         Action::Progress { call, .. } => {
-            let replied = u8::try_from(call.0).ok().and_then(|c| n.ghost.calls.get(&c)).is_none_or(|g| g.replies > 0);
+            let replied = u8::try_from(call.0)
+                .ok()
+                .and_then(|c| n.ghost.calls.get(&c))
+                .is_none_or(|g| g.replies > 0);
             if replied {
                 n.ghost.violations |= violation::PROGRESS_AFTER_REPLY;
             }
@@ -632,27 +725,39 @@ pub fn silence_answers_every_call(w: &World) -> bool {
         .filter(|(_, g)| g.replies == 0)
         .map(|(c, _)| u64::from(*c))
         .collect();
-    let mut drain = |m: &mut Machine, pending: &mut std::collections::VecDeque<(u64, SendToken)>| {
-        while let Some(a) = m.poll_action() {
-            match a {
-                Action::Reply { call, .. } => {
-                    open.remove(&call.0);
+    let mut drain =
+        |m: &mut Machine, pending: &mut std::collections::VecDeque<(u64, SendToken)>| {
+            while let Some(a) = m.poll_action() {
+                match a {
+                    Action::Reply { call, .. } => {
+                        open.remove(&call.0);
+                    }
+                    Action::Send {
+                        generation, token, ..
+                    } => pending.push_back((generation, token)),
+                    _ => {}
                 }
-                Action::Send { generation, token, .. } => pending.push_back((generation, token)),
-                _ => {}
             }
-        }
-        open.is_empty()
-    };
+            open.is_empty()
+        };
     for _ in 0..64 {
         while let Some((generation, token)) = pending.pop_front() {
             let now = m.now();
-            m.handle(Input::SendResult { generation, token, outcome: SendOutcome::Ok }, now);
+            m.handle(
+                Input::SendResult {
+                    generation,
+                    token,
+                    outcome: SendOutcome::Ok,
+                },
+                now,
+            );
             if drain(&mut m, &mut pending) {
                 return true;
             }
         }
-        let Some(at) = m.poll_timeout() else { return false };
+        let Some(at) = m.poll_timeout() else {
+            return false;
+        };
         m.handle_timeout(at);
         if drain(&mut m, &mut pending) {
             return true;
@@ -664,10 +769,21 @@ pub fn silence_answers_every_call(w: &World) -> bool {
 /// One line for an action in a trace.
 pub fn describe(a: &Action) -> String {
     match a {
-        Action::Send { generation, token, frame } => {
-            format!("send generation {generation} {token:?}: {}", String::from_utf8_lossy(frame))
+        Action::Send {
+            generation,
+            token,
+            frame,
+        } => {
+            format!(
+                "send generation {generation} {token:?}: {}",
+                String::from_utf8_lossy(frame)
+            )
         }
-        Action::Reply { call, request, outcome } => {
+        Action::Reply {
+            call,
+            request,
+            outcome,
+        } => {
             let o = match outcome {
                 Ok(_) => "ok".to_string(),
                 Err(e) => format!("{e:?}"),
@@ -700,45 +816,89 @@ impl Model for Harness {
             w.ghost.violations & bit == 0
         }
         vec![
-            Property::<Self>::always("no caller is answered twice", |_, w| ok(w, v::DOUBLE_REPLY | v::PHANTOM_REPLY)),
-            Property::<Self>::always("an ended id never reaches its caller", |_, w| ok(w, v::LATE_DELIVERED)),
+            Property::<Self>::always("no caller is answered twice", |_, w| {
+                ok(w, v::DOUBLE_REPLY | v::PHANTOM_REPLY)
+            }),
+            Property::<Self>::always("an ended id never reaches its caller", |_, w| {
+                ok(w, v::LATE_DELIVERED)
+            }),
             Property::<Self>::always("after stop every call has exactly one answer", |_, w| {
                 !w.ghost.stop_accepted || w.ghost.calls.values().all(|c| c.replies == 1)
             }),
-            Property::<Self>::always("nothing is sent after stop", |_, w| ok(w, v::SENT_AFTER_STOP)),
+            Property::<Self>::always("nothing is sent after stop", |_, w| {
+                ok(w, v::SENT_AFTER_STOP)
+            }),
             Property::<Self>::always("no call outlives ready", |_, w| {
                 w.m.state() == State::Ready || w.all_calls_answered()
             }),
             Property::<Self>::always("ids are never reused", |_, w| ok(w, v::ID_REUSED)),
-            Property::<Self>::always("backoff stays within bounds", |_, w| ok(w, v::BACKOFF_BOUNDS)),
-            Property::<Self>::always("stale generations change nothing", |_, w| ok(w, v::STALE_CHANGED)),
-            Property::<Self>::always("cancel only what the server saw, once", |_, w| ok(w, v::BAD_CANCEL)),
-            Property::<Self>::always("credit only for the open transport", |_, w| ok(w, v::CREDIT_AFTER_CLOSE)),
-            Property::<Self>::always("frames only to the open transport", |_, w| ok(w, v::SENT_ON_DEAD)),
-            Property::<Self>::always("a transport is closed before the next spawns", |_, w| ok(w, v::LEAKED_TRANSPORT)),
-            Property::<Self>::always("initialized once, before any call", |_, w| ok(w, v::INITIALIZED)),
-            Property::<Self>::always("late answers are recognised as late", |_, w| ok(w, v::LATE_MISREPORTED)),
-            Property::<Self>::always("a cancel is answered at once", |_, w| ok(w, v::CANCEL_UNANSWERED)),
+            Property::<Self>::always("backoff stays within bounds", |_, w| {
+                ok(w, v::BACKOFF_BOUNDS)
+            }),
+            Property::<Self>::always("stale generations change nothing", |_, w| {
+                ok(w, v::STALE_CHANGED)
+            }),
+            Property::<Self>::always("cancel only what the server saw, once", |_, w| {
+                ok(w, v::BAD_CANCEL)
+            }),
+            Property::<Self>::always("credit only for the open transport", |_, w| {
+                ok(w, v::CREDIT_AFTER_CLOSE)
+            }),
+            Property::<Self>::always("frames only to the open transport", |_, w| {
+                ok(w, v::SENT_ON_DEAD)
+            }),
+            Property::<Self>::always("a transport is closed before the next spawns", |_, w| {
+                ok(w, v::LEAKED_TRANSPORT)
+            }),
+            Property::<Self>::always("initialized once, before any call", |_, w| {
+                ok(w, v::INITIALIZED)
+            }),
+            Property::<Self>::always("late answers are recognised as late", |_, w| {
+                ok(w, v::LATE_MISREPORTED)
+            }),
+            Property::<Self>::always("a cancel is answered at once", |_, w| {
+                ok(w, v::CANCEL_UNANSWERED)
+            }),
             Property::<Self>::always("every stop is answered once", |_, w| ok(w, v::STOP_REPLY)),
-            Property::<Self>::always("no progress after the answer", |_, w| ok(w, v::PROGRESS_AFTER_REPLY)),
-            Property::<Self>::always("impossible rows never fire", |_, w| ok(w, v::IMPOSSIBLE_ROW)),
+            Property::<Self>::always("no progress after the answer", |_, w| {
+                ok(w, v::PROGRESS_AFTER_REPLY)
+            }),
+            Property::<Self>::always("impossible rows never fire", |_, w| {
+                ok(w, v::IMPOSSIBLE_ROW)
+            }),
             Property::<Self>::always("request timers die with their calls", |_, w| {
                 w.m.armed_timers().iter().all(|(k, _)| match k.id {
                     None => true,
                     Some(id) => match w.ghost.owners.get(&id) {
-                        Some(Owner::Call(c)) => w.ghost.calls.get(c).is_some_and(|g| g.replies == 0),
+                        Some(Owner::Call(c)) => {
+                            w.ghost.calls.get(c).is_some_and(|g| g.replies == 0)
+                        }
                         _ => false,
                     },
                 })
             }),
-            Property::<Self>::always("every call is eventually answered", |_, w| silence_answers_every_call(w)),
+            Property::<Self>::always("every call is eventually answered", |_, w| {
+                silence_answers_every_call(w)
+            }),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
-            Property::<Self>::sometimes("a call succeeds", |_, w| w.ghost.seen & seen::CALL_OK != 0),
-            Property::<Self>::sometimes(RUN_GUARDS[0].0, |_, w| w.ghost.seen & RUN_GUARDS[0].1 != 0),
-            Property::<Self>::sometimes(RUN_GUARDS[1].0, |_, w| w.ghost.seen & RUN_GUARDS[1].1 != 0),
-            Property::<Self>::sometimes(RUN_GUARDS[2].0, |_, w| w.ghost.seen & RUN_GUARDS[2].1 != 0),
-            Property::<Self>::sometimes(RUN_GUARDS[3].0, |_, w| w.ghost.seen & RUN_GUARDS[3].1 != 0),
-            Property::<Self>::sometimes(RUN_GUARDS[4].0, |_, w| w.ghost.seen & RUN_GUARDS[4].1 != 0),
+            Property::<Self>::sometimes("a call succeeds", |_, w| {
+                w.ghost.seen & seen::CALL_OK != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[0].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[0].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[1].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[1].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[2].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[2].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[3].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[3].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[4].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[4].1 != 0
+            }),
         ]
     }
 }

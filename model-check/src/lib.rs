@@ -49,20 +49,54 @@ pub fn configurations() -> Vec<Configuration> {
     vec![
         Configuration {
             name: "lifecycle",
-            bounds: Bounds { calls: 2, stops: 2, crashes: 1, busy: 0, gens: 2, notifies: 0, depth: 14,
-                junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]) },
+            bounds: Bounds {
+                calls: 2,
+                stops: 2,
+                crashes: 1,
+                busy: 0,
+                gens: 2,
+                notifies: 0,
+                depth: 14,
+                junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
+            },
             pinned_unique: 1388787,
         },
         Configuration {
             name: "server-traffic",
-            bounds: Bounds { calls: 1, stops: 1, crashes: 0, busy: 1, gens: 1, notifies: 1, depth: 12,
-                junk: junk(&[Ping, Sampling, ServerCancel, Undeclared, Log, Progress, Unknown, Malformed, Oversized]) },
+            bounds: Bounds {
+                calls: 1,
+                stops: 1,
+                crashes: 0,
+                busy: 1,
+                gens: 1,
+                notifies: 1,
+                depth: 12,
+                junk: junk(&[
+                    Ping,
+                    Sampling,
+                    ServerCancel,
+                    Undeclared,
+                    Log,
+                    Progress,
+                    Unknown,
+                    Malformed,
+                    Oversized,
+                ]),
+            },
             pinned_unique: 803563,
         },
         Configuration {
             name: "send-retry",
-            bounds: Bounds { calls: 2, stops: 1, crashes: 1, busy: 3, gens: 2, notifies: 0, depth: 13,
-                junk: junk(&[SendFailed, Duplicate]) },
+            bounds: Bounds {
+                calls: 2,
+                stops: 1,
+                crashes: 1,
+                busy: 3,
+                gens: 2,
+                notifies: 0,
+                depth: 13,
+                junk: junk(&[SendFailed, Duplicate]),
+            },
             pinned_unique: 630309,
         },
     ]
@@ -73,8 +107,16 @@ pub fn small_configuration() -> Configuration {
     use Junk::*;
     Configuration {
         name: "small",
-        bounds: Bounds { calls: 1, stops: 1, crashes: 1, busy: 1, gens: 2, notifies: 0, depth: 9,
-            junk: junk(&[InitError, Duplicate, Ping]) },
+        bounds: Bounds {
+            calls: 1,
+            stops: 1,
+            crashes: 1,
+            busy: 1,
+            gens: 2,
+            notifies: 0,
+            depth: 9,
+            junk: junk(&[InitError, Duplicate, Ping]),
+        },
         pinned_unique: 25675,
     }
 }
@@ -102,11 +144,20 @@ pub struct Outcome {
 
 /// Runs BFS over one configuration and variant, merging row coverage into `coverage`.
 /// With `stop_at_first_failure`, the search ends as soon as any property fails (mutants).
-pub fn check(config: &Configuration, variant: Variant, coverage: &Coverage, stop_at_first_failure: bool) -> Outcome {
+pub fn check(
+    config: &Configuration,
+    variant: Variant,
+    coverage: &Coverage,
+    stop_at_first_failure: bool,
+) -> Outcome {
     let model = Harness::new(config.bounds, variant);
     let props = model.properties();
     let start = Instant::now();
-    let mut builder = model.clone().checker().target_max_depth(config.bounds.depth).threads(threads());
+    let mut builder = model
+        .clone()
+        .checker()
+        .target_max_depth(config.bounds.depth)
+        .threads(threads());
     if stop_at_first_failure {
         builder = builder.finish_when(HasDiscoveries::AnyFailures);
     }
@@ -187,7 +238,10 @@ pub fn coverage_summary(coverage: &Coverage) -> (usize, usize, Vec<String>) {
         } else {
             let from: Vec<_> = row.from.iter().map(|s| s.name()).collect();
             let on: Vec<_> = row.on.iter().map(|e| e.name()).collect();
-            missing.push(format!("row #{i} (line {}): {from:?} on {on:?} guard {:?}", row.line, row.guard));
+            missing.push(format!(
+                "row #{i} (line {}): {from:?} on {on:?} guard {:?}",
+                row.line, row.guard
+            ));
         }
     }
     (fired, total, missing)

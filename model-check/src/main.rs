@@ -9,7 +9,12 @@ use model_check::{check, configurations, coverage_summary, mutants};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         [] => run_checks(false),
         ["--unpinned"] => run_checks(true),
         ["--mutants"] => run_mutants(),
@@ -57,7 +62,9 @@ fn run_checks(unpinned: bool) -> ExitCode {
     }
     for (name, _) in model_check::harness::RUN_GUARDS {
         if !guards.contains(&name) {
-            problems.push(format!("vacuity guard \"{name}\" was met by no configuration"));
+            problems.push(format!(
+                "vacuity guard \"{name}\" was met by no configuration"
+            ));
         }
     }
     let (fired, total, missing) = coverage_summary(&coverage);
@@ -70,8 +77,14 @@ fn run_checks(unpinned: bool) -> ExitCode {
         println!("FAIL {p}");
     }
     let verdict = if problems.is_empty() { "OK" } else { "FAIL" };
-    println!("model-check: {verdict} unique={unique_total} depth={depth_max} rows={fired}/{total} seconds={secs:.1}");
-    if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    println!(
+        "model-check: {verdict} unique={unique_total} depth={depth_max} rows={fired}/{total} seconds={secs:.1}"
+    );
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 fn run_mutants() -> ExitCode {
@@ -98,5 +111,9 @@ fn run_mutants() -> ExitCode {
         }
     }
     println!("mutants: {caught}/{total} caught");
-    if caught == total { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+    if caught == total {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }

@@ -17,7 +17,11 @@ pub struct Case {
 fn find(state: State, event: EventKind, guard: Option<GuardId>) -> usize {
     ROWS.iter()
         .position(|r| r.from.contains(&state) && r.on.contains(&event) && r.guard == guard)
-        .unwrap_or_else(|| panic!("no row for {state:?} {event:?} {guard:?}: the table changed, update the mutants"))
+        .unwrap_or_else(|| {
+            panic!(
+                "no row for {state:?} {event:?} {guard:?}: the table changed, update the mutants"
+            )
+        })
 }
 
 fn leak(actions: Vec<ActionId>) -> &'static [ActionId] {
@@ -25,7 +29,12 @@ fn leak(actions: Vec<ActionId>) -> &'static [ActionId] {
 }
 
 /// A copy of the table with one row's actions edited.
-fn edit(state: State, event: EventKind, guard: Option<GuardId>, f: impl FnOnce(&mut Vec<ActionId>)) -> Variant {
+fn edit(
+    state: State,
+    event: EventKind,
+    guard: Option<GuardId>,
+    f: impl FnOnce(&mut Vec<ActionId>),
+) -> Variant {
     let mut rows: Vec<Row> = ROWS.to_vec();
     let i = find(state, event, guard);
     let mut actions = rows[i].actions.to_vec();
@@ -39,7 +48,10 @@ fn without(state: State, event: EventKind, guard: Option<GuardId>, action: Actio
     edit(state, event, guard, |a| {
         let before = a.len();
         a.retain(|x| *x != action);
-        assert!(a.len() < before, "{action:?} not in the row of {state:?} {event:?}: update the mutants");
+        assert!(
+            a.len() < before,
+            "{action:?} not in the row of {state:?} {event:?}: update the mutants"
+        );
     })
 }
 
@@ -51,11 +63,18 @@ pub fn all() -> Vec<Case> {
     let mut cases = vec![
         Case {
             name: "table: stop answers in-flight calls twice",
-            variant: edit(S::Ready, E::Stop, None, |a| a.insert(1, A::FailCallsShutdown)),
+            variant: edit(S::Ready, E::Stop, None, |a| {
+                a.insert(1, A::FailCallsShutdown)
+            }),
         },
         Case {
             name: "table: backoff not reset on ready",
-            variant: without(S::Initializing, E::Response, Some(GuardId::IsInitAccepted), A::ResetBackoff),
+            variant: without(
+                S::Initializing,
+                E::Response,
+                Some(GuardId::IsInitAccepted),
+                A::ResetBackoff,
+            ),
         },
         Case {
             name: "table: calls not failed when the transport goes down",
@@ -71,7 +90,12 @@ pub fn all() -> Vec<Case> {
         },
         Case {
             name: "table: notifications/initialized never sent",
-            variant: without(S::Initializing, E::Response, Some(GuardId::IsInitAccepted), A::SendInitialized),
+            variant: without(
+                S::Initializing,
+                E::Response,
+                Some(GuardId::IsInitAccepted),
+                A::SendInitialized,
+            ),
         },
         Case {
             name: "table: cancel of a live call ignored",
@@ -93,15 +117,39 @@ pub fn all() -> Vec<Case> {
         },
     ];
     let handlers = [
-        ("handlers: ended ids not tombstoned", Mutant::NoTombstoneOnEnd),
-        ("handlers: request timer left armed after the reply", Mutant::KeepTimerAfterReply),
-        ("handlers: retries kept when leaving ready", Mutant::ForgetRetries),
+        (
+            "handlers: ended ids not tombstoned",
+            Mutant::NoTombstoneOnEnd,
+        ),
+        (
+            "handlers: request timer left armed after the reply",
+            Mutant::KeepTimerAfterReply,
+        ),
+        (
+            "handlers: retries kept when leaving ready",
+            Mutant::ForgetRetries,
+        ),
         ("handlers: ids reused after reconnect", Mutant::ReuseIds),
-        ("handlers: frames from a stale generation accepted", Mutant::AcceptStaleGeneration),
-        ("handlers: cancel sent for unsent requests", Mutant::CancelUnsent),
-        ("handlers: tombstones swept before their TTL", Mutant::SweepTooEarly),
-        ("handlers: answered call kept in flight", Mutant::ReplyKeepsEntry),
+        (
+            "handlers: frames from a stale generation accepted",
+            Mutant::AcceptStaleGeneration,
+        ),
+        (
+            "handlers: cancel sent for unsent requests",
+            Mutant::CancelUnsent,
+        ),
+        (
+            "handlers: tombstones swept before their TTL",
+            Mutant::SweepTooEarly,
+        ),
+        (
+            "handlers: answered call kept in flight",
+            Mutant::ReplyKeepsEntry,
+        ),
     ];
-    cases.extend(handlers.into_iter().map(|(name, m)| Case { name, variant: Variant::Handler(m) }));
+    cases.extend(handlers.into_iter().map(|(name, m)| Case {
+        name,
+        variant: Variant::Handler(m),
+    }));
     cases
 }

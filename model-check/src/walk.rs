@@ -8,7 +8,16 @@ use crate::world::{Move, World};
 
 /// Budgets for long walks: many calls, crashes and busy sends; junk may repeat.
 pub fn walk_bounds() -> Bounds {
-    Bounds { calls: 40, stops: 2, crashes: 12, busy: 30, gens: u64::MAX, notifies: 5, junk: u16::MAX, depth: 0 }
+    Bounds {
+        calls: 40,
+        stops: 2,
+        crashes: 12,
+        busy: 30,
+        gens: u64::MAX,
+        notifies: 5,
+        junk: u16::MAX,
+        depth: 0,
+    }
 }
 
 /// What a batch of walks did.

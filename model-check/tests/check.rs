@@ -10,9 +10,16 @@ fn small_exhaustive_configuration_holds_every_property() {
     let config = small_configuration();
     let out = check(&config, Variant::Real, &Coverage::for_table(), false);
     assert!(out.done, "search incomplete");
-    let failures: Vec<_> = out.failures.iter().map(|(n, t)| format!("{n}\n{t}")).collect();
+    let failures: Vec<_> = out
+        .failures
+        .iter()
+        .map(|(n, t)| format!("{n}\n{t}"))
+        .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert_eq!(out.unique, config.pinned_unique, "pinned unique-state count changed");
+    assert_eq!(
+        out.unique, config.pinned_unique,
+        "pinned unique-state count changed"
+    );
 }
 
 #[test]
@@ -21,8 +28,14 @@ fn long_random_walks_keep_every_property() {
     let mut events = 0;
     for seed in 1..=5 {
         let report = walk::run(seed, 500, 500).unwrap_or_else(|e| panic!("{e}"));
-        assert!(report.reached_ready > 250, "walks rarely reach ready: {report:?}");
-        assert!(report.calls_ok > 1000, "walks rarely answer calls: {report:?}");
+        assert!(
+            report.reached_ready > 250,
+            "walks rarely reach ready: {report:?}"
+        );
+        assert!(
+            report.calls_ok > 1000,
+            "walks rarely answer calls: {report:?}"
+        );
         events += report.events;
     }
     assert!(events >= 1_000_000, "only {events} events");
@@ -30,17 +43,31 @@ fn long_random_walks_keep_every_property() {
 
 #[test]
 fn a_mutant_is_caught_with_a_readable_trace() {
-    let case = mutants::all().into_iter().find(|c| c.name.contains("stop answers in-flight calls twice")).unwrap();
-    let out = check(&small_configuration(), case.variant, &Coverage::for_table(), true);
+    let case = mutants::all()
+        .into_iter()
+        .find(|c| c.name.contains("stop answers in-flight calls twice"))
+        .unwrap();
+    let out = check(
+        &small_configuration(),
+        case.variant,
+        &Coverage::for_table(),
+        true,
+    );
     let (name, trace) = out.failures.first().expect("the mutant is caught");
     assert_eq!(name, "no caller is answered twice");
-    assert!(trace.contains("event stop") && trace.contains("row #"), "{trace}");
+    assert!(
+        trace.contains("event stop") && trace.contains("row #"),
+        "{trace}"
+    );
 }
 
 #[test]
 fn hand_minimised_counterexample_replays() {
     // Connect, call, the call is sent, stop: with the doubled reply row the caller is answered twice.
-    let case = mutants::all().into_iter().find(|c| c.name.contains("stop answers in-flight calls twice")).unwrap();
+    let case = mutants::all()
+        .into_iter()
+        .find(|c| c.name.contains("stop answers in-flight calls twice"))
+        .unwrap();
     let model = Harness::new(small_configuration().bounds, case.variant);
     let mut w = model.initial();
     let path = [
@@ -54,7 +81,10 @@ fn hand_minimised_counterexample_replays() {
     for mv in path {
         w = model.apply(&w, mv, None);
     }
-    assert_ne!(w.ghost.violations & model_check::world::violation::DOUBLE_REPLY, 0);
+    assert_ne!(
+        w.ghost.violations & model_check::world::violation::DOUBLE_REPLY,
+        0
+    );
     let real = Harness::new(small_configuration().bounds, Variant::Real);
     let mut w = real.initial();
     for mv in path {

@@ -96,7 +96,10 @@ impl ClientBuilder {
     pub fn new(connector: impl Connector) -> Self {
         ClientBuilder {
             connector: Arc::new(connector),
-            config: Config { client_name: "mcp-runtime".into(), ..Config::default() },
+            config: Config {
+                client_name: "mcp-runtime".into(),
+                ..Config::default()
+            },
             transport: TransportConfig::default(),
             handler: Arc::new(Handlers::new()),
             seed: None,
@@ -183,7 +186,11 @@ impl ClientBuilder {
                 ConnState::Backoff | ConnState::Closing | ConnState::Closed => {
                     let last_error = client.last_error();
                     client.stop().await;
-                    return Err(Error::Unavailable { state, retry_in: None, last_error });
+                    return Err(Error::Unavailable {
+                        state,
+                        retry_in: None,
+                        last_error,
+                    });
                 }
                 ConnState::Starting | ConnState::Initializing => {}
             }
@@ -200,33 +207,58 @@ impl ClientBuilder {
         let epoch = tokio::time::Instant::now();
         let mut caps = self.handler.provides().capabilities();
         caps.roots_list_changed = false;
-        let config = Config { capabilities: caps, ..self.config };
+        let config = Config {
+            capabilities: caps,
+            ..self.config
+        };
         let machine = Machine::new(config, seed, std::time::Duration::ZERO);
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
         let (notifications, _) = broadcast::channel(1024);
+        let (transitions, _) = broadcast::channel(256);
         let out = Arc::new(Outputs {
             state: state_tx,
             server: RwLock::new(None),
             last_error: RwLock::new(None),
             notifications,
+            transitions,
             closed: closed_tx,
         });
-        let driver = Driver::new(machine, epoch, self.connector, self.transport, self.handler, Arc::clone(&out));
+        let driver = Driver::new(
+            machine,
+            epoch,
+            self.connector,
+            self.transport,
+            self.handler,
+            Arc::clone(&out),
+        );
         let task = tokio::spawn(driver.run(commands_rx));
         let monitor_out = Arc::clone(&out);
         tokio::spawn(async move {
             if let Err(e) = task.await {
-                let why = if e.is_panic() { "the client driver panicked" } else { "the client driver was cancelled" };
+                let why = if e.is_panic() {
+                    "the client driver panicked"
+                } else {
+                    "the client driver was cancelled"
+                };
                 tracing::error!(target: "mcp::driver", "{why}");
-                *monitor_out.last_error.write().unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
+                *monitor_out
+                    .last_error
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
                 monitor_out.state.send_replace(ConnState::Closed);
                 let _ = monitor_out.closed.send(true);
             }
         });
         Client {
-            shared: Arc::new(Shared { commands: commands_tx, state: state_rx, closed: closed_rx, out, next_call: AtomicU64::new(1) }),
+            shared: Arc::new(Shared {
+                commands: commands_tx,
+                state: state_rx,
+                closed: closed_rx,
+                out,
+                next_call: AtomicU64::new(1),
+            }),
         }
     }
 }
@@ -255,7 +287,9 @@ pub struct Client {
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("state", &self.state()).finish_non_exhaustive()
+        f.debug_struct("Client")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
     }
 }
 
@@ -297,12 +331,28 @@ impl Client {
     /// What the server said in the last handshake (name, version, negotiated protocol
     /// version, capabilities, instructions).
     pub fn server_info(&self) -> Option<ServerInfo> {
-        self.shared.out.server.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .out
+            .server
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Why the last connection attempt or connection failed.
     pub fn last_error(&self) -> Option<String> {
-        self.shared.out.last_error.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.shared
+            .out
+            .last_error
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Every state transition from now on, with the event and the row that caused it (a
+    /// watch, unlike [`Client::watch_state`], which only keeps the latest state).
+    pub fn transitions(&self) -> broadcast::Receiver<crate::state::Transition> {
+        self.shared.out.transitions.subscribe()
     }
 
     /// Server notifications from now on (list changes, resource updates, log messages,
@@ -315,11 +365,17 @@ impl Client {
     /// Sends a request and waits for its result. Dropping the future cancels the request
     /// (`notifications/cancelled` is sent if it went out).
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value> {
-        self.request_with(method, params, RequestOptions::default()).await
+        self.request_with(method, params, RequestOptions::default())
+            .await
     }
 
     /// [`Client::request`] with options.
-    pub async fn request_with(&self, method: &str, params: Option<Value>, options: RequestOptions) -> Result<Value> {
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
         let input = Input::Call {
@@ -333,15 +389,32 @@ impl Client {
                 max_total_timeout: options.max_total_timeout,
             },
         };
-        let cmd = Command::Call { input, method: method.to_owned(), progress: options.progress, reply };
-        self.shared.commands.send(cmd).map_err(|_| Error::Shutdown)?;
-        let mut guard = CancelOnDrop { call, commands: &self.shared.commands, armed: true };
+        let cmd = Command::Call {
+            input,
+            method: method.to_owned(),
+            progress: options.progress,
+            reply,
+        };
+        self.shared
+            .commands
+            .send(cmd)
+            .map_err(|_| Error::Shutdown)?;
+        let mut guard = CancelOnDrop {
+            call,
+            commands: &self.shared.commands,
+            armed: true,
+        };
         let outcome = rx.await;
         guard.armed = false;
         outcome.unwrap_or(Err(Error::Shutdown))
     }
 
-    async fn typed<T: DeserializeOwned>(&self, method: &str, params: Option<Value>, options: RequestOptions) -> Result<T> {
+    async fn typed<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<T> {
         let v = self.request_with(method, params, options).await?;
         serde_json::from_value(v).map_err(|e| Error::Protocol(format!("{method} result: {e}")))
     }
@@ -350,8 +423,15 @@ impl Client {
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
-        let input = Input::Notify { call, method: method.to_owned(), params };
-        self.shared.commands.send(Command::Notify { input, reply }).map_err(|_| Error::Shutdown)?;
+        let input = Input::Notify {
+            call,
+            method: method.to_owned(),
+            params,
+        };
+        self.shared
+            .commands
+            .send(Command::Notify { input, reply })
+            .map_err(|_| Error::Shutdown)?;
         rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
     }
 
@@ -362,7 +442,12 @@ impl Client {
 
     /// One page of `tools/list`.
     pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult> {
-        self.typed("tools/list", cursor_params(cursor), RequestOptions::default()).await
+        self.typed(
+            "tools/list",
+            cursor_params(cursor),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// Every tool, following `nextCursor` until it is absent.
@@ -381,17 +466,33 @@ impl Client {
 
     /// `tools/call`.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
-        self.call_tool_with(name, arguments, RequestOptions::default()).await
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
     }
 
     /// `tools/call` with options (timeout, progress).
-    pub async fn call_tool_with(&self, name: &str, arguments: Value, options: RequestOptions) -> Result<CallToolResult> {
-        self.typed("tools/call", Some(json!({"name": name, "arguments": arguments})), options).await
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: RequestOptions,
+    ) -> Result<CallToolResult> {
+        self.typed(
+            "tools/call",
+            Some(json!({"name": name, "arguments": arguments})),
+            options,
+        )
+        .await
     }
 
     /// One page of `resources/list`.
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult> {
-        self.typed("resources/list", cursor_params(cursor), RequestOptions::default()).await
+        self.typed(
+            "resources/list",
+            cursor_params(cursor),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// Every resource, across pages.
@@ -409,45 +510,84 @@ impl Client {
     }
 
     /// One page of `resources/templates/list`.
-    pub async fn list_resource_templates(&self, cursor: Option<String>) -> Result<ListResourceTemplatesResult> {
-        self.typed("resources/templates/list", cursor_params(cursor), RequestOptions::default()).await
+    pub async fn list_resource_templates(
+        &self,
+        cursor: Option<String>,
+    ) -> Result<ListResourceTemplatesResult> {
+        self.typed(
+            "resources/templates/list",
+            cursor_params(cursor),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// `resources/read`.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        self.typed("resources/read", Some(json!({"uri": uri})), RequestOptions::default()).await
+        self.typed(
+            "resources/read",
+            Some(json!({"uri": uri})),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
     pub async fn subscribe(&self, uri: &str) -> Result<()> {
-        self.request("resources/subscribe", Some(json!({"uri": uri}))).await.map(|_| ())
+        self.request("resources/subscribe", Some(json!({"uri": uri})))
+            .await
+            .map(|_| ())
     }
 
     /// `resources/unsubscribe`.
     pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
-        self.request("resources/unsubscribe", Some(json!({"uri": uri}))).await.map(|_| ())
+        self.request("resources/unsubscribe", Some(json!({"uri": uri})))
+            .await
+            .map(|_| ())
     }
 
     /// One page of `prompts/list`.
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult> {
-        self.typed("prompts/list", cursor_params(cursor), RequestOptions::default()).await
+        self.typed(
+            "prompts/list",
+            cursor_params(cursor),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// `prompts/get`.
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
-        self.typed("prompts/get", Some(json!({"name": name, "arguments": arguments})), RequestOptions::default())
-            .await
+        self.typed(
+            "prompts/get",
+            Some(json!({"name": name, "arguments": arguments})),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// `completion/complete` of argument `argument` currently typed as `value`.
-    pub async fn complete(&self, reference: CompleteRef, argument: &str, value: &str) -> Result<CompleteResult> {
-        let params = json!({"ref": reference.to_json(), "argument": {"name": argument, "value": value}});
-        self.typed("completion/complete", Some(params), RequestOptions::default()).await
+    pub async fn complete(
+        &self,
+        reference: CompleteRef,
+        argument: &str,
+        value: &str,
+    ) -> Result<CompleteResult> {
+        let params =
+            json!({"ref": reference.to_json(), "argument": {"name": argument, "value": value}});
+        self.typed(
+            "completion/complete",
+            Some(params),
+            RequestOptions::default(),
+        )
+        .await
     }
 
     /// `logging/setLevel`: log messages at this level and above arrive as notifications.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
-        self.request("logging/setLevel", Some(json!({"level": level}))).await.map(|_| ())
+        self.request("logging/setLevel", Some(json!({"level": level})))
+            .await
+            .map(|_| ())
     }
 
     /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the
@@ -456,7 +596,15 @@ impl Client {
     /// SIGTERM, SIGKILL); [`Client::closed`] waits for that.
     pub async fn stop(&self) {
         let (reply, rx) = oneshot::channel();
-        if self.shared.commands.send(Command::Stop { call: self.next_call(), reply }).is_ok() {
+        if self
+            .shared
+            .commands
+            .send(Command::Stop {
+                call: self.next_call(),
+                reply,
+            })
+            .is_ok()
+        {
             let _ = rx.await;
         }
         let mut states = self.watch_state();

@@ -47,14 +47,24 @@ pub(crate) struct Outputs {
     pub(crate) server: RwLock<Option<ServerInfo>>,
     pub(crate) last_error: RwLock<Option<String>>,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
+    pub(crate) transitions: broadcast::Sender<crate::state::Transition>,
     /// True once the driver ended and every transport task finished (children reaped).
     pub(crate) closed: watch::Sender<bool>,
 }
 
 enum Pending {
-    Call { reply: oneshot::Sender<Result<Value, Error>>, progress: Option<ProgressSink>, method: String, started: Instant },
-    Notify { reply: oneshot::Sender<Result<Value, Error>> },
-    Stop { reply: oneshot::Sender<()> },
+    Call {
+        reply: oneshot::Sender<Result<Value, Error>>,
+        progress: Option<ProgressSink>,
+        method: String,
+        started: Instant,
+    },
+    Notify {
+        reply: oneshot::Sender<Result<Value, Error>>,
+    },
+    Stop {
+        reply: oneshot::Sender<()>,
+    },
 }
 
 pub(crate) struct Driver {
@@ -150,14 +160,31 @@ impl Driver {
 
     fn command(&mut self, cmd: Command) {
         match cmd {
-            Command::Call { input, method, progress, reply } => {
-                let Input::Call { call, .. } = &input else { return };
+            Command::Call {
+                input,
+                method,
+                progress,
+                reply,
+            } => {
+                let Input::Call { call, .. } = &input else {
+                    return;
+                };
                 tracing::debug!(target: "mcp::request", method = %method, call = call.0, "request");
-                self.pending.insert(*call, Pending::Call { reply, progress, method, started: Instant::now() });
+                self.pending.insert(
+                    *call,
+                    Pending::Call {
+                        reply,
+                        progress,
+                        method,
+                        started: Instant::now(),
+                    },
+                );
                 self.input(input);
             }
             Command::Notify { input, reply } => {
-                let Input::Notify { call, .. } = &input else { return };
+                let Input::Notify { call, .. } = &input else {
+                    return;
+                };
                 self.pending.insert(*call, Pending::Notify { reply });
                 self.input(input);
             }
@@ -173,10 +200,16 @@ impl Driver {
         let input = match event {
             TransportEvent::Up => Input::TransportUp { generation },
             TransportEvent::Frame(bytes) => Input::Frame { generation, bytes },
-            TransportEvent::Oversized { seen } => Input::Oversized { generation, size: seen },
+            TransportEvent::Oversized { seen } => Input::Oversized {
+                generation,
+                size: seen,
+            },
             TransportEvent::Down(error) => {
                 self.transports.remove(&generation);
-                Input::TransportDown { generation, reason: error.to_string() }
+                Input::TransportDown {
+                    generation,
+                    reason: error.to_string(),
+                }
             }
         };
         self.input(input);
@@ -203,9 +236,21 @@ impl Driver {
             "transition"
         );
         if step.to == mcp_machine::State::Ready {
-            *self.out.server.write().unwrap_or_else(|e| e.into_inner()) = self.machine.server().map(Into::into);
+            *self.out.server.write().unwrap_or_else(|e| e.into_inner()) =
+                self.machine.server().map(Into::into);
         }
-        *self.out.last_error.write().unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().map(str::to_owned);
+        *self
+            .out
+            .last_error
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().map(str::to_owned);
+        let _ = self.out.transitions.send(crate::state::Transition {
+            from: step.from.into(),
+            to: step.to.into(),
+            event: step.event.name(),
+            row: step.row,
+            at: Instant::now(),
+        });
         self.out.state.send_replace(step.to.into());
     }
 
@@ -231,7 +276,11 @@ impl Driver {
                     t.close();
                 }
             }
-            Action::Send { generation, token, frame } => {
+            Action::Send {
+                generation,
+                token,
+                frame,
+            } => {
                 let outcome = match self.transports.get(&generation) {
                     Some(t) => t.try_send(frame),
                     None => transport::SendOutcome::Failed,
@@ -245,7 +294,14 @@ impl Driver {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
                 }
                 let now = self.now();
-                let step = self.machine.handle(Input::SendResult { generation, token, outcome }, now);
+                let step = self.machine.handle(
+                    Input::SendResult {
+                        generation,
+                        token,
+                        outcome,
+                    },
+                    now,
+                );
                 self.observe(step);
             }
             Action::GrantCredit { generation } => {
@@ -253,13 +309,26 @@ impl Driver {
                     t.grant_credit();
                 }
             }
-            Action::Reply { call, request, outcome } => match self.pending.remove(&call) {
-                Some(Pending::Call { reply, method, started, .. }) => {
+            Action::Reply {
+                call,
+                request,
+                outcome,
+            } => match self.pending.remove(&call) {
+                Some(Pending::Call {
+                    reply,
+                    method,
+                    started,
+                    ..
+                }) => {
                     let elapsed = started.elapsed();
                     let outcome = outcome.map_err(Error::from);
                     match &outcome {
-                        Ok(_) => tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = "ok", "request done"),
-                        Err(e) => tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = %e, "request done"),
+                        Ok(_) => {
+                            tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = "ok", "request done")
+                        }
+                        Err(e) => {
+                            tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = %e, "request done")
+                        }
                     }
                     let _ = reply.send(outcome);
                 }
@@ -267,7 +336,9 @@ impl Driver {
                 Some(Pending::Stop { reply }) => {
                     let _ = reply.send(());
                 }
-                None => tracing::error!(target: "mcp::driver", call = call.0, "reply for an unknown caller"),
+                None => {
+                    tracing::error!(target: "mcp::driver", call = call.0, "reply for an unknown caller")
+                }
             },
             Action::StopDone { call, already } => {
                 tracing::debug!(target: "mcp::driver", already, "stop answered");
@@ -277,17 +348,31 @@ impl Driver {
             }
             Action::Notification(n) => {
                 let parsed = ServerNotification::parse(&n.method, n.params);
-                if let ServerNotification::Log { level, logger, data } = &parsed {
+                if let ServerNotification::Log {
+                    level,
+                    logger,
+                    data,
+                } = &parsed
+                {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
                 let _ = self.out.notifications.send(parsed);
             }
             Action::Progress { call, params } => {
-                if let Some(Pending::Call { progress: Some(sink), .. }) = self.pending.get(&call) {
+                if let Some(Pending::Call {
+                    progress: Some(sink),
+                    ..
+                }) = self.pending.get(&call)
+                {
                     sink(Progress::from_params(&params));
                 }
             }
-            Action::ServerRequest { generation, id, method, params } => {
+            Action::ServerRequest {
+                generation,
+                id,
+                method,
+                params,
+            } => {
                 tracing::debug!(target: "mcp::server_request", method = %method, %id, "server request");
                 let fut = route(&*self.handler, &method, params.unwrap_or(Value::Null));
                 let inner = tokio::spawn(fut);
@@ -358,11 +443,15 @@ fn trace_report(report: &Report) {
         Report::Oversized { size, max } => {
             tracing::warn!(target: "mcp::protocol", violation = "oversized_frame", size, max, "protocol violation");
         }
-        Report::LateResponse { id } => tracing::debug!(target: "mcp::response", id, kind = "late", "response dropped"),
+        Report::LateResponse { id } => {
+            tracing::debug!(target: "mcp::response", id, kind = "late", "response dropped")
+        }
         Report::UnknownResponse { id } => {
             tracing::debug!(target: "mcp::response", id = %id, kind = "unknown", "response dropped");
         }
-        Report::SendRetry { id, attempt } => tracing::debug!(target: "mcp::retry", id, attempt, "transport busy; send retried"),
+        Report::SendRetry { id, attempt } => {
+            tracing::debug!(target: "mcp::retry", id, attempt, "transport busy; send retried")
+        }
         Report::InitRejected { reason } => {
             tracing::warn!(target: "mcp::protocol", violation = "handshake", %reason, "handshake failed");
         }

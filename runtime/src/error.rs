@@ -76,12 +76,22 @@ impl From<CallError> for Error {
         match e {
             CallError::Timeout { after } => Error::Timeout { after },
             CallError::Shutdown => Error::Shutdown,
-            CallError::Unavailable { state, retry_in, last_error } => {
-                Error::Unavailable { state: state.into(), retry_in, last_error }
-            }
+            CallError::Unavailable {
+                state,
+                retry_in,
+                last_error,
+            } => Error::Unavailable {
+                state: state.into(),
+                retry_in,
+                last_error,
+            },
             CallError::Transport { reason } => Error::Transport(reason),
             CallError::Backpressure { attempts } => Error::Backpressure { attempts },
-            CallError::Server(e) => Error::Server { code: e.code, message: e.message, data: e.data },
+            CallError::Server(e) => Error::Server {
+                code: e.code,
+                message: e.message,
+                data: e.data,
+            },
             CallError::Cancelled => Error::Cancelled,
             CallError::Protocol { reason } => Error::Protocol(reason),
         }
@@ -106,6 +116,12 @@ mod tests {
             e.to_string(),
             "server unavailable (backoff, reconnecting in 1.5 s; last error: connection lost: child exited)"
         );
-        assert_eq!(Error::Timeout { after: Duration::from_millis(250) }.to_string(), "request timed out after 250 ms");
+        assert_eq!(
+            Error::Timeout {
+                after: Duration::from_millis(250)
+            }
+            .to_string(),
+            "request timed out after 250 ms"
+        );
     }
 }

@@ -67,7 +67,11 @@ pub trait ClientHandler: Send + Sync + 'static {
 }
 
 fn unsupported(method: &str) -> HandlerFuture {
-    let err = RpcError { code: -32601, message: format!("method not found: {method}"), data: None };
+    let err = RpcError {
+        code: -32601,
+        message: format!("method not found: {method}"),
+        data: None,
+    };
     Box::pin(async move { Err(err) })
 }
 
@@ -92,7 +96,9 @@ pub struct Handlers {
 
 impl std::fmt::Debug for Handlers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handlers").field("provides", &self.provides()).finish()
+        f.debug_struct("Handlers")
+            .field("provides", &self.provides())
+            .finish()
     }
 }
 
@@ -114,8 +120,10 @@ impl Handlers {
 
     /// Answer `roots/list` with this fixed list of `(uri, name)`.
     pub fn roots(mut self, roots: Vec<(String, String)>) -> Self {
-        let list: Vec<Value> =
-            roots.into_iter().map(|(uri, name)| serde_json::json!({"uri": uri, "name": name})).collect();
+        let list: Vec<Value> = roots
+            .into_iter()
+            .map(|(uri, name)| serde_json::json!({"uri": uri, "name": name}))
+            .collect();
         let result = serde_json::json!({ "roots": list });
         self.roots = Some(Arc::new(move |_| {
             let r = result.clone();

@@ -39,6 +39,6 @@ pub mod types;
 pub use crate::client::{Client, ClientBuilder, RequestOptions};
 pub use crate::error::{Error, Result};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
-pub use crate::state::ConnState;
+pub use crate::state::{ConnState, Transition};
 pub use crate::types::{CompleteRef, LoggingLevel, Progress, ServerInfo, ServerNotification};
 pub use mcp_machine::RpcError;

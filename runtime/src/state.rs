@@ -57,3 +57,18 @@ impl From<State> for ConnState {
         }
     }
 }
+
+/// One state change of the connection, as the table's row decided it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transition {
+    /// The state before.
+    pub from: ConnState,
+    /// The state after.
+    pub to: ConnState,
+    /// The event that caused it (its name in the spec).
+    pub event: &'static str,
+    /// The index of the row that fired (`mcp_machine::ROWS`).
+    pub row: u16,
+    /// When, on the tokio clock.
+    pub at: tokio::time::Instant,
+}

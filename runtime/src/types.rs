@@ -64,7 +64,9 @@ pub struct Content {
 impl Content {
     /// The text of a text content.
     pub fn as_text(&self) -> Option<&str> {
-        (self.kind == "text").then_some(self.text.as_deref()).flatten()
+        (self.kind == "text")
+            .then_some(self.text.as_deref())
+            .flatten()
     }
 }
 
@@ -94,7 +96,11 @@ impl CallToolResult {
 
     /// All text content joined by newlines.
     pub fn text(&self) -> String {
-        self.content.iter().filter_map(Content::as_text).collect::<Vec<_>>().join("\n")
+        self.content
+            .iter()
+            .filter_map(Content::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 }
 
@@ -386,11 +392,13 @@ impl ServerNotification {
             "notifications/tools/list_changed" => ServerNotification::ToolsListChanged,
             "notifications/resources/list_changed" => ServerNotification::ResourcesListChanged,
             "notifications/prompts/list_changed" => ServerNotification::PromptsListChanged,
-            "notifications/resources/updated" => {
-                ServerNotification::ResourceUpdated { uri: s("uri").unwrap_or_default() }
-            }
+            "notifications/resources/updated" => ServerNotification::ResourceUpdated {
+                uri: s("uri").unwrap_or_default(),
+            },
             "notifications/message" => ServerNotification::Log {
-                level: p.get("level").and_then(|l| serde_json::from_value(l.clone()).ok()),
+                level: p
+                    .get("level")
+                    .and_then(|l| serde_json::from_value(l.clone()).ok()),
                 logger: s("logger"),
                 data: p.get("data").cloned().unwrap_or(Value::Null),
             },
@@ -402,7 +410,10 @@ impl ServerNotification {
                 request_id: p.get("requestId").cloned().unwrap_or(Value::Null),
                 reason: s("reason"),
             },
-            _ => ServerNotification::Other { method: method.to_owned(), params },
+            _ => ServerNotification::Other {
+                method: method.to_owned(),
+                params,
+            },
         }
     }
 }
@@ -426,7 +437,13 @@ pub struct ServerInfo {
 
 impl From<mcp_machine::ServerInfo> for ServerInfo {
     fn from(s: mcp_machine::ServerInfo) -> Self {
-        let field = |k: &str| s.server_info.get(k).and_then(Value::as_str).unwrap_or_default().to_owned();
+        let field = |k: &str| {
+            s.server_info
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
         ServerInfo {
             name: field("name"),
             version: field("version"),
@@ -452,19 +469,34 @@ mod tests {
 
     #[test]
     fn lenient_parsing_keeps_extras() {
-        let t: Tool = serde_json::from_value(json!({"name": "x", "inputSchema": {}, "icons": [1]})).unwrap();
+        let t: Tool =
+            serde_json::from_value(json!({"name": "x", "inputSchema": {}, "icons": [1]})).unwrap();
         assert_eq!(t.extra["icons"], json!([1]));
-        let r: CallToolResult =
-            serde_json::from_value(json!({"content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "AA"}]}))
-                .unwrap();
+        let r: CallToolResult = serde_json::from_value(
+            json!({"content": [{"type": "text", "text": "hi"}, {"type": "image", "data": "AA"}]}),
+        )
+        .unwrap();
         assert_eq!(r.text(), "hi");
         assert!(!r.failed());
     }
 
     #[test]
     fn notifications_parse() {
-        let n = ServerNotification::parse("notifications/message", Some(json!({"level": "error", "data": "d"})));
-        assert_eq!(n, ServerNotification::Log { level: Some(LoggingLevel::Error), logger: None, data: json!("d") });
-        assert!(matches!(ServerNotification::parse("x/y", None), ServerNotification::Other { .. }));
+        let n = ServerNotification::parse(
+            "notifications/message",
+            Some(json!({"level": "error", "data": "d"})),
+        );
+        assert_eq!(
+            n,
+            ServerNotification::Log {
+                level: Some(LoggingLevel::Error),
+                logger: None,
+                data: json!("d")
+            }
+        );
+        assert!(matches!(
+            ServerNotification::parse("x/y", None),
+            ServerNotification::Other { .. }
+        ));
     }
 }

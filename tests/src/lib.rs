@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::ClientBuilder;
+use mcp_runtime::transport::StreamConnector;
 use mcp_testserver::ServerConfig;
 
 /// A builder whose every transport generation is a fresh in-process server over a duplex
@@ -27,7 +27,9 @@ pub fn in_process(config: ServerConfig) -> ClientBuilder {
 
 /// A builder spawning a server binary of this package over stdio.
 pub fn stdio(binary: &str, args: &[&str]) -> ClientBuilder {
-    ClientBuilder::stdio(binary, args.iter().copied()).seed(7).init_timeout(Duration::from_secs(10))
+    ClientBuilder::stdio(binary, args.iter().copied())
+        .seed(7)
+        .init_timeout(Duration::from_secs(10))
 }
 
 /// Whether a process id is gone (not running and reaped).

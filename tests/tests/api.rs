@@ -4,9 +4,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_runtime::{CompleteRef, ConnState, Error, Handlers, LoggingLevel, RequestOptions, RpcError, ServerNotification};
-use mcp_testserver::ServerConfig;
+use mcp_runtime::{
+    CompleteRef, ConnState, Error, Handlers, LoggingLevel, RequestOptions, RpcError,
+    ServerNotification,
+};
 use mcp_tests::in_process;
+use mcp_testserver::ServerConfig;
 use serde_json::{Value, json};
 
 async fn next_matching(
@@ -27,8 +30,15 @@ async fn next_matching(
 
 #[tokio::test]
 async fn handshake_tools_and_pagination() {
-    let config = ServerConfig { page_size: 2, ..ServerConfig::echo() };
-    let client = in_process(config).client_info("api-test", "1.2.3").connect().await.unwrap();
+    let config = ServerConfig {
+        page_size: 2,
+        ..ServerConfig::echo()
+    };
+    let client = in_process(config)
+        .client_info("api-test", "1.2.3")
+        .connect()
+        .await
+        .unwrap();
     assert_eq!(client.state(), ConnState::Ready);
     let info = client.server_info().unwrap();
     assert_eq!(info.protocol_version, "2025-11-25");
@@ -42,22 +52,40 @@ async fn handshake_tools_and_pagination() {
     let all = client.list_all_tools().await.unwrap();
     assert!(all.len() > 2);
     let names: Vec<_> = all.iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"echo") && names.contains(&"add"), "{names:?}");
+    assert!(
+        names.contains(&"echo") && names.contains(&"add"),
+        "{names:?}"
+    );
 
-    let echo = client.call_tool("echo", json!({"message": "hello"})).await.unwrap();
+    let echo = client
+        .call_tool("echo", json!({"message": "hello"}))
+        .await
+        .unwrap();
     assert_eq!(echo.text(), "Echo: hello");
-    let add = client.call_tool("add", json!({"a": 2, "b": 3})).await.unwrap();
+    let add = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
     assert_eq!(add.structured_content.unwrap()["sum"], json!(5));
 
-    let err = client.call_tool("no-such-tool", json!({})).await.unwrap_err();
+    let err = client
+        .call_tool("no-such-tool", json!({}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Server { code: -32602, .. }), "{err:?}");
 
     let raw = client.request("tools/list", None).await.unwrap();
     assert!(raw["tools"].is_array());
     let unknown = client.request("no/such/method", None).await.unwrap_err();
-    assert!(matches!(unknown, Error::Server { code: -32601, .. }), "{unknown:?}");
+    assert!(
+        matches!(unknown, Error::Server { code: -32601, .. }),
+        "{unknown:?}"
+    );
 
-    client.notify("notifications/roots/list_changed", None).await.unwrap();
+    client
+        .notify("notifications/roots/list_changed", None)
+        .await
+        .unwrap();
     let session = client.call_tool("session_info", json!({})).await.unwrap();
     let s = session.structured_content.unwrap();
     assert_eq!(s["clientInfo"]["name"], "api-test");
@@ -74,37 +102,69 @@ async fn resources_prompts_completion_logging() {
     let resources = client.list_all_resources().await.unwrap();
     assert_eq!(resources.len(), 3);
     let templates = client.list_resource_templates(None).await.unwrap();
-    assert_eq!(templates.resource_templates[0].uri_template, "test://dynamic/{id}");
+    assert_eq!(
+        templates.resource_templates[0].uri_template,
+        "test://dynamic/{id}"
+    );
     let read = client.read_resource(&resources[0].uri).await.unwrap();
     assert!(read.contents[0].text.is_some());
     let missing = client.read_resource("test://nope").await.unwrap_err();
-    assert!(matches!(missing, Error::Server { code: -32002, .. }), "{missing:?}");
+    assert!(
+        matches!(missing, Error::Server { code: -32002, .. }),
+        "{missing:?}"
+    );
 
     let mut notes = client.notifications();
     let uri = resources[0].uri.clone();
     client.subscribe(&uri).await.unwrap();
-    client.call_tool("touch", json!({"uri": uri})).await.unwrap();
-    let n = next_matching(&mut notes, |n| matches!(n, ServerNotification::ResourceUpdated { .. })).await;
+    client
+        .call_tool("touch", json!({"uri": uri}))
+        .await
+        .unwrap();
+    let n = next_matching(&mut notes, |n| {
+        matches!(n, ServerNotification::ResourceUpdated { .. })
+    })
+    .await;
     assert_eq!(n, ServerNotification::ResourceUpdated { uri: uri.clone() });
     client.unsubscribe(&uri).await.unwrap();
 
     let prompts = client.list_prompts(None).await.unwrap();
     assert!(prompts.prompts.iter().any(|p| p.name == "greeting"));
-    let prompt = client.get_prompt("greeting", json!({"name": "Ada"})).await.unwrap();
+    let prompt = client
+        .get_prompt("greeting", json!({"name": "Ada"}))
+        .await
+        .unwrap();
     assert!(!prompt.messages.is_empty());
 
-    let done = client.complete(CompleteRef::Prompt("greeting".into()), "name", "al").await.unwrap();
+    let done = client
+        .complete(CompleteRef::Prompt("greeting".into()), "name", "al")
+        .await
+        .unwrap();
     assert_eq!(done.completion.values, ["alice", "alfred"]);
 
-    client.set_logging_level(LoggingLevel::Warning).await.unwrap();
-    client.call_tool("log", json!({"level": "info", "message": "quiet"})).await.unwrap();
-    client.call_tool("log", json!({"level": "error", "message": "loud"})).await.unwrap();
+    client
+        .set_logging_level(LoggingLevel::Warning)
+        .await
+        .unwrap();
+    client
+        .call_tool("log", json!({"level": "info", "message": "quiet"}))
+        .await
+        .unwrap();
+    client
+        .call_tool("log", json!({"level": "error", "message": "loud"}))
+        .await
+        .unwrap();
     let log = next_matching(&mut notes, |n| matches!(n, ServerNotification::Log { .. })).await;
-    let ServerNotification::Log { level, data, .. } = log else { unreachable!() };
+    let ServerNotification::Log { level, data, .. } = log else {
+        unreachable!()
+    };
     assert_eq!(level, Some(LoggingLevel::Error));
     assert_eq!(data, json!("loud"));
 
-    client.call_tool("notify_changed", json!({"list": "tools"})).await.unwrap();
+    client
+        .call_tool("notify_changed", json!({"list": "tools"}))
+        .await
+        .unwrap();
     next_matching(&mut notes, |n| *n == ServerNotification::ToolsListChanged).await;
     client.stop().await;
 }
@@ -118,12 +178,18 @@ async fn progress_by_callback_and_by_channel() {
         assert!(p.progress >= 1.0);
         counter.fetch_add(1, Ordering::SeqCst);
     });
-    let r = client.call_tool_with("slow", json!({"ms": 60, "steps": 3}), opts).await.unwrap();
+    let r = client
+        .call_tool_with("slow", json!({"ms": 60, "steps": 3}), opts)
+        .await
+        .unwrap();
     assert!(!r.failed());
     assert_eq!(seen.load(Ordering::SeqCst), 3);
 
     let (opts, mut rx) = RequestOptions::new().progress_channel();
-    client.call_tool_with("slow", json!({"ms": 40, "steps": 2}), opts).await.unwrap();
+    client
+        .call_tool_with("slow", json!({"ms": 40, "steps": 2}), opts)
+        .await
+        .unwrap();
     let mut got = Vec::new();
     while let Ok(p) = rx.try_recv() {
         got.push(p.progress);
@@ -143,26 +209,64 @@ async fn server_requests_reach_the_handler_and_capabilities_follow() {
         .elicitation(|_params: Value| async move {
             Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
         });
-    let client = in_process(ServerConfig::echo()).handler(handlers).connect().await.unwrap();
-    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    let client = in_process(ServerConfig::echo())
+        .handler(handlers)
+        .connect()
+        .await
+        .unwrap();
+    let s = client
+        .call_tool("session_info", json!({}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
     let caps = &s["clientCapabilities"];
-    assert!(caps["sampling"].is_object() && caps["roots"].is_object() && caps["elicitation"].is_object(), "{caps}");
+    assert!(
+        caps["sampling"].is_object()
+            && caps["roots"].is_object()
+            && caps["elicitation"].is_object(),
+        "{caps}"
+    );
 
-    let sampled = client.call_tool("sample", json!({"prompt": "hi"})).await.unwrap();
+    let sampled = client
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
     assert!(sampled.text().contains("sampled 1"), "{sampled:?}");
     let roots = client.call_tool("roots", json!({})).await.unwrap();
-    assert_eq!(roots.structured_content.unwrap()["roots"][0]["uri"], "file:///work");
-    let elicited = client.call_tool("elicit", json!({"message": "name?"})).await.unwrap();
-    assert!(elicited.text().contains("accept") || elicited.structured_content.is_some(), "{elicited:?}");
+    assert_eq!(
+        roots.structured_content.unwrap()["roots"][0]["uri"],
+        "file:///work"
+    );
+    let elicited = client
+        .call_tool("elicit", json!({"message": "name?"}))
+        .await
+        .unwrap();
+    assert!(
+        elicited.text().contains("accept") || elicited.structured_content.is_some(),
+        "{elicited:?}"
+    );
     client.stop().await;
 
     // Nothing declared: the same requests are refused with method-not-found by the core.
     let bare = in_process(ServerConfig::echo()).connect().await.unwrap();
-    let s = bare.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    let s = bare
+        .call_tool("session_info", json!({}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
     assert_eq!(s["clientCapabilities"], json!({}));
-    let refused = bare.call_tool("sample", json!({"prompt": "hi"})).await.unwrap();
+    let refused = bare
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
     assert!(refused.failed(), "{refused:?}");
-    assert!(refused.text().contains("method not found"), "{}", refused.text());
+    assert!(
+        refused.text().contains("method not found"),
+        "{}",
+        refused.text()
+    );
     bare.stop().await;
 }
 
@@ -172,10 +276,21 @@ async fn a_panicking_handler_answers_an_internal_error() {
         if true {
             panic!("handler bug");
         }
-        Err::<Value, RpcError>(RpcError { code: 0, message: String::new(), data: None })
+        Err::<Value, RpcError>(RpcError {
+            code: 0,
+            message: String::new(),
+            data: None,
+        })
     });
-    let client = in_process(ServerConfig::echo()).handler(handlers).connect().await.unwrap();
-    let r = client.call_tool("sample", json!({"prompt": "hi"})).await.unwrap();
+    let client = in_process(ServerConfig::echo())
+        .handler(handlers)
+        .connect()
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
     assert!(r.failed());
     assert!(r.text().contains("panicked"), "{}", r.text());
     client.ping().await.unwrap();

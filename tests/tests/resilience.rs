@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, ConnState, Error, RequestOptions};
-use mcp_testserver::ServerConfig;
 use mcp_tests::{eventually, in_process, pid_gone, stdio};
+use mcp_testserver::ServerConfig;
 use serde_json::json;
 use tokio::time::Instant;
 
@@ -16,7 +16,12 @@ const CHAOS: &str = env!("CARGO_BIN_EXE_test-chaos-server");
 const ECHO: &str = env!("CARGO_BIN_EXE_test-echo-server");
 
 async fn pid_of(client: &mcp_runtime::Client) -> u32 {
-    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    let s = client
+        .call_tool("session_info", json!({}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
     u32::try_from(s["pid"].as_u64().unwrap()).unwrap()
 }
 
@@ -33,13 +38,25 @@ async fn a_timed_out_call_is_cancelled_on_the_wire_and_its_late_answer_dropped()
     let client = in_process(ServerConfig::chaos()).connect().await.unwrap();
     let started = Instant::now();
     let err = client
-        .call_tool_with("late", json!({"ms": 5_000}), RequestOptions::new().timeout(Duration::from_secs(1)))
+        .call_tool_with(
+            "late",
+            json!({"ms": 5_000}),
+            RequestOptions::new().timeout(Duration::from_secs(1)),
+        )
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Timeout { after } if after == Duration::from_secs(1)), "{err:?}");
+    assert!(
+        matches!(err, Error::Timeout { after } if after == Duration::from_secs(1)),
+        "{err:?}"
+    );
     assert_eq!(started.elapsed(), Duration::from_secs(1));
     tokio::time::sleep(Duration::from_secs(6)).await; // the late answer arrives and is dropped
-    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    let s = client
+        .call_tool("session_info", json!({}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
     assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
     client.stop().await;
 }
@@ -52,7 +69,10 @@ async fn progress_resets_the_timeout_up_to_the_total_cap() {
         .timeout(Duration::from_secs(1))
         .on_progress(|_| {})
         .reset_timeout_on_progress(Duration::from_secs(60));
-    let r = client.call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts).await.unwrap();
+    let r = client
+        .call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts)
+        .await
+        .unwrap();
     assert!(!r.failed());
     // The same with a 3 s total cap: it times out at 3 s.
     let start = Instant::now();
@@ -60,7 +80,10 @@ async fn progress_resets_the_timeout_up_to_the_total_cap() {
         .timeout(Duration::from_secs(1))
         .on_progress(|_| {})
         .reset_timeout_on_progress(Duration::from_secs(3));
-    let err = client.call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts).await.unwrap_err();
+    let err = client
+        .call_tool_with("slow", json!({"ms": 5_000, "steps": 10}), opts)
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
     assert_eq!(start.elapsed(), Duration::from_secs(3));
     client.stop().await;
@@ -70,9 +93,18 @@ async fn progress_resets_the_timeout_up_to_the_total_cap() {
 async fn dropping_a_call_cancels_it() {
     let client = in_process(ServerConfig::echo()).connect().await.unwrap();
     let slow = client.call_tool("slow", json!({"ms": 10_000, "steps": 1}));
-    assert!(tokio::time::timeout(Duration::from_millis(100), slow).await.is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(100), slow)
+            .await
+            .is_err()
+    );
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let s = client.call_tool("session_info", json!({})).await.unwrap().structured_content.unwrap();
+    let s = client
+        .call_tool("session_info", json!({}))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
     assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
     client.stop().await;
 }
@@ -81,23 +113,31 @@ async fn dropping_a_call_cancels_it() {
 #[tokio::test(start_paused = true)]
 async fn backoff_doubles_to_the_cap_with_jitter() {
     let connector = StreamConnector::from_fn(|| async {
-        Err::<(tokio::io::DuplexStream, tokio::io::DuplexStream), _>(std::io::Error::other("refused"))
+        Err::<(tokio::io::DuplexStream, tokio::io::DuplexStream), _>(std::io::Error::other(
+            "refused",
+        ))
     });
-    let client = ClientBuilder::new(connector).seed(11).connect_lazy();
-    let mut w = client.watch_state();
+    let builder = ClientBuilder::new(connector).seed(11);
+    let client = builder.connect_lazy();
+    let mut transitions = client.transitions();
     let mut delays = Vec::new();
     let mut entered = None;
     while delays.len() < 7 {
-        w.changed().await.unwrap();
-        match *w.borrow_and_update() {
-            ConnState::Backoff => entered = Some(Instant::now()),
-            ConnState::Starting => delays.push(entered.take().unwrap().elapsed()),
+        let t = transitions.recv().await.unwrap();
+        match t.to {
+            ConnState::Backoff => entered = Some(t.at),
+            ConnState::Starting => {
+                delays.push(t.at - entered.take().expect("backoff before starting"))
+            }
             _ => {}
         }
     }
     for (d, base) in delays.iter().zip([1u64, 2, 4, 8, 16, 30, 30]) {
         let base = Duration::from_secs(base);
-        assert!(*d >= base * 8 / 10 && *d <= base * 12 / 10, "{d:?} for base {base:?} in {delays:?}");
+        assert!(
+            *d >= base * 8 / 10 && *d <= base * 12 / 10,
+            "{d:?} for base {base:?} in {delays:?}"
+        );
     }
     let err = client.ping().await.unwrap_err();
     assert!(
@@ -125,35 +165,61 @@ async fn backoff_resets_on_ready() {
         }
     });
     let client = ClientBuilder::new(connector).seed(3).connect_lazy();
+    let mut transitions = client.transitions();
     wait_for(&client, ConnState::Ready).await;
-    let mut w = client.watch_state();
-    w.borrow_and_update();
     let _ = client.call_tool("die", json!({})).await;
-    wait_for(&client, ConnState::Backoff).await;
-    let entered = Instant::now();
-    wait_for(&client, ConnState::Starting).await;
-    let d = entered.elapsed();
-    assert!(d >= Duration::from_millis(800) && d <= Duration::from_millis(1200), "{d:?}");
+    let mut entered = None;
+    let d = loop {
+        let t = transitions.recv().await.unwrap();
+        match (t.from, t.to) {
+            (ConnState::Ready, ConnState::Backoff) => entered = Some(t.at),
+            (ConnState::Backoff, ConnState::Starting) if entered.is_some() => {
+                break t.at - entered.unwrap();
+            }
+            _ => {}
+        }
+    };
+    assert!(
+        d >= Duration::from_millis(800) && d <= Duration::from_millis(1200),
+        "{d:?}"
+    );
     wait_for(&client, ConnState::Ready).await;
     client.stop().await;
 }
 
 #[tokio::test]
 async fn crash_mid_call_then_respawn() {
-    let client = stdio(CHAOS, &[]).backoff(Duration::from_millis(100), Duration::from_secs(1), 20).connect().await.unwrap();
+    let client = stdio(CHAOS, &[])
+        .backoff(Duration::from_millis(100), Duration::from_secs(1), 20)
+        .connect()
+        .await
+        .unwrap();
     let pid = pid_of(&client).await;
     let c = client.clone();
-    let call = tokio::spawn(async move { c.call_tool("slow", json!({"ms": 20_000, "steps": 1})).await });
+    let call =
+        tokio::spawn(async move { c.call_tool("slow", json!({"ms": 20_000, "steps": 1})).await });
     tokio::time::sleep(Duration::from_millis(200)).await;
-    std::process::Command::new("kill").args(["-9", &pid.to_string()]).status().unwrap();
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
     let err = call.await.unwrap().unwrap_err();
-    assert!(matches!(&err, Error::Transport(m) if m.contains("connection lost")), "{err:?}");
+    assert!(
+        matches!(&err, Error::Transport(m) if m.contains("connection lost")),
+        "{err:?}"
+    );
     wait_for(&client, ConnState::Ready).await;
-    let again = client.call_tool("echo", json!({"message": "back"})).await.unwrap();
+    let again = client
+        .call_tool("echo", json!({"message": "back"}))
+        .await
+        .unwrap();
     assert_eq!(again.text(), "Echo: back");
     let new_pid = pid_of(&client).await;
     assert_ne!(pid, new_pid);
-    assert!(eventually(Duration::from_secs(5), || pid_gone(pid)).await, "old child not reaped");
+    assert!(
+        eventually(Duration::from_secs(5), || pid_gone(pid)).await,
+        "old child not reaped"
+    );
     client.stop().await;
     client.closed().await;
     assert!(pid_gone(new_pid));
@@ -166,7 +232,9 @@ async fn stop_answers_a_thousand_calls_in_flight_and_reaps_the_child() {
     let mut calls = Vec::new();
     for _ in 0..1000 {
         let c = client.clone();
-        calls.push(tokio::spawn(async move { c.call_tool("slow", json!({"ms": 60_000, "steps": 1})).await }));
+        calls.push(tokio::spawn(async move {
+            c.call_tool("slow", json!({"ms": 60_000, "steps": 1})).await
+        }));
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     client.stop().await;
@@ -179,7 +247,9 @@ async fn stop_answers_a_thousand_calls_in_flight_and_reaps_the_child() {
         }
     }
     assert_eq!(shutdown, 1000);
-    tokio::time::timeout(Duration::from_secs(10), client.closed()).await.expect("transport ends");
+    tokio::time::timeout(Duration::from_secs(10), client.closed())
+        .await
+        .expect("transport ends");
     assert!(pid_gone(pid), "child {pid} not reaped");
     client.stop().await; // idempotent
 }
@@ -196,21 +266,29 @@ async fn stop_is_prompt_when_the_server_hangs() {
     let took = start.elapsed();
     assert!(took < Duration::from_secs(1), "stop took {took:?}");
     assert!(matches!(hung.await.unwrap(), Err(Error::Shutdown)));
-    tokio::time::timeout(Duration::from_secs(15), client.closed()).await.expect("child shut down");
+    tokio::time::timeout(Duration::from_secs(15), client.closed())
+        .await
+        .expect("child shut down");
     assert!(pid_gone(pid));
 }
 
 #[tokio::test]
 async fn garbage_duplicates_unknown_ids_and_floods_lose_nothing() {
     let client = in_process(ServerConfig::chaos()).connect().await.unwrap();
-    let r = client.call_tool("garbage", json!({"text": "{not json"})).await.unwrap();
+    let r = client
+        .call_tool("garbage", json!({"text": "{not json"}))
+        .await
+        .unwrap();
     assert!(!r.failed());
     let r = client.call_tool("duplicate", json!({})).await.unwrap();
     assert!(!r.failed());
     let r = client.call_tool("unknown_id", json!({})).await.unwrap();
     assert!(!r.failed());
     let mut notes = client.notifications();
-    let r = client.call_tool("flood", json!({"count": 500})).await.unwrap();
+    let r = client
+        .call_tool("flood", json!({"count": 500}))
+        .await
+        .unwrap();
     assert!(!r.failed());
     let mut got = 0;
     while let Ok(Ok(_)) = tokio::time::timeout(Duration::from_millis(200), notes.recv()).await {
@@ -230,8 +308,14 @@ async fn an_oversized_frame_fails_the_calls_and_reconnects() {
         .connect()
         .await
         .unwrap();
-    let err = client.call_tool("oversized", json!({"bytes": 8192})).await.unwrap_err();
-    assert!(matches!(&err, Error::Transport(m) if m.contains("oversized")), "{err:?}");
+    let err = client
+        .call_tool("oversized", json!({"bytes": 8192}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Transport(m) if m.contains("oversized")),
+        "{err:?}"
+    );
     wait_for(&client, ConnState::Ready).await;
     client.ping().await.unwrap();
     client.stop().await;
@@ -239,18 +323,33 @@ async fn an_oversized_frame_fails_the_calls_and_reconnects() {
 
 #[tokio::test]
 async fn a_server_that_exits_at_once_fails_connect_with_the_reason() {
-    let err = stdio(ECHO, &["--die-on-start"]).connect().await.unwrap_err();
+    let err = stdio(ECHO, &["--die-on-start"])
+        .connect()
+        .await
+        .unwrap_err();
     match &err {
-        Error::Unavailable { last_error: Some(e), .. } => assert!(e.contains("exit") || e.contains("eof"), "{e}"),
+        Error::Unavailable {
+            last_error: Some(e),
+            ..
+        } => assert!(e.contains("exit") || e.contains("eof"), "{e}"),
         other => panic!("{other:?}"),
     }
-    let err = stdio("/nonexistent/server", &[]).connect().await.unwrap_err();
-    assert!(matches!(&err, Error::Unavailable { last_error: Some(e), .. } if e.contains("spawn")), "{err:?}");
+    let err = stdio("/nonexistent/server", &[])
+        .connect()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable { last_error: Some(e), .. } if e.contains("spawn")),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
 async fn an_unsupported_protocol_version_is_refused() {
-    let err = stdio(ECHO, &["--version-override", "1999-01-01"]).connect().await.unwrap_err();
+    let err = stdio(ECHO, &["--version-override", "1999-01-01"])
+        .connect()
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, Error::Unavailable { last_error: Some(e), .. } if e.contains("1999-01-01")),
         "{err:?}"
@@ -262,5 +361,8 @@ async fn a_dropped_client_stops_and_reaps_its_child() {
     let client = stdio(ECHO, &[]).connect().await.unwrap();
     let pid = pid_of(&client).await;
     drop(client);
-    assert!(eventually(Duration::from_secs(10), || pid_gone(pid)).await, "child {pid} survived its client");
+    assert!(
+        eventually(Duration::from_secs(10), || pid_gone(pid)).await,
+        "child {pid} survived its client"
+    );
 }

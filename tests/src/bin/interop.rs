@@ -1,0 +1,342 @@
+//! Drives a real MCP server over stdio through the client library and checks what it sees.
+//!
+//! `interop everything -- node .../mcp-server-everything stdio` exercises every tool of
+//! server-everything, the sampling, elicitation and roots round trips, progress, logging,
+//! resources, prompts and completion. `interop python -- python server.py` exercises a server
+//! built on the official Python SDK. Prints one line per check and exits 1 if any failed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use mcp_runtime::{
+    Client, ClientBuilder, CompleteRef, Handlers, LoggingLevel, RequestOptions, ServerNotification,
+};
+use serde_json::{Map, Value, json};
+
+struct Report {
+    failures: usize,
+}
+
+impl Report {
+    fn check(&mut self, what: &str, ok: bool, detail: impl std::fmt::Display) {
+        if ok {
+            println!("ok   {what}");
+        } else {
+            self.failures += 1;
+            println!("FAIL {what}: {detail}");
+        }
+    }
+}
+
+/// Arguments for a tool from its input schema: every required property gets a plain value of
+/// its type (the first enum value, the default, or a small literal).
+fn arguments_for(schema: &Value) -> Value {
+    let mut args = Map::new();
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    if let Some(props) = schema["properties"].as_object() {
+        for (name, p) in props {
+            if !required.contains(&name.as_str()) {
+                continue;
+            }
+            let v = if let Some(d) = p.get("default") {
+                d.clone()
+            } else if let Some(e) = p["enum"].as_array().and_then(|e| e.first()) {
+                e.clone()
+            } else {
+                match p["type"].as_str() {
+                    Some("number" | "integer") => json!(1),
+                    Some("boolean") => json!(false),
+                    Some("array") => json!([]),
+                    Some("object") => json!({}),
+                    _ if name.contains("uri") || name.contains("url") => {
+                        json!("https://example.com")
+                    }
+                    _ => json!("test"),
+                }
+            };
+            args.insert(name.clone(), v);
+        }
+    }
+    Value::Object(args)
+}
+
+fn handlers(elicited: Arc<AtomicUsize>, sampled: Arc<AtomicUsize>) -> Handlers {
+    Handlers::new()
+        .roots(vec![("file:///tmp".into(), "tmp".into())])
+        .sampling(move |_p: Value| {
+            sampled.fetch_add(1, Ordering::SeqCst);
+            async move {
+                Ok(json!({"role": "assistant", "content": {"type": "text", "text": "interop sample"},
+                    "model": "interop", "stopReason": "endTurn"}))
+            }
+        })
+        .elicitation(move |p: Value| {
+            elicited.fetch_add(1, Ordering::SeqCst);
+            async move {
+                if p["mode"] == "url" {
+                    return Ok(json!({"action": "accept"}));
+                }
+                // Accept the form with each property's default, or a plain value of its type.
+                let content = arguments_for(&json!({
+                    "properties": p["requestedSchema"]["properties"],
+                    "required": p["requestedSchema"]["properties"].as_object()
+                        .map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default(),
+                }));
+                Ok(json!({"action": "accept", "content": content}))
+            }
+        })
+        .with_url_elicitation()
+}
+
+async fn everything(
+    client: &Client,
+    r: &mut Report,
+    elicited: &AtomicUsize,
+    sampled: &AtomicUsize,
+) {
+    let tools = client.list_all_tools().await.unwrap_or_default();
+    r.check(
+        &format!(
+            "tools/list gives {} tools (sampling, elicitation, roots declared)",
+            tools.len()
+        ),
+        tools.len() >= 17,
+        "expected at least 17",
+    );
+    let mut notes = client.notifications();
+    for tool in &tools {
+        let mut args = arguments_for(&tool.input_schema);
+        let mut options = RequestOptions::new().timeout(Duration::from_secs(30));
+        let mut progress = None;
+        match tool.name.as_str() {
+            "trigger-long-running-operation" => {
+                args = json!({"duration": 1, "steps": 3});
+                let (o, rx) = options.progress_channel();
+                options = o;
+                progress = Some(rx);
+            }
+            "get-sum" => args = json!({"a": 2, "b": 3}),
+            "echo" => args = json!({"message": "interop"}),
+            "trigger-sampling-request" => args = json!({"prompt": "hi", "maxTokens": 10}),
+            "trigger-url-elicitation" => {
+                args =
+                    json!({"url": "https://example.com", "message": "go", "elicitationId": "e1"});
+            }
+            _ => {}
+        }
+        let outcome = client.call_tool_with(&tool.name, args, options).await;
+        // A tool may answer with a tool error or a JSON-RPC error (e.g. one that needs a task):
+        // what matters is exactly one answer, and a sane one for the tools we know.
+        let (ok, detail) = match (&outcome, tool.name.as_str()) {
+            (Ok(res), "echo") => (res.text().contains("interop"), res.text()),
+            (Ok(res), "get-sum") => (res.text().contains('5'), res.text()),
+            (Ok(res), "trigger-long-running-operation") => {
+                let mut n = 0;
+                if let Some(rx) = progress.as_mut() {
+                    while rx.try_recv().is_ok() {
+                        n += 1;
+                    }
+                }
+                (
+                    !res.failed() && n == 3,
+                    format!("{n} progress notifications"),
+                )
+            }
+            (Ok(res), "trigger-sampling-request") => {
+                (res.text().contains("interop sample"), res.text())
+            }
+            (Ok(res), "get-roots-list") => (res.text().contains("file:///tmp"), res.text()),
+            (Ok(res), _) => (true, res.text()),
+            (Err(mcp_runtime::Error::Server { .. }), _) => (true, format!("{outcome:?}")),
+            (Err(e), _) => (false, e.to_string()),
+        };
+        r.check(&format!("tools/call {}", tool.name), ok, detail);
+    }
+    r.check(
+        "sampling round trip reached the handler",
+        sampled.load(Ordering::SeqCst) >= 1,
+        "no sampling request",
+    );
+    r.check(
+        "elicitation round trips reached the handler",
+        elicited.load(Ordering::SeqCst) >= 2,
+        "fewer than 2 elicitations",
+    );
+
+    let level = client.set_logging_level(LoggingLevel::Debug).await;
+    r.check("logging/setLevel", level.is_ok(), format!("{level:?}"));
+    let toggled = client
+        .call_tool("toggle-simulated-logging", json!({}))
+        .await;
+    r.check(
+        "toggle-simulated-logging on",
+        toggled.is_ok(),
+        format!("{toggled:?}"),
+    );
+    let got_log = tokio::time::timeout(Duration::from_secs(12), async {
+        loop {
+            match notes.recv().await {
+                Ok(ServerNotification::Log { .. }) => return true,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return false,
+            }
+        }
+    })
+    .await
+    .unwrap_or(false);
+    r.check(
+        "a logging notification arrives after logging/setLevel",
+        got_log,
+        "none within 12 s",
+    );
+    let _ = client
+        .call_tool("toggle-simulated-logging", json!({}))
+        .await;
+
+    let resources = client.list_all_resources().await.unwrap_or_default();
+    r.check("resources/list", !resources.is_empty(), "empty");
+    if let Some(first) = resources.first() {
+        let read = client.read_resource(&first.uri).await;
+        r.check(
+            "resources/read",
+            read.as_ref().is_ok_and(|x| !x.contents.is_empty()),
+            format!("{read:?}"),
+        );
+        let sub = client.subscribe(&first.uri).await;
+        r.check("resources/subscribe", sub.is_ok(), format!("{sub:?}"));
+        let unsub = client.unsubscribe(&first.uri).await;
+        r.check("resources/unsubscribe", unsub.is_ok(), format!("{unsub:?}"));
+    }
+    let templates = client.list_resource_templates(None).await;
+    r.check(
+        "resources/templates/list",
+        templates
+            .as_ref()
+            .is_ok_and(|t| !t.resource_templates.is_empty()),
+        format!("{templates:?}"),
+    );
+    let prompts = client
+        .list_prompts(None)
+        .await
+        .map(|p| p.prompts)
+        .unwrap_or_default();
+    r.check("prompts/list", !prompts.is_empty(), "empty");
+    let simple = client.get_prompt("simple-prompt", json!({})).await;
+    r.check(
+        "prompts/get simple-prompt",
+        simple.as_ref().is_ok_and(|p| !p.messages.is_empty()),
+        format!("{simple:?}"),
+    );
+    if let Some(p) = prompts.iter().find(|p| p.name == "completable-prompt")
+        && let Some(arg) = p.arguments.first()
+    {
+        let done = client
+            .complete(CompleteRef::Prompt(p.name.clone()), &arg.name, "")
+            .await;
+        r.check("completion/complete", done.is_ok(), format!("{done:?}"));
+    }
+    let ping = client.ping().await;
+    r.check("ping", ping.is_ok(), format!("{ping:?}"));
+}
+
+async fn python(client: &Client, r: &mut Report) {
+    let tools = client.list_all_tools().await.unwrap_or_default();
+    r.check(
+        "tools/list (python)",
+        tools.iter().any(|t| t.name == "echo"),
+        format!("{tools:?}"),
+    );
+    let echo = client
+        .call_tool("echo", json!({"message": "from rust"}))
+        .await;
+    r.check(
+        "tools/call echo (python)",
+        echo.as_ref().is_ok_and(|x| x.text().contains("from rust")),
+        format!("{echo:?}"),
+    );
+    let slow = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 2000}),
+            RequestOptions::new().timeout(Duration::from_millis(300)),
+        )
+        .await;
+    r.check(
+        "timeout on a slow python tool",
+        matches!(slow, Err(mcp_runtime::Error::Timeout { .. })),
+        format!("{slow:?}"),
+    );
+    let after = client
+        .call_tool("echo", json!({"message": "still here"}))
+        .await;
+    r.check(
+        "next call after a timeout (python)",
+        after.is_ok(),
+        format!("{after:?}"),
+    );
+    let ping = client.ping().await;
+    r.check("ping (python)", ping.is_ok(), format!("{ping:?}"));
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (kind, cmd) = match args.iter().position(|a| a == "--") {
+        Some(i) if i == 1 && args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
+        _ => {
+            eprintln!("usage: interop everything|python -- COMMAND [ARGS...]");
+            std::process::exit(2);
+        }
+    };
+    let elicited = Arc::new(AtomicUsize::new(0));
+    let sampled = Arc::new(AtomicUsize::new(0));
+    let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
+        .client_info("mcp-interop", "0.1.0")
+        .handler(handlers(Arc::clone(&elicited), Arc::clone(&sampled)))
+        .init_timeout(Duration::from_secs(60))
+        .connect()
+        .await;
+    let client = match client {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL connect: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut report = Report { failures: 0 };
+    let info = client.server_info();
+    report.check(
+        &format!(
+            "handshake ({})",
+            info.as_ref().map_or("?".into(), |i| format!(
+                "{} {} at {}",
+                i.name, i.version, i.protocol_version
+            ))
+        ),
+        info.is_some(),
+        "no server info",
+    );
+    match kind.as_str() {
+        "everything" => everything(&client, &mut report, &elicited, &sampled).await,
+        "python" => python(&client, &mut report).await,
+        other => {
+            eprintln!("unknown kind {other}");
+            std::process::exit(2);
+        }
+    }
+    client.stop().await;
+    let reaped = tokio::time::timeout(Duration::from_secs(10), client.closed())
+        .await
+        .is_ok();
+    report.check(
+        "stop, and the server process is reaped",
+        reaped,
+        "not within 10 s",
+    );
+    println!("interop {kind}: {} failed", report.failures);
+    std::process::exit(i32::from(report.failures > 0));
+}
