@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use mcp_runtime::ClientBuilder;
 use mcp_runtime::transport::StreamConnector;
+use mcp_runtime::{Client, ClientBuilder};
 use mcp_testserver::ServerConfig;
 
 /// A builder whose every transport generation is a fresh in-process server over a duplex
@@ -47,4 +47,16 @@ pub async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     f()
+}
+
+/// What the in-repo server recorded about this session (`session_info` tool): pid, handshake,
+/// client capabilities, cancelled ids, ...
+pub async fn session_info(client: &Client) -> serde_json::Value {
+    let result = client
+        .call_tool("session_info", serde_json::json!({}))
+        .await
+        .expect("session_info");
+    result
+        .structured_content
+        .expect("session_info has structured content")
 }

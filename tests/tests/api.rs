@@ -8,7 +8,7 @@ use mcp_runtime::{
     CompleteRef, ConnState, Error, Handlers, LoggingLevel, RequestOptions, RpcError,
     ServerNotification,
 };
-use mcp_tests::in_process;
+use mcp_tests::{in_process, session_info};
 use mcp_testserver::ServerConfig;
 use serde_json::{Value, json};
 
@@ -86,8 +86,7 @@ async fn handshake_tools_and_pagination() {
         .notify("notifications/roots/list_changed", None)
         .await
         .unwrap();
-    let session = client.call_tool("session_info", json!({})).await.unwrap();
-    let s = session.structured_content.unwrap();
+    let s = session_info(&client).await;
     assert_eq!(s["clientInfo"]["name"], "api-test");
     assert_eq!(s["initializedCount"], 1);
     assert_eq!(s["rootsListChanged"], 1, "{s}");
@@ -214,12 +213,7 @@ async fn server_requests_reach_the_handler_and_capabilities_follow() {
         .connect()
         .await
         .unwrap();
-    let s = client
-        .call_tool("session_info", json!({}))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = session_info(&client).await;
     let caps = &s["clientCapabilities"];
     assert!(
         caps["sampling"].is_object()
@@ -250,12 +244,7 @@ async fn server_requests_reach_the_handler_and_capabilities_follow() {
 
     // Nothing declared: the same requests are refused with method-not-found by the core.
     let bare = in_process(ServerConfig::echo()).connect().await.unwrap();
-    let s = bare
-        .call_tool("session_info", json!({}))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = session_info(&bare).await;
     assert_eq!(s["clientCapabilities"], json!({}));
     let refused = bare
         .call_tool("sample", json!({"prompt": "hi"}))

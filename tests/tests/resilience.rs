@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, ConnState, Error, RequestOptions};
-use mcp_tests::{eventually, in_process, pid_gone, stdio};
+use mcp_tests::{eventually, in_process, pid_gone, session_info, stdio};
 use mcp_testserver::ServerConfig;
 use serde_json::json;
 use tokio::time::Instant;
@@ -16,12 +16,7 @@ const CHAOS: &str = env!("CARGO_BIN_EXE_test-chaos-server");
 const ECHO: &str = env!("CARGO_BIN_EXE_test-echo-server");
 
 async fn pid_of(client: &mcp_runtime::Client) -> u32 {
-    let s = client
-        .call_tool("session_info", json!({}))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = session_info(client).await;
     u32::try_from(s["pid"].as_u64().unwrap()).unwrap()
 }
 
@@ -51,12 +46,7 @@ async fn a_timed_out_call_is_cancelled_on_the_wire_and_its_late_answer_dropped()
     );
     assert_eq!(started.elapsed(), Duration::from_secs(1));
     tokio::time::sleep(Duration::from_secs(6)).await; // the late answer arrives and is dropped
-    let s = client
-        .call_tool("session_info", json!({}))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = session_info(&client).await;
     assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
     client.stop().await;
 }
@@ -99,12 +89,7 @@ async fn dropping_a_call_cancels_it() {
             .is_err()
     );
     tokio::time::sleep(Duration::from_millis(10)).await;
-    let s = client
-        .call_tool("session_info", json!({}))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let s = session_info(&client).await;
     assert_eq!(s["cancelled"].as_array().map(Vec::len), Some(1), "{s}");
     client.stop().await;
 }

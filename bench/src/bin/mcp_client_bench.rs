@@ -1,0 +1,119 @@
+//! Stdio echo benchmark of this client, with the same command line and output as the rmcp
+//! benchmark client in shared/peers/rmcp-bench, so both run side by side against one server:
+//! `mcp_client_bench [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- SERVER CMD`.
+//! Prints one JSON line for the sequential run and one for CONC calls in flight.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use mcp_runtime::{Client, ClientBuilder};
+use serde_json::json;
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1));
+    v.get(i).copied().unwrap_or(0.0)
+}
+
+fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, mut lat: Vec<f64>) {
+    println!(
+        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"{label}\",\"n\":{n},\"conc\":{conc},\"secs\":{secs:.3},\"rps\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}}}",
+        n as f64 / secs,
+        pct(&mut lat, 0.5) * 1e6,
+        pct(&mut lat, 0.99) * 1e6
+    );
+}
+
+async fn echo(client: &Client, i: usize) {
+    let r = client
+        .call_tool("echo", json!({"message": format!("m{i}")}))
+        .await
+        .expect("echo call");
+    assert!(!r.failed());
+}
+
+async fn run(n: usize, conc: usize, warmup: usize, rt: &str, cmd: Vec<String>) {
+    let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
+        .request_timeout(Duration::from_secs(60))
+        .send_queue(4096)
+        .connect()
+        .await
+        .expect("connect");
+    for i in 0..warmup {
+        echo(&client, i).await;
+    }
+    let mut lat = Vec::with_capacity(n);
+    let t0 = Instant::now();
+    for i in 0..n {
+        let t = Instant::now();
+        echo(&client, i).await;
+        lat.push(t.elapsed().as_secs_f64());
+    }
+    report("seq", rt, n, 1, t0.elapsed().as_secs_f64(), lat);
+    let next = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..conc {
+        let client = client.clone();
+        let next = Arc::clone(&next);
+        set.spawn(async move {
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let t = Instant::now();
+                echo(&client, i).await;
+                lat.push(t.elapsed().as_secs_f64());
+            }
+            lat
+        });
+    }
+    let mut lat = Vec::with_capacity(n);
+    while let Some(r) = set.join_next().await {
+        lat.extend(r.expect("worker"));
+    }
+    report("conc", rt, n, conc, t0.elapsed().as_secs_f64(), lat);
+    client.stop().await;
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(dd) = args.iter().position(|a| a == "--") else {
+        eprintln!(
+            "usage: mcp_client_bench [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- CMD..."
+        );
+        std::process::exit(2);
+    };
+    let cmd = args.split_off(dd + 1);
+    args.pop();
+    let (mut n, mut conc, mut warmup, mut rt) =
+        (10_000usize, 100usize, 200usize, "multi".to_string());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().unwrap_or_default();
+        match a.as_str() {
+            "-n" => n = value().parse().expect("-n N"),
+            "-c" => conc = value().parse().expect("-c CONC"),
+            "--warmup" => warmup = value().parse().expect("--warmup W"),
+            "--rt" => rt = value(),
+            other => {
+                eprintln!("unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let runtime = if rt == "current" {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
+    .expect("tokio runtime");
+    runtime.block_on(run(n, conc, warmup, &rt, cmd));
+}
