@@ -450,14 +450,28 @@ impl Client {
         .await
     }
 
-    /// Every tool, following `nextCursor` until it is absent.
+    /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>> {
+        self.all_pages(|c| self.list_tools(c), |p| (p.tools, p.next_cursor))
+            .await
+    }
+
+    /// Walks every page of a list method.
+    async fn all_pages<P, T, F, Fut>(
+        &self,
+        page: F,
+        split: fn(P) -> (Vec<T>, Option<String>),
+    ) -> Result<Vec<T>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: std::future::Future<Output = Result<P>>,
+    {
         let mut all = Vec::new();
         let mut cursor = None;
         loop {
-            let page = self.list_tools(cursor).await?;
-            all.extend(page.tools);
-            match page.next_cursor {
+            let (items, next) = split(page(cursor).await?);
+            all.extend(items);
+            match next {
                 Some(c) => cursor = Some(c),
                 None => return Ok(all),
             }
@@ -497,16 +511,8 @@ impl Client {
 
     /// Every resource, across pages.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>> {
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_resources(cursor).await?;
-            all.extend(page.resources);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
+        self.all_pages(|c| self.list_resources(c), |p| (p.resources, p.next_cursor))
+            .await
     }
 
     /// One page of `resources/templates/list`.
@@ -518,6 +524,15 @@ impl Client {
             "resources/templates/list",
             cursor_params(cursor),
             RequestOptions::default(),
+        )
+        .await
+    }
+
+    /// Every resource template, across pages.
+    pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        self.all_pages(
+            |c| self.list_resource_templates(c),
+            |p| (p.resource_templates, p.next_cursor),
         )
         .await
     }
@@ -554,6 +569,12 @@ impl Client {
             RequestOptions::default(),
         )
         .await
+    }
+
+    /// Every prompt, across pages.
+    pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>> {
+        self.all_pages(|c| self.list_prompts(c), |p| (p.prompts, p.next_cursor))
+            .await
     }
 
     /// `prompts/get`.
