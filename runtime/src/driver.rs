@@ -58,6 +58,7 @@ enum Pending {
         progress: Option<ProgressSink>,
         method: String,
         started: Instant,
+        span: tracing::Span,
     },
     Notify {
         reply: oneshot::Sender<Result<Value, Error>>,
@@ -169,16 +170,18 @@ impl Driver {
                 let Input::Call { call, .. } = &input else {
                     return;
                 };
-                tracing::debug!(target: "mcp::request", method = %method, call = call.0, "request");
-                self.pending.insert(
-                    *call,
-                    Pending::Call {
-                        reply,
-                        progress,
-                        method,
-                        started: Instant::now(),
-                    },
-                );
+                let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
+                    method = %method, call = call.0, id = tracing::field::Empty);
+                span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
+                let started = Instant::now();
+                let pending = Pending::Call {
+                    reply,
+                    progress,
+                    method,
+                    started,
+                    span,
+                };
+                self.pending.insert(*call, pending);
                 self.input(input);
             }
             Command::Notify { input, reply } => {
@@ -318,10 +321,13 @@ impl Driver {
                     reply,
                     method,
                     started,
+                    span,
                     ..
                 }) => {
                     let elapsed = started.elapsed();
                     let outcome = outcome.map_err(Error::from);
+                    span.record("id", request);
+                    let _entered = span.enter();
                     match &outcome {
                         Ok(_) => {
                             tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = "ok", "request done")
