@@ -1,0 +1,296 @@
+//! The command line (clap derive).
+
+use std::time::Duration;
+
+use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use mcp_runtime::LoggingLevel;
+
+use crate::error::{EXIT_CODES, LONG_HELP};
+
+/// `mcpc`: a command-line client for MCP (Model Context Protocol) servers.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mcpc",
+    version,
+    about = "A command-line client for MCP (Model Context Protocol) servers",
+    long_about = "A command-line client for MCP (Model Context Protocol) servers.\n\n\
+        Start a server over stdio with --stdio 'command args…' (split like a shell does, never \
+        run through a shell), then list and call its tools, read its resources, get its prompts, \
+        or watch its notifications. `mcpc demo` runs a guided tour against a built-in test server.",
+    after_help = EXIT_CODES,
+    after_long_help = LONG_HELP,
+)]
+pub struct Cli {
+    /// Options shared by every command.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command (they may come before or after it).
+#[derive(Debug, Args)]
+pub struct Global {
+    /// The server to start, as a command line split like a shell does (no shell runs it).
+    #[arg(long, global = true, value_name = "COMMAND")]
+    pub stdio: Option<String>,
+
+    /// An environment variable for the stdio server (repeatable).
+    #[arg(long = "env", global = true, value_name = "K=V", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+
+    /// Streamable HTTP server URL (not available yet).
+    #[arg(long, global = true, value_name = "URL", conflicts_with_all = ["stdio", "sse"])]
+    pub http: Option<String>,
+
+    /// Legacy HTTP+SSE server URL (not available yet).
+    #[arg(long, global = true, value_name = "URL", conflicts_with = "stdio")]
+    pub sse: Option<String>,
+
+    /// An HTTP header for --http/--sse (repeatable; not available yet).
+    #[arg(long = "header", global = true, value_name = "K:V")]
+    pub headers: Vec<String>,
+
+    /// Protocol era: the handshake era (legacy) or the stateless one (modern, not available yet).
+    #[arg(long, global = true, value_enum, default_value_t = Era::Auto)]
+    pub era: Era,
+
+    /// Per-call timeout in seconds.
+    #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
+    pub timeout: Duration,
+
+    /// Machine output: one JSON document on stdout (watch/state: one per line).
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Log to stderr (-v: info, transitions and server stderr; -vv: debug; -vvv: trace).
+    #[arg(short, long, global = true, action = ArgAction::Count)]
+    pub verbose: u8,
+
+    /// Answer the server's sampling requests with this text (declined without it).
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub sampling_reply: Option<String>,
+
+    /// A root offered to the server (repeatable; roots are declared only if given).
+    #[arg(long = "root", global = true, value_name = "URI")]
+    pub roots: Vec<String>,
+}
+
+/// The protocol era to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Era {
+    /// Pick by transport (stdio: legacy).
+    Auto,
+    /// The handshake era (2024-11-05 … 2025-11-25).
+    Legacy,
+    /// The stateless era (not available yet).
+    Modern,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Server name and version, protocol version, era, capabilities, instructions.
+    Info,
+    /// List or call tools.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+    /// List resources and templates, read a resource.
+    #[command(subcommand)]
+    Resources(ResourcesCommand),
+    /// List prompts, get one.
+    #[command(subcommand)]
+    Prompts(PromptsCommand),
+    /// Complete an argument of a prompt or a resource template.
+    Complete(CompleteArgs),
+    /// Ping the server and show the round trip.
+    Ping,
+    /// Print notifications and log messages until Ctrl-C.
+    Watch(WatchArgs),
+    /// Print the connection's state transitions (event and table row) until Ctrl-C.
+    State,
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// A guided tour against the built-in test server: progress, a crash and the reconnect,
+    /// a timeout and the late answer, stop.
+    Demo,
+    /// Serve the in-repo test server on stdin/stdout (for tests).
+    #[command(name = "__test-server", hide = true)]
+    TestServer {
+        /// Also offer the chaos tools (die, hang, late, ...).
+        #[arg(long)]
+        chaos: bool,
+    },
+}
+
+impl Command {
+    /// The command's name for error messages.
+    pub fn label(&self) -> String {
+        match self {
+            Command::Info => "info".into(),
+            Command::Tools(ToolsCommand::List) => "tools list".into(),
+            Command::Tools(ToolsCommand::Call(c)) => format!("tools call {}", c.name),
+            Command::Resources(ResourcesCommand::List) => "resources list".into(),
+            Command::Resources(ResourcesCommand::Templates) => "resources templates".into(),
+            Command::Resources(ResourcesCommand::Read { uri }) => format!("resources read {uri}"),
+            Command::Prompts(PromptsCommand::List) => "prompts list".into(),
+            Command::Prompts(PromptsCommand::Get { name, .. }) => format!("prompts get {name}"),
+            Command::Complete(_) => "complete".into(),
+            Command::Ping => "ping".into(),
+            Command::Watch(_) => "watch".into(),
+            Command::State => "state".into(),
+            Command::Completions { .. } => "completions".into(),
+            Command::Demo => "demo".into(),
+            Command::TestServer { .. } => "__test-server".into(),
+        }
+    }
+}
+
+/// `tools …`.
+#[derive(Debug, Subcommand)]
+pub enum ToolsCommand {
+    /// List the tools with their arguments.
+    List,
+    /// Call a tool: arguments as --args JSON and/or KEY=VALUE pairs typed by its inputSchema.
+    Call(CallArgs),
+}
+
+/// `tools call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as one JSON object (KEY=VALUE pairs are applied on top).
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Arguments, each typed by the tool's inputSchema (integer, number, boolean, array and
+    /// object values are parsed as JSON; strings are taken as they are).
+    #[arg(value_name = "KEY=VALUE")]
+    pub pairs: Vec<String>,
+}
+
+/// `resources …`.
+#[derive(Debug, Subcommand)]
+pub enum ResourcesCommand {
+    /// List the resources.
+    List,
+    /// List the resource templates.
+    Templates,
+    /// Read a resource.
+    Read {
+        /// Its URI.
+        uri: String,
+    },
+}
+
+/// `prompts …`.
+#[derive(Debug, Subcommand)]
+pub enum PromptsCommand {
+    /// List the prompts with their arguments.
+    List,
+    /// Get a prompt, with its arguments as KEY=VALUE pairs.
+    Get {
+        /// The prompt's name.
+        name: String,
+        /// Its arguments (strings).
+        #[arg(value_name = "KEY=VALUE")]
+        pairs: Vec<String>,
+    },
+}
+
+/// `complete`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("target").required(true).args(["prompt", "resource"])))]
+pub struct CompleteArgs {
+    /// Complete an argument of this prompt.
+    #[arg(long, value_name = "NAME")]
+    pub prompt: Option<String>,
+    /// Complete an argument of this resource template (its URI template).
+    #[arg(long, value_name = "URI")]
+    pub resource: Option<String>,
+    /// The argument's name.
+    pub argument: String,
+    /// What has been typed so far.
+    #[arg(default_value = "")]
+    pub value: String,
+}
+
+/// `watch`.
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Ask the server for log messages at this level and above (logging/setLevel).
+    #[arg(long, value_name = "LEVEL", value_parser = parse_level)]
+    pub level: Option<LoggingLevel>,
+    /// Subscribe to updates of this resource (repeatable).
+    #[arg(long, value_name = "URI")]
+    pub subscribe: Vec<String>,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("`{s}` is not K=V")),
+    }
+}
+
+fn parse_secs(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 {
+        Ok(Duration::from_secs_f64(secs))
+    } else {
+        Err(format!(
+            "`{s}`: the timeout must be above 0 and at most 86400 s"
+        ))
+    }
+}
+
+fn parse_level(s: &str) -> Result<LoggingLevel, String> {
+    serde_json::from_value(serde_json::Value::String(s.to_owned())).map_err(|_| {
+        format!(
+            "`{s}` is not a logging level (debug, info, notice, warning, error, critical, alert, emergency)"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn globals_go_anywhere() {
+        let cli = Cli::try_parse_from([
+            "mcpc", "tools", "call", "add", "a=1", "--stdio", "srv x", "--json", "b=2",
+        ])
+        .unwrap();
+        assert_eq!(cli.global.stdio.as_deref(), Some("srv x"));
+        assert!(cli.global.json);
+        let Command::Tools(ToolsCommand::Call(call)) = cli.command else {
+            panic!("not a call")
+        };
+        assert_eq!(call.pairs, ["a=1", "b=2"]);
+    }
+
+    #[test]
+    fn values_parse() {
+        assert_eq!(parse_secs("0.5").unwrap(), Duration::from_millis(500));
+        assert!(parse_secs("0").is_err());
+        assert!(parse_secs("x").is_err());
+        assert_eq!(parse_env("A=b=c").unwrap(), ("A".into(), "b=c".into()));
+        assert!(parse_env("=x").is_err());
+        assert_eq!(parse_level("warning").unwrap(), LoggingLevel::Warning);
+        assert!(parse_level("loud").is_err());
+    }
+}

@@ -1,0 +1,694 @@
+//! Connecting, and every command that talks to a server.
+
+use std::time::Duration;
+
+use mcp_runtime::transport::StdioConnector;
+use mcp_runtime::{Client, ClientBuilder, CompleteRef, RequestOptions, ServerNotification};
+use serde_json::{Map, Value, json};
+use tokio::sync::{broadcast, watch};
+use tokio::time::Instant;
+
+use crate::args::{
+    CallArgs, Command, CompleteArgs, Era, Global, PromptsCommand, ResourcesCommand, ToolsCommand,
+    WatchArgs,
+};
+use crate::error::{CliError, Exit};
+use crate::output::{Table, capabilities_summary, content_text, field, print_json, schema_summary};
+use crate::progress::{Lines, ProgressView};
+use crate::{capture, interact, typed};
+
+/// The message for the transports that come later.
+pub const HTTP_NOT_YET: &str =
+    "HTTP transports are not available yet (coming with the eras/HTTP work)";
+
+/// Ctrl-C, as something many places can wait for.
+#[derive(Clone, Debug)]
+pub struct Interrupt(watch::Receiver<bool>);
+
+impl Interrupt {
+    /// Starts listening for SIGINT (Ctrl-C) now.
+    pub fn install() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut sigint = signal(SignalKind::interrupt())?;
+        let (tx, rx) = watch::channel(false);
+        tokio::spawn(async move {
+            while sigint.recv().await.is_some() {
+                tx.send_replace(true);
+            }
+        });
+        Ok(Interrupt(rx))
+    }
+
+    /// Resolves once Ctrl-C was pressed.
+    pub async fn fired(&self) {
+        let mut rx = self.0.clone();
+        if rx.wait_for(|v| *v).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// The client builder for the server the global options name (stdio only for now).
+pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
+    if let Some(url) = g.http.as_ref().or(g.sse.as_ref()) {
+        let flag = if g.http.is_some() { "--http" } else { "--sse" };
+        return Err(CliError::usage(format!("{flag} {url}"), HTTP_NOT_YET));
+    }
+    if let Some(h) = g.headers.first() {
+        return Err(CliError::usage(format!("--header {h}"), HTTP_NOT_YET));
+    }
+    if g.era == Era::Modern {
+        return Err(CliError::usage(
+            "--era modern",
+            "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
+        ));
+    }
+    let Some(line) = g.stdio.as_deref() else {
+        return Err(CliError::usage(
+            "no server",
+            "give one with --stdio 'command args…' (or try `mcpc demo`)",
+        ));
+    };
+    let words = shlex::split(line)
+        .ok_or_else(|| CliError::usage("--stdio", format!("unbalanced quotes in `{line}`")))?;
+    let Some((program, args)) = words.split_first() else {
+        return Err(CliError::usage("--stdio", "the command is empty"));
+    };
+    let mut connector = StdioConnector::builder(program).args(args);
+    for (k, v) in &g.env {
+        connector = connector.env(k, v);
+    }
+    let builder = ClientBuilder::new(connector.build())
+        .client_info("mcpc", env!("CARGO_PKG_VERSION"))
+        .handler(interact::handlers(g.sampling_reply.clone(), &g.roots))
+        .request_timeout(g.timeout);
+    Ok((builder, line.to_owned()))
+}
+
+/// Connects to the server and waits for the handshake (bounded by 10 s).
+pub async fn connect(g: &Global) -> Result<Client, CliError> {
+    let (builder, line) = builder(g)?;
+    builder.connect().await.map_err(|e| {
+        let mut why = match &e {
+            mcp_runtime::Error::Unavailable {
+                last_error: Some(last),
+                ..
+            } => last.clone(),
+            other => other.to_string(),
+        };
+        if let Some(stderr) = capture::last_server_stderr() {
+            why.push_str(&format!(" (server stderr: {stderr})"));
+        }
+        CliError::new(Exit::Connect, format!("could not connect to `{line}`"), why)
+    })
+}
+
+/// Stops the client and waits (a bounded time) for the server process to be gone.
+pub async fn finish(client: &Client) {
+    client.stop().await;
+    let _ = tokio::time::timeout(Duration::from_secs(5), client.closed()).await;
+}
+
+fn call_error(what: &str, step: Option<&str>, e: &mcp_runtime::Error) -> CliError {
+    let mut err = CliError::call(what, e);
+    if let Some(step) = step {
+        err.why = format!("{step}: {}", err.why);
+    }
+    err
+}
+
+fn to_json<T: serde::Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Runs one command against a connected client.
+pub async fn dispatch(
+    client: &Client,
+    g: &Global,
+    command: Command,
+    interrupt: &Interrupt,
+) -> Result<(), CliError> {
+    let what = command.label();
+    let fail = |e: mcp_runtime::Error| CliError::call(&what, &e);
+    match command {
+        Command::Info => info(client, g.json),
+        Command::Tools(ToolsCommand::List) => {
+            let tools = client.list_all_tools().await.map_err(fail)?;
+            if g.json {
+                print_json(&json!({"tools": to_json(&tools)}));
+            } else if tools.is_empty() {
+                println!("(no tools)");
+            } else {
+                let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
+                for tool in &tools {
+                    t.row(vec![
+                        tool.name.clone(),
+                        schema_summary(&tool.input_schema),
+                        tool.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+            Ok(())
+        }
+        Command::Tools(ToolsCommand::Call(call)) => tools_call(client, g, call, interrupt).await,
+        Command::Resources(ResourcesCommand::List) => {
+            let resources = client.list_all_resources().await.map_err(fail)?;
+            if g.json {
+                print_json(&json!({"resources": to_json(&resources)}));
+            } else if resources.is_empty() {
+                println!("(no resources)");
+            } else {
+                let mut t = Table::new(&["URI", "NAME", "MIME", "DESCRIPTION"]);
+                for r in &resources {
+                    t.row(vec![
+                        r.uri.clone(),
+                        r.name.clone(),
+                        r.mime_type.clone().unwrap_or_default(),
+                        r.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+            Ok(())
+        }
+        Command::Resources(ResourcesCommand::Templates) => {
+            let mut templates = Vec::new();
+            let mut cursor = None;
+            loop {
+                let page = client.list_resource_templates(cursor).await.map_err(fail)?;
+                templates.extend(page.resource_templates);
+                match page.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            if g.json {
+                print_json(&json!({"resourceTemplates": to_json(&templates)}));
+            } else if templates.is_empty() {
+                println!("(no resource templates)");
+            } else {
+                let mut t = Table::new(&["URI TEMPLATE", "NAME", "MIME", "DESCRIPTION"]);
+                for r in &templates {
+                    t.row(vec![
+                        r.uri_template.clone(),
+                        r.name.clone(),
+                        r.mime_type.clone().unwrap_or_default(),
+                        r.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+            Ok(())
+        }
+        Command::Resources(ResourcesCommand::Read { uri }) => {
+            let result = client.read_resource(&uri).await.map_err(fail)?;
+            if g.json {
+                print_json(&to_json(&result));
+                return Ok(());
+            }
+            let many = result.contents.len() > 1;
+            for c in &result.contents {
+                if many {
+                    println!("--- {} ({})", c.uri, c.mime_type.as_deref().unwrap_or("?"));
+                }
+                match (&c.text, &c.blob) {
+                    (Some(text), _) => println!("{text}"),
+                    (None, Some(blob)) => println!(
+                        "[blob {} {}, {} bytes base64]",
+                        c.uri,
+                        c.mime_type.as_deref().unwrap_or(""),
+                        blob.len()
+                    ),
+                    (None, None) => println!("[empty {}]", c.uri),
+                }
+            }
+            Ok(())
+        }
+        Command::Prompts(PromptsCommand::List) => {
+            let mut prompts = Vec::new();
+            let mut cursor = None;
+            loop {
+                let page = client.list_prompts(cursor).await.map_err(fail)?;
+                prompts.extend(page.prompts);
+                match page.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+            if g.json {
+                print_json(&json!({"prompts": to_json(&prompts)}));
+            } else if prompts.is_empty() {
+                println!("(no prompts)");
+            } else {
+                let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
+                for p in &prompts {
+                    let args: Vec<String> = p
+                        .arguments
+                        .iter()
+                        .map(|a| format!("{}{}", a.name, if a.required { "" } else { "?" }))
+                        .collect();
+                    t.row(vec![
+                        p.name.clone(),
+                        args.join(" "),
+                        p.description.clone().unwrap_or_default(),
+                    ]);
+                }
+                print!("{}", t.render());
+            }
+            Ok(())
+        }
+        Command::Prompts(PromptsCommand::Get { name, pairs }) => {
+            let args = typed::string_arguments(&pairs).map_err(|e| CliError::usage(&what, e))?;
+            let result = client
+                .get_prompt(&name, Value::Object(args))
+                .await
+                .map_err(fail)?;
+            if g.json {
+                print_json(&to_json(&result));
+                return Ok(());
+            }
+            if let Some(d) = &result.description {
+                println!("# {d}");
+            }
+            for m in &result.messages {
+                println!("{}: {}", m.role, content_text(&to_json(&m.content)));
+            }
+            Ok(())
+        }
+        Command::Complete(c) => complete(client, g.json, c, &what).await,
+        Command::Ping => {
+            let start = Instant::now();
+            client.ping().await.map_err(fail)?;
+            let ms = start.elapsed().as_secs_f64() * 1000.0;
+            if g.json {
+                print_json(&json!({"ok": true, "ms": (ms * 1000.0).round() / 1000.0}));
+            } else {
+                let name = client.server_info().map(|s| s.name).unwrap_or_default();
+                println!("pong from {name} in {ms:.1} ms");
+            }
+            Ok(())
+        }
+        Command::Watch(w) => watch(client, g.json, w, interrupt).await,
+        Command::State
+        | Command::Completions { .. }
+        | Command::Demo
+        | Command::TestServer { .. } => Err(CliError::new(
+            Exit::Usage,
+            what,
+            "this command does not talk to a connected server",
+        )),
+    }
+}
+
+fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
+    let Some(s) = client.server_info() else {
+        return Err(CliError::new(
+            Exit::Connect,
+            "info",
+            "not connected (no handshake answer)",
+        ));
+    };
+    if json_out {
+        print_json(&json!({
+            "serverInfo": s.server_info,
+            "protocolVersion": s.protocol_version,
+            "era": "legacy",
+            "capabilities": s.capabilities,
+            "instructions": s.instructions,
+        }));
+        return Ok(());
+    }
+    let mut t = Table::new(&["", ""]);
+    let title = field(&s.server_info, "title");
+    t.row(vec![
+        "server".into(),
+        format!(
+            "{} {}{}",
+            s.name,
+            s.version,
+            if title.is_empty() {
+                String::new()
+            } else {
+                format!(" ({title})")
+            }
+        ),
+    ]);
+    t.row(vec!["protocol".into(), s.protocol_version.clone()]);
+    t.row(vec!["era".into(), "legacy (handshake)".into()]);
+    t.row(vec![
+        "capabilities".into(),
+        capabilities_summary(&s.capabilities),
+    ]);
+    t.row(vec![
+        "instructions".into(),
+        s.instructions.clone().unwrap_or_else(|| "(none)".into()),
+    ]);
+    // Skip the empty header line.
+    let text = t.render();
+    print!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
+    Ok(())
+}
+
+async fn tools_call(
+    client: &Client,
+    g: &Global,
+    call: CallArgs,
+    interrupt: &Interrupt,
+) -> Result<(), CliError> {
+    let what = format!("tools call {}", call.name);
+    let base = match &call.args {
+        Some(text) => typed::parse_args_json(text).map_err(|e| CliError::usage(&what, e))?,
+        None => Map::new(),
+    };
+    let args = if call.pairs.is_empty() {
+        base
+    } else {
+        let tools = client
+            .list_all_tools()
+            .await
+            .map_err(|e| call_error(&what, Some("listing the tools"), &e))?;
+        let Some(tool) = tools.iter().find(|t| t.name == call.name) else {
+            let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            return Err(CliError::new(
+                Exit::Server,
+                &what,
+                format!(
+                    "the server has no tool named `{}` (tools: {})",
+                    call.name,
+                    names.join(", ")
+                ),
+            ));
+        };
+        typed::tool_arguments(&call.name, &tool.input_schema, base, &call.pairs)
+            .map_err(|e| CliError::usage(&what, e))?
+    };
+    let (options, mut progress) = RequestOptions::new().timeout(g.timeout).progress_channel();
+    let mut view = ProgressView::new(call.name.clone(), Lines::Stderr);
+    let fut = client.call_tool_with(&call.name, Value::Object(args), options);
+    tokio::pin!(fut);
+    let result = loop {
+        tokio::select! {
+            biased;
+            () = interrupt.fired() => {
+                view.clear();
+                // Returning drops the call: the library sends notifications/cancelled.
+                return Err(CliError::cancelled(&what));
+            }
+            Some(p) = progress.recv() => view.update(&p),
+            r = &mut fut => break r,
+        }
+    };
+    while let Ok(p) = progress.try_recv() {
+        view.update(&p);
+    }
+    view.clear();
+    let result = result.map_err(|e| CliError::call(&what, &e))?;
+    if g.json {
+        print_json(&to_json(&result));
+    } else if !result.failed() {
+        for block in &result.content {
+            println!("{}", content_text(&to_json(block)));
+        }
+        if result.content.is_empty()
+            && let Some(s) = &result.structured_content
+        {
+            print_json(s);
+        }
+    }
+    if result.failed() {
+        let text = result.text();
+        return Err(CliError::new(
+            Exit::Server,
+            what,
+            format!(
+                "the tool reported an error: {}",
+                if text.is_empty() {
+                    "(no text)".to_owned()
+                } else {
+                    text.split_whitespace().collect::<Vec<_>>().join(" ")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn complete(
+    client: &Client,
+    json_out: bool,
+    c: CompleteArgs,
+    what: &str,
+) -> Result<(), CliError> {
+    let reference = match (c.prompt, c.resource) {
+        (Some(p), _) => CompleteRef::Prompt(p),
+        (None, Some(r)) => CompleteRef::Resource(r),
+        (None, None) => {
+            return Err(CliError::usage(
+                what,
+                "give --prompt NAME or --resource URI",
+            ));
+        }
+    };
+    let result = client
+        .complete(reference, &c.argument, &c.value)
+        .await
+        .map_err(|e| CliError::call(what, &e))?;
+    if json_out {
+        print_json(&to_json(&result));
+        return Ok(());
+    }
+    for v in &result.completion.values {
+        println!("{v}");
+    }
+    if result.completion.values.is_empty() {
+        eprintln!("mcpc: complete: no completions");
+    }
+    if result.completion.has_more == Some(true) {
+        let total = result
+            .completion
+            .total
+            .map(|t| format!(" ({t} in all)"))
+            .unwrap_or_default();
+        eprintln!("mcpc: complete: more values available{total}");
+    }
+    Ok(())
+}
+
+/// A notification as `(method, params)`.
+fn notification_json(n: &ServerNotification) -> (String, Value) {
+    match n {
+        ServerNotification::ToolsListChanged => {
+            ("notifications/tools/list_changed".into(), json!({}))
+        }
+        ServerNotification::ResourcesListChanged => {
+            ("notifications/resources/list_changed".into(), json!({}))
+        }
+        ServerNotification::PromptsListChanged => {
+            ("notifications/prompts/list_changed".into(), json!({}))
+        }
+        ServerNotification::ResourceUpdated { uri } => (
+            "notifications/resources/updated".into(),
+            json!({"uri": uri}),
+        ),
+        ServerNotification::Log {
+            level,
+            logger,
+            data,
+        } => (
+            "notifications/message".into(),
+            json!({"level": level, "logger": logger, "data": data}),
+        ),
+        ServerNotification::Progress { token, progress } => (
+            "notifications/progress".into(),
+            json!({"progressToken": token, "progress": progress.progress,
+                   "total": progress.total, "message": progress.message}),
+        ),
+        ServerNotification::Cancelled { request_id, reason } => (
+            "notifications/cancelled".into(),
+            json!({"requestId": request_id, "reason": reason}),
+        ),
+        ServerNotification::Other { method, params } => {
+            (method.clone(), params.clone().unwrap_or(Value::Null))
+        }
+        other => (format!("{other:?}"), Value::Null),
+    }
+}
+
+/// A notification in one readable line.
+fn notification_line(n: &ServerNotification) -> String {
+    match n {
+        ServerNotification::Log {
+            level,
+            logger,
+            data,
+        } => {
+            let level = level
+                .map(|l| to_json(&l).as_str().unwrap_or("?").to_owned())
+                .unwrap_or_else(|| "?".into());
+            let logger = logger
+                .as_deref()
+                .map(|l| format!(" [{l}]"))
+                .unwrap_or_default();
+            let data = match data {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("log {level}{logger} {data}")
+        }
+        ServerNotification::ResourceUpdated { uri } => format!("resource updated {uri}"),
+        ServerNotification::Progress { token, progress } => format!(
+            "progress {token} {}{}{}",
+            progress.progress,
+            progress.total.map(|t| format!("/{t}")).unwrap_or_default(),
+            progress
+                .message
+                .as_deref()
+                .map(|m| format!(" {m}"))
+                .unwrap_or_default()
+        ),
+        other => {
+            let (method, params) = notification_json(other);
+            let method = method.trim_start_matches("notifications/").to_owned();
+            match params {
+                Value::Null => method,
+                Value::Object(o) if o.is_empty() => method,
+                p => format!("{method} {p}"),
+            }
+        }
+    }
+}
+
+fn stamp(start: Instant) -> String {
+    format!("+{:.3}s", start.elapsed().as_secs_f64())
+}
+
+async fn watch(
+    client: &Client,
+    json_out: bool,
+    w: WatchArgs,
+    interrupt: &Interrupt,
+) -> Result<(), CliError> {
+    let start = Instant::now();
+    let mut notes = client.notifications();
+    let mut transitions = client.transitions();
+    if let Some(level) = w.level {
+        client
+            .set_logging_level(level)
+            .await
+            .map_err(|e| call_error("watch", Some("logging/setLevel"), &e))?;
+    }
+    for uri in &w.subscribe {
+        client
+            .subscribe(uri)
+            .await
+            .map_err(|e| call_error("watch", Some(&format!("subscribe {uri}")), &e))?;
+    }
+    let name = client.server_info().map(|s| s.name).unwrap_or_default();
+    eprintln!("mcpc: watching notifications from {name} (Ctrl-C to stop)");
+    loop {
+        tokio::select! {
+            biased;
+            () = interrupt.fired() => return Ok(()),
+            n = notes.recv() => match n {
+                Ok(n) => {
+                    if json_out {
+                        let (method, params) = notification_json(&n);
+                        println!("{}", json!({"at": start.elapsed().as_secs_f64(),
+                            "method": method, "params": params}));
+                    } else {
+                        println!("{}  {}", stamp(start), notification_line(&n));
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(k)) => {
+                    eprintln!("mcpc: watch: {k} notifications were lost (output too slow)");
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    return Err(CliError::new(Exit::Transport, "watch", "the client stopped"));
+                }
+            },
+            t = transitions.recv() => {
+                if let Ok(t) = t {
+                    let why = match (t.to, client.last_error()) {
+                        (mcp_runtime::ConnState::Backoff, Some(e)) => format!(": {e}"),
+                        _ => String::new(),
+                    };
+                    eprintln!("mcpc: connection {} -> {} ({}){why}", t.from, t.to, t.event);
+                }
+            }
+        }
+    }
+}
+
+/// `state`: the live transitions of a fresh connection until Ctrl-C.
+pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
+    let (builder, _) = builder(g)?;
+    let start = Instant::now();
+    let client = builder.connect_lazy();
+    // Subscribed before the driver ran (single-threaded runtime): nothing is missed.
+    let mut transitions = client.transitions();
+    if g.json {
+        println!("{}", json!({"at": 0.0, "state": client.state().name()}));
+    } else {
+        println!("{}  {}", stamp(start), client.state());
+    }
+    loop {
+        tokio::select! {
+            biased;
+            () = interrupt.fired() => break,
+            t = transitions.recv() => match t {
+                Ok(t) => {
+                    let at = t.at.saturating_duration_since(start).as_secs_f64();
+                    let note = match t.to {
+                        mcp_runtime::ConnState::Ready => client
+                            .server_info()
+                            .map(|s| format!("{} {}", s.name, s.version)),
+                        mcp_runtime::ConnState::Backoff => client.last_error(),
+                        _ => None,
+                    };
+                    if g.json {
+                        println!("{}", json!({"at": at, "from": t.from.name(), "to": t.to.name(),
+                            "event": t.event, "row": t.row, "note": note}));
+                    } else {
+                        let line = format!(
+                            "+{at:.3}s  {:<12} -> {:<12}  event {:<18} row {:<3}{}",
+                            t.from.name(),
+                            t.to.name(),
+                            t.event,
+                            t.row,
+                            note.map(|n| format!("  ({n})")).unwrap_or_default()
+                        );
+                        println!("{}", line.trim_end());
+                    }
+                    if t.to.is_terminal() {
+                        break;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(k)) => {
+                    eprintln!("mcpc: state: {k} transitions were lost (output too slow)");
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+        }
+    }
+    finish(&client).await;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notifications_read_well() {
+        let log = ServerNotification::parse(
+            "notifications/message",
+            Some(json!({"level": "info", "logger": "testserver", "data": "hello"})),
+        );
+        assert_eq!(notification_line(&log), "log info [testserver] hello");
+        let changed = ServerNotification::parse("notifications/tools/list_changed", None);
+        assert_eq!(notification_line(&changed), "tools/list_changed");
+        let other = ServerNotification::parse("x/custom", Some(json!({"k": 1})));
+        assert_eq!(notification_line(&other), "x/custom {\"k\":1}");
+    }
+}
