@@ -72,9 +72,10 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
         Err(e) => return malformed(format!("invalid JSON: {e}")),
     };
     let Value::Object(mut obj) = value else {
-        return malformed(match value {
-            Value::Array(_) => "a JSON-RPC batch (not part of MCP since 2025-06-18)",
-            _ => "not a JSON object",
+        return malformed(if value.is_array() {
+            "a JSON-RPC batch (not part of MCP since 2025-06-18)"
+        } else {
+            "not a JSON object"
         });
     };
     match obj.get("jsonrpc") {
@@ -108,7 +109,9 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
                 Value::String(_) | Value::Number(_) | Value::Null => {
                     ResponseId::Other(id.to_string())
                 }
-                _ => return malformed("response id is neither a string nor a number"),
+                Value::Bool(_) | Value::Array(_) | Value::Object(_) => {
+                    return malformed("response id is neither a string nor a number");
+                }
             };
             match (obj.remove("result"), obj.remove("error")) {
                 (Some(result), None) => Frame::Response {
@@ -134,9 +137,8 @@ fn rpc_error(error: Value) -> Result<RpcError, &'static str> {
         .get("code")
         .and_then(Value::as_i64)
         .ok_or("error code is not an integer")?;
-    let message = match e.remove("message") {
-        Some(Value::String(m)) => m,
-        _ => return Err("error message is not a string"),
+    let Some(Value::String(message)) = e.remove("message") else {
+        return Err("error message is not a string");
     };
     Ok(RpcError {
         code,

@@ -24,12 +24,15 @@ pub struct ClientCapabilities {
 impl ClientCapabilities {
     /// Whether a server request with this method is one the declared capabilities promise to answer.
     pub fn handles(&self, method: &str) -> bool {
-        match method {
-            "sampling/createMessage" => self.sampling,
-            "roots/list" => self.roots,
-            "elicitation/create" => self.elicitation || self.elicitation_url,
-            _ => false,
-        }
+        let declared = [
+            ("sampling/createMessage", self.sampling),
+            ("roots/list", self.roots),
+            (
+                "elicitation/create",
+                self.elicitation || self.elicitation_url,
+            ),
+        ];
+        declared.iter().any(|(m, on)| *m == method && *on)
     }
 
     /// The `capabilities` object sent in `initialize`.

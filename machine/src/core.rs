@@ -206,39 +206,45 @@ impl Core {
     }
 
     fn response_id(ev: &Event) -> Option<RequestId> {
-        match ev {
-            Event::Response {
-                id: ResponseId::Number(n),
-                ..
-            } => Some(*n),
-            _ => None,
+        if let Event::Response {
+            id: ResponseId::Number(n),
+            ..
+        } = ev
+        {
+            Some(*n)
+        } else {
+            None
         }
     }
 
     fn send_token_id(ev: &Event) -> Option<RequestId> {
-        match ev {
-            Event::SendOutcome {
-                token: SendToken::Request(id),
-            } => Some(*id),
-            _ => None,
+        if let Event::SendOutcome {
+            token: SendToken::Request(id),
+        } = ev
+        {
+            Some(*id)
+        } else {
+            None
         }
     }
 
     fn pending_send(&self, ev: &Event) -> Option<(RequestId, u8)> {
         let id = Self::send_token_id(ev)?;
-        match self.calls.get(id)?.phase {
-            Phase::Sending { attempt } => Some((id, attempt)),
-            _ => None,
-        }
+        let Phase::Sending { attempt } = self.calls.get(id)?.phase else {
+            return None;
+        };
+        Some((id, attempt))
     }
 
     /// The live call an event names: a cancel by caller, or a keyed timer by id.
     fn named_call(&self, ev: &Event) -> Option<RequestId> {
-        match ev {
-            Event::Cancel { call } => self.calls.id_of(*call),
-            Event::Timer(TimerKey { id: Some(id), .. }) => self.calls.get(*id).map(|_| *id),
-            _ => None,
+        if let Event::Cancel { call } = ev {
+            return self.calls.id_of(*call);
         }
+        let Event::Timer(TimerKey { id: Some(id), .. }) = ev else {
+            return None;
+        };
+        self.calls.get(*id).map(|_| *id)
     }
 
     fn retry_in(&self) -> Option<Duration> {
@@ -268,6 +274,17 @@ impl Core {
     }
 }
 
+/// Why an event ends a connection or a handshake, in words, when the event says.
+fn failure_reason(ev: &Event) -> Option<String> {
+    if let Event::TransportDown { reason } = ev {
+        return Some(reason.clone());
+    }
+    if let Event::Oversized { size } = ev {
+        return Some(format!("the server sent an oversized frame ({size} bytes)"));
+    }
+    matches!(ev, Event::Timer(_)).then(|| "timed out".to_owned())
+}
+
 fn id_key(id: &Value) -> String {
     id.to_string()
 }
@@ -276,13 +293,8 @@ impl Handlers for Core {
     type Event = Event;
 
     fn is_init_accepted(&self, ev: &Event) -> bool {
-        match ev {
-            Event::Response {
-                id: ResponseId::Number(n),
-                body: Ok(result),
-            } => Some(*n) == self.init_id && protocol::check_init_result(result).is_ok(),
-            _ => false,
-        }
+        matches!(ev, Event::Response { id: ResponseId::Number(n), body: Ok(result) }
+            if Some(*n) == self.init_id && protocol::check_init_result(result).is_ok())
     }
 
     fn is_init_response(&self, ev: &Event) -> bool {
@@ -418,18 +430,16 @@ impl Handlers for Core {
     }
 
     fn reject_init(&mut self, ev: &Event) {
-        let reason = match ev {
-            Event::Response { body: Err(e), .. } => {
-                format!("server refused initialize: {} ({})", e.message, e.code)
+        // Rows run this on the answer to initialize, or on its failed send.
+        let reason = if let Event::Response { body, .. } = ev {
+            match body {
+                Err(e) => format!("server refused initialize: {} ({})", e.message, e.code),
+                Ok(result) => protocol::check_init_result(result)
+                    .err()
+                    .unwrap_or_else(|| "initialize result rejected".into()),
             }
-            Event::Response {
-                body: Ok(result), ..
-            } => match protocol::check_init_result(result) {
-                Err(reason) => reason,
-                Ok(_) => "initialize result rejected".into(),
-            },
-            Event::SendOutcome { .. } => "could not send initialize".into(),
-            _ => "handshake failed".into(),
+        } else {
+            "could not send initialize".into()
         };
         self.last_error = Some(reason.clone());
         self.push(Action::Report(Report::InitRejected { reason }));
@@ -439,16 +449,8 @@ impl Handlers for Core {
         if let Some(id) = self.init_id.take() {
             self.tombstone(id);
         }
-        let why = match ev {
-            Event::TransportDown { reason } => {
-                Some(format!("transport down during handshake: {reason}"))
-            }
-            Event::Timer(_) => Some("handshake timed out".to_string()),
-            Event::Oversized { .. } => Some("oversized frame during handshake".to_string()),
-            _ => None,
-        };
-        if let Some(why) = why {
-            self.last_error = Some(why);
+        if let Some(why) = failure_reason(ev) {
+            self.last_error = Some(format!("handshake failed: {why}"));
         }
     }
 
@@ -600,16 +602,12 @@ impl Handlers for Core {
     }
 
     fn drop_unknown_response(&mut self, ev: &Event) {
-        let id = match ev {
-            Event::Response {
-                id: ResponseId::Number(n),
-                ..
-            } => n.to_string(),
-            Event::Response {
-                id: ResponseId::Other(s),
-                ..
-            } => s.clone(),
-            _ => return,
+        let Event::Response { id, .. } = ev else {
+            return;
+        };
+        let id = match id {
+            ResponseId::Number(n) => n.to_string(),
+            ResponseId::Other(s) => s.clone(),
         };
         self.push(Action::Report(Report::UnknownResponse { id }));
     }
@@ -755,13 +753,10 @@ impl Handlers for Core {
     }
 
     fn fail_calls_lost(&mut self, ev: &Event) {
-        let reason = match ev {
-            Event::TransportDown { reason } => format!("connection lost: {reason}"),
-            Event::Oversized { size } => {
-                format!("connection closed: the server sent an oversized frame ({size} bytes)")
-            }
-            _ => "connection lost".to_string(),
-        };
+        let reason = failure_reason(ev).map_or_else(
+            || "connection lost".into(),
+            |why| format!("connection lost: {why}"),
+        );
         self.fail_all(&CallError::Transport { reason });
     }
 

@@ -34,10 +34,7 @@ pub(crate) fn request(
     let params = match (params, progress_token) {
         (p, None) => p.cloned(),
         (p, Some(token)) => {
-            let mut obj = match p {
-                Some(Value::Object(o)) => o.clone(),
-                _ => Map::new(),
-            };
+            let mut obj = p.and_then(Value::as_object).cloned().unwrap_or_default();
             let meta = obj
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
