@@ -370,7 +370,12 @@ impl Driver {
                     ..
                 }) = self.pending.get(&call)
                 {
-                    sink(Progress::from_params(&params));
+                    // A user's callback runs on the driver: its panic must not take the driver down.
+                    let progress = Progress::from_params(&params);
+                    let sink = std::panic::AssertUnwindSafe(|| sink(progress));
+                    if std::panic::catch_unwind(sink).is_err() {
+                        tracing::error!(target: "mcp::driver", call = call.0, "a progress callback panicked");
+                    }
                 }
             }
             Action::ServerRequest {
@@ -380,7 +385,26 @@ impl Driver {
                 params,
             } => {
                 tracing::debug!(target: "mcp::server_request", method = %method, %id, "server request");
-                let fut = route(&*self.handler, &method, params.unwrap_or(Value::Null));
+                // Building the future runs user code on the driver: a panic there becomes an
+                // internal error for the server, like a panic inside the future.
+                let handler = &*self.handler;
+                let params = params.unwrap_or(Value::Null);
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    route(handler, &method, params)
+                }));
+                let fut: crate::handler::HandlerFuture = match built {
+                    Ok(fut) => fut,
+                    Err(_) => {
+                        let message = format!("the client's handler for {method} panicked");
+                        Box::pin(async move {
+                            Err(RpcError {
+                                code: -32603,
+                                message,
+                                data: None,
+                            })
+                        })
+                    }
+                };
                 let inner = tokio::spawn(fut);
                 let abort = inner.abort_handle();
                 let tx = self.handler_tx.clone();

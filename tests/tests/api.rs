@@ -285,3 +285,38 @@ async fn a_panicking_handler_answers_an_internal_error() {
     client.ping().await.unwrap();
     client.stop().await;
 }
+
+#[tokio::test]
+async fn panicking_user_callbacks_do_not_take_the_client_down() {
+    struct Eager;
+    impl mcp_runtime::ClientHandler for Eager {
+        fn provides(&self) -> mcp_runtime::Provides {
+            mcp_runtime::Provides {
+                sampling: true,
+                ..Default::default()
+            }
+        }
+        fn create_message(&self, _params: Value) -> mcp_runtime::HandlerFuture {
+            panic!("panics before returning its future")
+        }
+    }
+    let client = in_process(ServerConfig::echo())
+        .handler(Eager)
+        .connect()
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
+    assert!(r.failed() && r.text().contains("panicked"), "{r:?}");
+    let opts = RequestOptions::new().on_progress(|_| panic!("progress callback bug"));
+    let r = client
+        .call_tool_with("slow", json!({"ms": 30, "steps": 2}), opts)
+        .await
+        .unwrap();
+    assert!(!r.failed());
+    assert_eq!(client.state(), ConnState::Ready);
+    client.ping().await.unwrap();
+    client.stop().await;
+}
