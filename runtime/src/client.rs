@@ -251,14 +251,44 @@ impl ClientBuilder {
                 let _ = monitor_out.closed.send(true);
             }
         });
-        Client {
-            shared: Arc::new(Shared {
-                commands: commands_tx,
-                state: state_rx,
-                closed: closed_rx,
-                out,
-                next_call: AtomicU64::new(1),
-            }),
+        let shared = Arc::new(Shared {
+            commands: commands_tx,
+            state: state_rx,
+            closed: closed_rx,
+            out,
+            next_call: AtomicU64::new(1),
+            session: std::sync::Mutex::new(Session::default()),
+        });
+        tokio::spawn(restore_after_reconnect(
+            Arc::downgrade(&shared),
+            shared.out.transitions.subscribe(),
+        ));
+        Client { shared }
+    }
+}
+
+/// After every reconnect (each `ready` but the first), re-subscribe the resources and re-set
+/// the logging level the application asked for: the new server process knows nothing of them.
+/// Holds only a weak reference, so dropping every `Client` still stops the connection.
+async fn restore_after_reconnect(
+    shared: std::sync::Weak<Shared>,
+    mut transitions: broadcast::Receiver<crate::state::Transition>,
+) {
+    let mut readies = 0u64;
+    loop {
+        match transitions.recv().await {
+            Ok(t) if t.to == ConnState::Ready => {
+                readies += 1;
+                if readies == 1 {
+                    continue;
+                }
+                let Some(shared) = shared.upgrade() else {
+                    return;
+                };
+                Client { shared }.restore_session().await;
+            }
+            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+            Err(broadcast::error::RecvError::Closed) => return,
         }
     }
 }
@@ -276,6 +306,14 @@ struct Shared {
     closed: watch::Receiver<bool>,
     out: Arc<Outputs>,
     next_call: AtomicU64,
+    session: std::sync::Mutex<Session>,
+}
+
+/// What a server forgets when it restarts and the client restores after a reconnect.
+#[derive(Default)]
+struct Session {
+    subscriptions: std::collections::BTreeSet<String>,
+    log_level: Option<LoggingLevel>,
 }
 
 /// A connection to one MCP server: a cheap, clonable handle. The connection lives until
@@ -548,17 +586,52 @@ impl Client {
     }
 
     /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
+    /// Subscriptions are restored by the client after a reconnect.
     pub async fn subscribe(&self, uri: &str) -> Result<()> {
         self.request("resources/subscribe", Some(json!({"uri": uri})))
-            .await
-            .map(|_| ())
+            .await?;
+        self.session().subscriptions.insert(uri.to_owned());
+        Ok(())
     }
 
     /// `resources/unsubscribe`.
     pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        self.session().subscriptions.remove(uri);
         self.request("resources/unsubscribe", Some(json!({"uri": uri})))
             .await
             .map(|_| ())
+    }
+
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        self.shared
+            .session
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn restore_session(&self) {
+        let (uris, level) = {
+            let s = self.session();
+            (
+                s.subscriptions.iter().cloned().collect::<Vec<_>>(),
+                s.log_level,
+            )
+        };
+        if let Some(level) = level
+            && let Err(e) = self
+                .request("logging/setLevel", Some(json!({"level": level})))
+                .await
+        {
+            tracing::warn!(target: "mcp::session", error = %e, "could not restore the logging level after a reconnect");
+        }
+        for uri in uris {
+            if let Err(e) = self
+                .request("resources/subscribe", Some(json!({"uri": uri})))
+                .await
+            {
+                tracing::warn!(target: "mcp::session", %uri, error = %e, "could not restore a subscription after a reconnect");
+            }
+        }
     }
 
     /// One page of `prompts/list`.
@@ -605,10 +678,12 @@ impl Client {
     }
 
     /// `logging/setLevel`: log messages at this level and above arrive as notifications.
+    /// The level is restored by the client after a reconnect.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
         self.request("logging/setLevel", Some(json!({"level": level})))
-            .await
-            .map(|_| ())
+            .await?;
+        self.session().log_level = Some(level);
+        Ok(())
     }
 
     /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the

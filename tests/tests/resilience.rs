@@ -351,3 +351,39 @@ async fn a_dropped_client_stops_and_reaps_its_child() {
         "child {pid} survived its client"
     );
 }
+
+#[tokio::test]
+async fn subscriptions_and_log_level_are_restored_after_a_reconnect() {
+    let client = in_process(ServerConfig::chaos())
+        .backoff(Duration::from_millis(50), Duration::from_millis(200), 20)
+        .connect()
+        .await
+        .unwrap();
+    client.subscribe("test://static/1").await.unwrap();
+    client
+        .set_logging_level(mcp_runtime::LoggingLevel::Error)
+        .await
+        .unwrap();
+    let mut transitions = client.transitions();
+    let _ = client.call_tool("die", json!({})).await;
+    // Wait for the second ready and for the restoring requests to go through.
+    loop {
+        let t = transitions.recv().await.unwrap();
+        if t.to == ConnState::Ready {
+            break;
+        }
+    }
+    let mut s = session_info(&client).await;
+    for _ in 0..50 {
+        if s["subscriptions"].as_array().is_some_and(|a| !a.is_empty()) && s["logLevel"] == "error"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        s = session_info(&client).await;
+    }
+    assert_eq!(s["initializeCount"], 1, "a fresh server: {s}");
+    assert_eq!(s["subscriptions"], json!(["test://static/1"]), "{s}");
+    assert_eq!(s["logLevel"], "error", "{s}");
+    client.stop().await;
+}
