@@ -1,30 +1,21 @@
 //! Stdio transport against small `python3` / `sh` child servers.
 
+mod common;
+
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::*;
 use mcp_runtime::transport::{
     self, Connector, SendOutcome, StdioConnector, TransportConfig, TransportError, TransportEvent,
-    TransportHandle,
 };
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
-type Events = mpsc::UnboundedReceiver<(u64, TransportEvent)>;
-
-const WAIT: Duration = Duration::from_secs(5);
-
 /// A line-echo server: every line read from stdin is written back to stdout.
 const PY_ECHO: &str =
     "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n";
-
-fn small() -> TransportConfig {
-    TransportConfig {
-        max_frame_bytes: 64 * 1024,
-        send_queue: 16,
-    }
-}
 
 fn sh(script: &str) -> StdioConnector {
     StdioConnector::builder("sh")
@@ -32,43 +23,6 @@ fn sh(script: &str) -> StdioConnector {
         .arg(script)
         .grace(Duration::from_millis(200))
         .build()
-}
-
-fn start(
-    connector: impl Connector,
-    r#gen: u64,
-    config: TransportConfig,
-) -> (TransportHandle, Events) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (transport::spawn(Arc::new(connector), r#gen, config, tx), rx)
-}
-
-async fn next(rx: &mut Events) -> (u64, TransportEvent) {
-    timeout(WAIT, rx.recv())
-        .await
-        .expect("no transport event within 5 s")
-        .expect("event channel closed")
-}
-
-async fn expect_up(rx: &mut Events) {
-    match next(rx).await {
-        (_, TransportEvent::Up) => {}
-        (_, other) => panic!("expected Up, got {other:?}"),
-    }
-}
-
-async fn expect_frame(rx: &mut Events) -> Vec<u8> {
-    match next(rx).await {
-        (_, TransportEvent::Frame(f)) => f,
-        (_, other) => panic!("expected a frame, got {other:?}"),
-    }
-}
-
-async fn expect_down(rx: &mut Events) -> TransportError {
-    match next(rx).await {
-        (_, TransportEvent::Down(e)) => e,
-        (_, other) => panic!("expected Down, got {other:?}"),
-    }
 }
 
 /// Reads `{"pid":N,...}`-style frames written by the test scripts.
@@ -164,7 +118,7 @@ async fn echo_round_trip_and_orderly_close() {
         .args(["-u", "-c", PY_ECHO])
         .build();
     assert!(connector.describe().starts_with("stdio: python3 -u -c"));
-    let (handle, mut rx) = start(connector, 7, small());
+    let (handle, mut rx) = start(Arc::new(connector), 7, small());
     assert_eq!(handle.generation(), 7);
     assert_eq!(next(&mut rx).await.0, 7);
     for i in 0..3 {
@@ -214,7 +168,7 @@ async fn frames_queued_before_close_are_flushed() {
         .arg("cat > out.txt")
         .current_dir(&dir)
         .build();
-    let (handle, mut rx) = start(connector, 1, small());
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
     expect_up(&mut rx).await;
     for i in 0..5 {
         assert_eq!(
@@ -240,7 +194,7 @@ async fn env_and_env_clear_reach_the_child() {
         .env("FOO", "bar")
         .env_clear()
         .build();
-    let (handle, mut rx) = start(connector, 1, small());
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
     expect_up(&mut rx).await;
     handle.grant_credit();
     assert_eq!(
@@ -257,7 +211,7 @@ async fn frames_are_delivered_only_against_credit() {
     let connector = StdioConnector::builder("python3")
         .args(["-c", script])
         .build();
-    let (handle, mut rx) = start(connector, 1, small());
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
     expect_up(&mut rx).await;
     // The child has written all three lines by now, but nothing is read without credit.
     assert!(
@@ -289,7 +243,7 @@ async fn oversized_line_from_child_is_rejected_then_down() {
         .args(["-c", script])
         .grace(Duration::from_millis(200))
         .build();
-    let (handle, mut rx) = start(connector, 1, TransportConfig::default());
+    let (handle, mut rx) = start(Arc::new(connector), 1, TransportConfig::default());
     expect_up(&mut rx).await;
     handle.grant_credit();
     match next(&mut rx).await {
@@ -307,7 +261,7 @@ async fn oversized_line_from_child_is_rejected_then_down() {
 
 #[tokio::test]
 async fn child_exiting_by_itself_reports_its_exit_code() {
-    let (handle, mut rx) = start(sh(r#"echo '{"bye":1}'; exit 3"#), 1, small());
+    let (handle, mut rx) = start(Arc::new(sh(r#"echo '{"bye":1}'; exit 3"#)), 1, small());
     handle.grant_credit();
     handle.grant_credit();
     expect_up(&mut rx).await;
@@ -329,7 +283,7 @@ async fn child_exiting_by_itself_reports_its_exit_code() {
 
 #[tokio::test]
 async fn child_exit_is_noticed_without_credit() {
-    let (_handle, mut rx) = start(sh("exit 5"), 1, small());
+    let (_handle, mut rx) = start(Arc::new(sh("exit 5")), 1, small());
     expect_up(&mut rx).await;
     match expect_down(&mut rx).await {
         TransportError::ChildExited { code: Some(5), .. } => {}
@@ -342,7 +296,7 @@ async fn close_escalates_to_sigkill_for_a_stubborn_child_and_reaps_it() {
     let log = Captured::install();
     // Ignores SIGTERM (inherited by the background sleep) and never reads stdin.
     let script = r#"trap "" TERM; sleep 30 & echo "{\"pid\":$$,\"sleep\":$!}"; wait; wait"#;
-    let (handle, mut rx) = start(sh(script), 1, small());
+    let (handle, mut rx) = start(Arc::new(sh(script)), 1, small());
     expect_up(&mut rx).await;
     handle.grant_credit();
     let frame = expect_frame(&mut rx).await;
@@ -372,7 +326,11 @@ async fn close_escalates_to_sigkill_for_a_stubborn_child_and_reaps_it() {
 
 #[tokio::test]
 async fn dropping_the_handle_kills_and_reaps_the_child() {
-    let (handle, mut rx) = start(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#), 1, small());
+    let (handle, mut rx) = start(
+        Arc::new(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#)),
+        1,
+        small(),
+    );
     expect_up(&mut rx).await;
     handle.grant_credit();
     let pid = field(&expect_frame(&mut rx).await, "pid");
@@ -391,7 +349,7 @@ async fn stderr_lines_reach_tracing_truncated() {
     let connector = StdioConnector::builder("python3")
         .args(["-c", script])
         .build();
-    let (handle, mut rx) = start(connector, 1, small());
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
     handle.grant_credit();
     expect_up(&mut rx).await;
     assert!(matches!(
@@ -424,7 +382,7 @@ async fn stderr_flood_is_rate_limited() {
     let connector = StdioConnector::builder("python3")
         .args(["-c", script])
         .build();
-    let (handle, mut rx) = start(connector, 1, small());
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
     handle.grant_credit();
     expect_up(&mut rx).await;
     assert!(matches!(
@@ -447,7 +405,7 @@ async fn full_queue_reports_busy() {
         max_frame_bytes: 1024,
         send_queue: 2,
     };
-    let (handle, mut rx) = start(sh("exec sleep 30"), 1, config);
+    let (handle, mut rx) = start(Arc::new(sh("exec sleep 30")), 1, config);
     expect_up(&mut rx).await;
     let frame = vec![b'x'; 64 * 1024];
     let mut busy = false;
@@ -470,7 +428,7 @@ async fn full_queue_reports_busy() {
 #[tokio::test]
 async fn spawn_error_is_reported_as_down() {
     let connector = StdioConnector::builder("/nonexistent/mcp-server-does-not-exist").build();
-    let (handle, mut rx) = start(connector, 3, small());
+    let (handle, mut rx) = start(Arc::new(connector), 3, small());
     match next(&mut rx).await {
         (3, TransportEvent::Down(TransportError::Spawn(e))) => {
             assert_eq!(e.kind(), std::io::ErrorKind::NotFound);

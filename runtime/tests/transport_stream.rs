@@ -1,9 +1,11 @@
 //! Byte-stream transports: TCP, Unix socket and in-process duplex servers.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
+use common::*;
 use mcp_runtime::transport::{
     self, Connector, SendOutcome, StreamConnector, TransportConfig, TransportError, TransportEvent,
     TransportHandle,
@@ -11,54 +13,6 @@ use mcp_runtime::transport::{
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::timeout;
-
-type Events = mpsc::UnboundedReceiver<(u64, TransportEvent)>;
-
-const WAIT: Duration = Duration::from_secs(5);
-
-fn small() -> TransportConfig {
-    TransportConfig {
-        max_frame_bytes: 64 * 1024,
-        send_queue: 16,
-    }
-}
-
-fn start(
-    connector: Arc<dyn Connector>,
-    r#gen: u64,
-    config: TransportConfig,
-) -> (TransportHandle, Events) {
-    let (tx, rx) = mpsc::unbounded_channel();
-    (transport::spawn(connector, r#gen, config, tx), rx)
-}
-
-async fn next(rx: &mut Events) -> (u64, TransportEvent) {
-    timeout(WAIT, rx.recv())
-        .await
-        .expect("no transport event within 5 s")
-        .expect("event channel closed")
-}
-
-async fn expect_up(rx: &mut Events) {
-    match next(rx).await {
-        (_, TransportEvent::Up) => {}
-        (_, other) => panic!("expected Up, got {other:?}"),
-    }
-}
-
-async fn expect_frame(rx: &mut Events) -> Vec<u8> {
-    match next(rx).await {
-        (_, TransportEvent::Frame(f)) => f,
-        (_, other) => panic!("expected a frame, got {other:?}"),
-    }
-}
-
-async fn expect_down(rx: &mut Events) -> TransportError {
-    match next(rx).await {
-        (_, TransportEvent::Down(e)) => e,
-        (_, other) => panic!("expected Down, got {other:?}"),
-    }
-}
 
 /// Echoes every line back, prefixed with a tag so tests can tell servers apart.
 async fn echo_server<R, W>(reader: R, mut writer: W, tag: String)
