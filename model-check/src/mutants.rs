@@ -112,6 +112,10 @@ pub fn all() -> Vec<Case> {
             variant: without(S::Initializing, E::InitTimeout, None, A::CloseTransport),
         },
         Case {
+            name: "table: credit granted to the closed transport in backoff",
+            variant: edit(S::Backoff, E::Response, None, |a| *a = vec![A::GrantCredit]),
+        },
+        Case {
             name: "table: transport left open after an oversized frame",
             variant: without(S::Ready, E::OversizedFrame, None, A::CloseTransport),
         },
