@@ -440,12 +440,20 @@ impl Handlers for Core {
         self.push(Action::Report(Report::InitRejected { reason }));
     }
 
-    fn abandon_init(&mut self, ev: &Event) {
+    fn abandon_init(&mut self, _: &Event) {
         if let Some(id) = self.init_id.take() {
             self.tombstone(id);
         }
+    }
+
+    fn note_failure(&mut self, ev: &Event) {
         if let Some(why) = failure_reason(ev) {
-            self.last_error = Some(format!("handshake failed: {why}"));
+            let during = if self.state == State::Ready {
+                "connection lost"
+            } else {
+                "connection failed"
+            };
+            self.last_error = Some(format!("{during}: {why}"));
         }
     }
 
@@ -460,12 +468,7 @@ impl Handlers for Core {
         self.backoff.reset();
     }
 
-    fn schedule_backoff(&mut self, ev: &Event) {
-        if let Event::TransportDown { reason } = ev
-            && self.state != State::Initializing
-        {
-            self.last_error = Some(reason.clone());
-        }
+    fn schedule_backoff(&mut self, _: &Event) {
         let c = &self.config;
         let (min, max, pct) = (c.backoff_min, c.backoff_max, c.backoff_jitter_pct);
         let delay = self.backoff.next(min, max, pct, &mut self.rng);
@@ -584,9 +587,6 @@ impl Handlers for Core {
         if let Event::Oversized { size } = ev {
             let max = self.config.max_frame_bytes;
             self.push(Action::Report(Report::Oversized { size: *size, max }));
-            self.last_error = Some(format!(
-                "server sent a frame of {size} bytes, over the {max}-byte limit"
-            ));
         }
     }
 
