@@ -265,11 +265,30 @@ impl Core {
         }
     }
 
+    /// The call a progress notification is for, if it is live and asked for progress.
+    fn progress_call(&self, ev: &Event) -> Option<RequestId> {
+        let id = notification_param(ev, "notifications/progress", "progressToken")?.as_u64()?;
+        self.calls.get(id).filter(|e| e.progress).map(|_| id)
+    }
+
     /// The accepted handshake, parsed back from its JSON text.
     pub(crate) fn server_info(&self) -> Option<ServerInfo> {
         let v: Value = serde_json::from_str(self.server.as_deref()?).ok()?;
         protocol::check_init_result(&v).ok()
     }
+}
+
+/// The params of a server notification with this method.
+fn notification_params<'a>(ev: &'a Event, method: &str) -> Option<&'a Value> {
+    let Event::ServerNotification { method: m, params } = ev else {
+        return None;
+    };
+    params.as_ref().filter(|_| m == method)
+}
+
+/// One param of a server notification with this method.
+fn notification_param<'a>(ev: &'a Event, method: &str, key: &str) -> Option<&'a Value> {
+    notification_params(ev, method)?.get(key)
 }
 
 /// Why an event ends a connection or a handshake, in words, when the event says.
@@ -316,31 +335,12 @@ impl Handlers for Core {
     }
 
     fn is_progress(&self, ev: &Event) -> bool {
-        let Event::ServerNotification {
-            method,
-            params: Some(p),
-        } = ev
-        else {
-            return false;
-        };
-        method == "notifications/progress"
-            && p.get("progressToken")
-                .and_then(Value::as_u64)
-                .and_then(|id| self.calls.get(id))
-                .is_some_and(|e| e.progress)
+        self.progress_call(ev).is_some()
     }
 
     fn is_server_cancel(&self, ev: &Event) -> bool {
-        let Event::ServerNotification {
-            method,
-            params: Some(p),
-        } = ev
-        else {
-            return false;
-        };
-        method == "notifications/cancelled"
-            && p.get("requestId")
-                .is_some_and(|id| self.server_requests.contains(&id_key(id)))
+        notification_param(ev, "notifications/cancelled", "requestId")
+            .is_some_and(|id| self.server_requests.contains(&id_key(id)))
     }
 
     fn is_pending_send(&self, ev: &Event) -> bool {
@@ -518,11 +518,7 @@ impl Handlers for Core {
     }
 
     fn abort_server_request(&mut self, ev: &Event) {
-        if let Event::ServerNotification {
-            params: Some(p), ..
-        } = ev
-            && let Some(id) = p.get("requestId")
-        {
+        if let Some(id) = notification_param(ev, "notifications/cancelled", "requestId") {
             self.server_requests.remove(&id_key(id));
             let generation = self.generation;
             self.push(Action::AbortServerRequest {
@@ -548,13 +544,10 @@ impl Handlers for Core {
     }
 
     fn deliver_progress(&mut self, ev: &Event) {
-        let Event::ServerNotification {
-            params: Some(p), ..
-        } = ev
-        else {
+        let Some(params) = notification_params(ev, "notifications/progress") else {
             return;
         };
-        let Some(id) = p.get("progressToken").and_then(Value::as_u64) else {
+        let Some(id) = self.progress_call(ev) else {
             return;
         };
         let Some(entry) = self.calls.get(id) else {
@@ -571,7 +564,7 @@ impl Handlers for Core {
         }
         self.push(Action::Progress {
             call,
-            params: p.clone(),
+            params: params.clone(),
         });
     }
 
