@@ -15,9 +15,15 @@ fn main() -> ExitCode {
     match mcp_codegen::generate(&source, "spec/transitions.toml") {
         Ok(generated) => {
             let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-            if let Err(e) = fs::write(out.join("connection.rs"), generated.rust) {
-                println!("cargo::error=cannot write generated code: {e}");
-                return ExitCode::FAILURE;
+            let files = [
+                ("connection.rs", generated.rust),
+                ("connection_interpreter.rs", generated.interpreter),
+            ];
+            for (name, text) in files {
+                if let Err(e) = fs::write(out.join(name), text) {
+                    println!("cargo::error=cannot write generated code: {e}");
+                    return ExitCode::FAILURE;
+                }
             }
             ExitCode::SUCCESS
         }

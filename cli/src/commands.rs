@@ -93,7 +93,7 @@ pub async fn connect(g: &Global) -> Result<Client, CliError> {
             mcp_runtime::Error::Unavailable {
                 last_error: Some(last),
                 ..
-            } => last.clone(),
+            } => last.to_string(),
             other => other.to_string(),
         };
         if let Some(stderr) = capture::last_server_stderr() {
@@ -609,11 +609,11 @@ async fn watch(
             },
             t = transitions.recv() => {
                 if let Ok(t) = t {
-                    let why = match (t.to, client.last_error()) {
+                    let why = match (t.to(), client.last_error()) {
                         (mcp_runtime::ConnState::Backoff, Some(e)) => format!(": {e}"),
                         _ => String::new(),
                     };
-                    eprintln!("mcpc: connection {} -> {} ({}){why}", t.from, t.to, t.event);
+                    eprintln!("mcpc: connection {} -> {} ({}){why}", t.from(), t.to(), t.event());
                 }
             }
         }
@@ -639,28 +639,30 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
             t = transitions.recv() => match t {
                 Ok(t) => {
                     let at = t.at.saturating_duration_since(start).as_secs_f64();
-                    let note = match t.to {
+                    let note = match t.to() {
                         mcp_runtime::ConnState::Ready => client
                             .server_info()
                             .map(|s| format!("{} {}", s.name, s.version)),
-                        mcp_runtime::ConnState::Backoff => client.last_error(),
+                        mcp_runtime::ConnState::Backoff => {
+                            client.last_error().map(|e| e.to_string())
+                        }
                         _ => None,
                     };
                     if g.json {
-                        println!("{}", json!({"at": at, "from": t.from.name(), "to": t.to.name(),
-                            "event": t.event, "row": t.row, "note": note}));
+                        println!("{}", json!({"at": at, "from": t.from().name(), "to": t.to().name(),
+                            "event": t.event(), "row": t.step.row, "note": note}));
                     } else {
                         let line = format!(
                             "+{at:.3}s  {:<12} -> {:<12}  event {:<18} row {:<3}{}",
-                            t.from.name(),
-                            t.to.name(),
-                            t.event,
-                            t.row,
+                            t.from().name(),
+                            t.to().name(),
+                            t.event(),
+                            t.step.row,
                             note.map(|n| format!("  ({n})")).unwrap_or_default()
                         );
                         println!("{}", line.trim_end());
                     }
-                    if t.to.is_terminal() {
+                    if t.to().is_terminal() {
                         break;
                     }
                 }

@@ -68,10 +68,10 @@ fn transition_line(t: &Transition, start: Instant) -> String {
     format!(
         "      {:>7}  {:<12} -> {:<12} event {:<18} row {}",
         format!("+{}ms", t.at.saturating_duration_since(start).as_millis()),
-        t.from.name(),
-        t.to.name(),
-        t.event,
-        t.row
+        t.from().name(),
+        t.to().name(),
+        t.event(),
+        t.step.row
     )
 }
 
@@ -95,7 +95,7 @@ async fn print_until_ready(
             t = transitions.recv() => match t {
                 Ok(t) => {
                     println!("{}", transition_line(&t, start));
-                    if t.to == ConnState::Ready {
+                    if t.to() == ConnState::Ready {
                         return Ok(());
                     }
                 }

@@ -142,7 +142,9 @@ mod tests {
             data: None,
         };
         assert_eq!(CliError::call("x", &server).exit.code(), 1);
-        let lost = mcp_runtime::Error::Transport("connection lost".into());
+        let lost = mcp_runtime::Error::ConnectionLost(mcp_runtime::Failure::Transport(
+            mcp_runtime::TransportError::Eof,
+        ));
         assert_eq!(CliError::call("x", &lost).exit.code(), 5);
     }
 }

@@ -38,7 +38,7 @@ fn demo_shows_every_step_and_exits_0() {
         // 4: crash, backoff, reconnect, then a successful call.
         "ready        -> backoff      event transport_down",
         "backoff      -> starting     event reconnect",
-        "the die call was answered with an error: transport error: connection lost",
+        "the die call was answered with an error: connection lost: the peer closed the connection",
         "echo -> Echo: still here",
         // 5: timeout, then the late answer dropped.
         "error: request timed out after 3",

@@ -254,6 +254,126 @@ pub enum SpecError {
         /// How many rows there are.
         count: usize,
     },
+    /// A payload or witness type that is not a Rust type path.
+    #[error("`{text}` is not a Rust type path: {reason}")]
+    BadType {
+        /// The type as written.
+        text: String,
+        /// Why it is rejected.
+        reason: String,
+    },
+    /// A row whose guard or actions use the payload lists events with different payloads.
+    #[error(
+        "the events of this row carry different payloads: `{first_event}` carries {}, `{event}` carries {}",
+        payload_text(.first),
+        payload_text(.payload)
+    )]
+    RowPayloadMismatch {
+        /// The row's first event.
+        first_event: String,
+        /// Its payload type.
+        first: Option<String>,
+        /// An event of the row with another payload.
+        event: String,
+        /// That event's payload type.
+        payload: Option<String>,
+    },
+    /// A guard used on events with different payloads (a guard takes one type, or none).
+    #[error(
+        "guard `{guard}` is used on events with different payloads: `{first_event}` carries {}, `{event}` carries {}",
+        payload_text(.first),
+        payload_text(.payload)
+    )]
+    GuardPayloadMismatch {
+        /// The guard.
+        guard: String,
+        /// The event of the first row using the guard.
+        first_event: String,
+        /// Its payload type.
+        first: Option<String>,
+        /// The event of a later row that differs.
+        event: String,
+        /// Its payload type.
+        payload: Option<String>,
+    },
+    /// An action that takes the payload, in a row whose event carries none.
+    #[error("action `{action}` takes the payload, but event `{event}` carries none")]
+    ActionWithoutPayload {
+        /// The action.
+        action: String,
+        /// The event without payload.
+        event: String,
+    },
+    /// An action that takes the payload, used on events of different payload types.
+    #[error(
+        "action `{action}` takes payloads of different types: `{first}` (row at line {first_line}) and `{payload}`"
+    )]
+    ActionPayloadMismatch {
+        /// The action.
+        action: String,
+        /// The payload type of the first row using it.
+        first: String,
+        /// The line of that row.
+        first_line: usize,
+        /// The payload type of this row.
+        payload: String,
+    },
+    /// An action that takes the witness, in a row without a guard.
+    #[error("action `{action}` takes the witness, but this row has no guard")]
+    WitnessWithoutGuard {
+        /// The action.
+        action: String,
+    },
+    /// An action that takes the witness, in a row whose guard yields none.
+    #[error("action `{action}` takes the witness, but guard `{guard}` yields none")]
+    WitnessNotYielded {
+        /// The action.
+        action: String,
+        /// The row's guard.
+        guard: String,
+    },
+    /// An action that takes the witness, used with guards yielding different types.
+    #[error(
+        "action `{action}` takes witnesses of different types: `{first}` (row at line {first_line}) and `{witness}`"
+    )]
+    WitnessMismatch {
+        /// The action.
+        action: String,
+        /// The witness type of the first row using it.
+        first: String,
+        /// The line of that row.
+        first_line: usize,
+        /// The witness type of this row.
+        witness: String,
+    },
+    /// An action of a row uses the payload or witness after an earlier action moved it.
+    #[error("{value} used by `{used_by}` after it was moved by `{moved_by}`")]
+    UseAfterMove {
+        /// `payload` or `witness`.
+        value: &'static str,
+        /// The action that took it by value.
+        moved_by: String,
+        /// The action that uses it afterwards.
+        used_by: String,
+    },
+    /// A guard that yields a witness that no action of its rows takes.
+    #[error(
+        "guard `{guard}` yields `{witness}` but no action of its rows takes the witness; drop `yields`"
+    )]
+    UnusedWitness {
+        /// The guard.
+        guard: String,
+        /// The type it yields.
+        witness: String,
+    },
+    /// An initial action that takes a payload or a witness (no event runs it).
+    #[error("initial action `{action}` takes the {value}, but no event runs initial actions")]
+    InitialActionTakes {
+        /// The action.
+        action: String,
+        /// `payload` or `witness`.
+        value: &'static str,
+    },
     /// The generator produced Rust that does not parse: a bug in mcp-codegen, not in the spec.
     #[error("internal error (a bug in mcp-codegen): {message}")]
     Internal {
@@ -300,9 +420,27 @@ impl SpecError {
             SpecError::CamelClash { .. } => "camel-clash",
             SpecError::BadName { .. } => "bad-name",
             SpecError::TooManyRows { .. } => "too-many-rows",
+            SpecError::BadType { .. } => "bad-type",
+            SpecError::RowPayloadMismatch { .. } => "row-payload-mismatch",
+            SpecError::GuardPayloadMismatch { .. } => "guard-payload-mismatch",
+            SpecError::ActionWithoutPayload { .. } => "action-without-payload",
+            SpecError::ActionPayloadMismatch { .. } => "action-payload-mismatch",
+            SpecError::WitnessWithoutGuard { .. } => "witness-without-guard",
+            SpecError::WitnessNotYielded { .. } => "witness-not-yielded",
+            SpecError::WitnessMismatch { .. } => "witness-mismatch",
+            SpecError::UseAfterMove { .. } => "use-after-move",
+            SpecError::UnusedWitness { .. } => "unused-witness",
+            SpecError::InitialActionTakes { .. } => "initial-action-takes",
             SpecError::Internal { .. } => "internal",
         }
     }
+}
+
+/// A payload type for messages: `` `T` `` or `no payload`.
+fn payload_text(payload: &Option<String>) -> String {
+    payload
+        .as_ref()
+        .map_or_else(|| "no payload".to_owned(), |t| format!("`{t}`"))
 }
 
 /// A span of the spec's text (byte offsets) with a message: where an error points.

@@ -27,7 +27,7 @@ pub fn emit(m: &Machine, path: &str) -> String {
         } else {
             m.initial_actions
                 .iter()
-                .map(|&a| m.actions[a].name.as_str())
+                .map(|&a| m.actions[a].decl.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         }
@@ -50,7 +50,7 @@ pub fn emit(m: &Machine, path: &str) -> String {
                 .map(|&e| m.events[e].decl.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ");
-        let guard = r.guard.map_or("", |g| m.guards[g].name.as_str());
+        let guard = r.guard.map_or("", |g| m.guards[g].decl.name.as_str());
         let actions = if r.impossible {
             "impossible".to_owned()
         } else if r.ignore {
@@ -58,7 +58,7 @@ pub fn emit(m: &Machine, path: &str) -> String {
         } else {
             r.actions
                 .iter()
-                .map(|&a| m.actions[a].name.as_str())
+                .map(|&a| m.actions[a].decl.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         };

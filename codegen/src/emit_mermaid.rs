@@ -32,7 +32,7 @@ pub fn emit(m: &Machine, path: &str) -> String {
             .collect::<Vec<_>>()
             .join(", ");
         if let Some(g) = row.guard {
-            let _ = write!(label, " [{}]", m.guards[g].name);
+            let _ = write!(label, " [{}]", m.guards[g].decl.name);
         }
         for &from in &row.from {
             if from == to {

@@ -1,7 +1,10 @@
 //! The lowered machine: names resolved to indexes, rows expanded into cells.
 //!
 //! A [`Machine`] is only built from a spec that passed [`crate::validate`], so every index is in
-//! range, every cell has at least one row, and the last row of every cell has no guard. Order is
+//! range, every cell has at least one row, and the last row of every cell has no guard; every
+//! guard gets one payload type (or none) and every action that takes the payload or the witness
+//! has its type, the same on every row that runs it. Types are canonical Rust type paths
+//! ([`crate::rust_type`]). Order is
 //! the file's everywhere (declarations, rows, and the rows of a cell), so everything emitted from
 //! it is byte-stable. It holds no spans: diagnostics are done by then.
 
@@ -58,6 +61,43 @@ pub struct Event {
     pub source: Source,
     /// The timer that fires it (index in [`Machine::timers`]), for timer events.
     pub timer: Option<usize>,
+    /// The Rust type it carries (canonical text, see [`crate::rust_type`]), if any.
+    pub payload: Option<String>,
+}
+
+/// How an action takes a value of its row (the event's payload, the guard's witness).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Use {
+    /// By reference: `&T`.
+    Ref,
+    /// By value: `T` (the last use of the value in its row).
+    Move,
+}
+
+/// A guard: a `Handlers` method that says whether a row fires.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Guard {
+    /// Name and doc.
+    pub decl: Named,
+    /// The payload type of the events of its rows (it gets `&T`); `None`: they carry none.
+    pub takes: Option<String>,
+    /// `yields`: the witness type it returns (`Option<T>`); `None`: it returns `bool`.
+    pub yields: Option<String>,
+}
+
+/// An action: a `Handlers` method a row runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Action {
+    /// Name and doc.
+    pub decl: Named,
+    /// `payload`: how it takes its row's event payload, if it does.
+    pub payload: Option<Use>,
+    /// `witness`: how it takes its row's guard's witness, if it does.
+    pub witness: Option<Use>,
+    /// The payload type, exactly when `payload` is set (one type on every row using it).
+    pub payload_type: Option<String>,
+    /// The witness type, exactly when `witness` is set (one type on every row using it).
+    pub witness_type: Option<String>,
 }
 
 /// How long a timer lives.
@@ -145,9 +185,9 @@ pub struct Machine {
     /// The timers.
     pub timers: Vec<Timer>,
     /// The guards.
-    pub guards: Vec<Named>,
+    pub guards: Vec<Guard>,
     /// The actions.
-    pub actions: Vec<Named>,
+    pub actions: Vec<Action>,
     /// The rows, in file order.
     pub rows: Vec<Row>,
     /// Every (state, event) cell, state-major: `cells[state * events.len() + event]`.

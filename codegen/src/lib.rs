@@ -1,9 +1,22 @@
 //! `mcp-codegen`: turns the connection table (`spec/transitions.toml`) into Rust, a Mermaid
 //! diagram and a Markdown table.
 //!
-//! The pipeline is parse ([`spec`]) → validate ([`validate`]) → lower ([`ir`]) → emit
-//! ([`emit_rust`], [`emit_mermaid`], [`emit_markdown`]). Every error of a spec is collected and
-//! rendered like rustc ([`Diagnostics`]); nothing is generated from a spec with errors.
+//! The pipeline:
+//!
+//! 1. parse ([`spec`]): the TOML's shape, every value with its span;
+//! 2. resolve ([`validate`], stage 1): names become indexes; unknown names, bad names and bad
+//!    payload/witness types ([`rust_type`]) are reported;
+//! 3. check ([`validate`], stage 2): the table's rules: cells covered with a fallback row,
+//!    terminal states, reachability, unused declarations, and the typing and ownership of
+//!    event payloads and guard witnesses;
+//! 4. lower ([`validate`], stage 3): the [`ir::Machine`];
+//! 5. emit: [`emit_rust::emit`] (the module `include!`d by the machine: enums, rows, the typed
+//!    `Event`, the `Handlers` trait, the exhaustive `dispatch`), [`emit_rust::emit_interpreter`]
+//!    (the table interpreter the model checker runs mutated tables with), [`emit_mermaid`],
+//!    [`emit_markdown`]; [`handlers`] prints an `impl Handlers` skeleton or compares one.
+//!
+//! Every error of a spec is collected and rendered like rustc ([`Diagnostics`]); nothing is
+//! generated from a spec with errors.
 //!
 //! What this crate is not: it reads no file and writes none ([`generate`] takes the text; the
 //! binary and build scripts do I/O), it runs no machine, and it does not compile the Rust it
@@ -17,6 +30,7 @@ pub mod emit_mermaid;
 pub mod emit_rust;
 pub mod handlers;
 pub mod ir;
+pub mod rust_type;
 pub mod spec;
 pub mod validate;
 
@@ -30,6 +44,8 @@ pub use ir::Machine;
 pub struct Generated {
     /// The Rust module body, to be `include!`d inside a module (no inner attributes).
     pub rust: String,
+    /// The table interpreter (for the model checker), to be `include!`d in the same module.
+    pub interpreter: String,
     /// The Mermaid `stateDiagram-v2` (also the generated `MERMAID` constant).
     pub mermaid: String,
     /// The Markdown table of the rows.
@@ -52,19 +68,16 @@ pub fn generate(source: &str, path: &str) -> Result<Generated, Diagnostics> {
     let machine = load(source, path)?;
     let mermaid = emit_mermaid::emit(&machine, path);
     let markdown = emit_markdown::emit(&machine, path);
-    let rust = emit_rust::emit(&machine, path, &mermaid).map_err(|message| {
-        Diagnostics::new(
-            path,
-            source,
-            vec![Diagnostic::new(
-                SpecError::Internal { message },
-                0..0,
-                "while generating from this spec",
-            )],
-        )
-    })?;
+    let internal = |message| {
+        let error = SpecError::Internal { message };
+        let d = Diagnostic::new(error, 0..0, "while generating from this spec");
+        Diagnostics::new(path, source, vec![d])
+    };
+    let rust = emit_rust::emit(&machine, path, &mermaid).map_err(internal)?;
+    let interpreter = emit_rust::emit_interpreter(&machine, path).map_err(internal)?;
     Ok(Generated {
         rust,
+        interpreter,
         mermaid,
         markdown,
     })

@@ -1,7 +1,7 @@
 //! The `mcp-codegen` command: checks the connection table and prints what is generated from it.
 //!
 //! Exit codes: 0 on success, 1 when the spec has errors (or, for `handlers --impl`, methods are
-//! missing), 2 when a file cannot be read or the command line is wrong.
+//! missing or have other signatures), 2 when a file cannot be read or the command line is wrong.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,19 +40,24 @@ enum Command {
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
     },
-    /// Prints the generated Rust.
+    /// Prints the generated Rust (what the machine runs), or with --interpreter the table
+    /// interpreter the model checker uses for mutated tables.
     Rust {
         /// The spec file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
+        /// Print the interpreter instead.
+        #[arg(long)]
+        interpreter: bool,
     },
     /// Prints an `impl Handlers` skeleton, or with --impl compares an existing impl to the spec.
     Handlers {
         /// The spec file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
-        /// A Rust file holding an `impl ... Handlers for ...` block: prints the methods it lacks
-        /// and those the spec no longer has; exit 1 if any is missing.
+        /// A Rust file holding an `impl ... Handlers for ...` block: prints the methods it lacks,
+        /// those whose arguments or return differ from the spec's, and those the spec no longer
+        /// has; exit 1 if any is missing or differs.
         #[arg(long = "impl", value_name = "FILE.rs")]
         impl_file: Option<PathBuf>,
     },
@@ -93,17 +98,21 @@ fn compare(m: &Machine, file: &Path) -> Result<(), ExitCode> {
         };
         println!("missing {kind}: {};", method.signature());
     }
+    for method in &diff.mismatched {
+        println!("signature differs, the spec says: {};", method.signature());
+    }
     for name in &diff.extra {
         println!("not in the spec: fn {name}");
     }
-    if diff.missing.is_empty() && diff.extra.is_empty() {
+    let complete = diff.missing.is_empty() && diff.mismatched.is_empty();
+    if complete && diff.extra.is_empty() {
         println!(
             "ok: `{}` implements the {} methods the spec requires",
             file.display(),
             handlers::required_methods(m).len()
         );
     }
-    if diff.missing.is_empty() {
+    if complete {
         Ok(())
     } else {
         Err(ExitCode::from(1))
@@ -126,7 +135,10 @@ fn run(cli: Cli) -> Result<(), ExitCode> {
         }
         Command::Diagram { path } => print!("{}", generated(&path)?.mermaid),
         Command::Table { path } => print!("{}", generated(&path)?.markdown),
-        Command::Rust { path } => print!("{}", generated(&path)?.rust),
+        Command::Rust { path, interpreter } => {
+            let g = generated(&path)?;
+            print!("{}", if interpreter { g.interpreter } else { g.rust });
+        }
         Command::Handlers { path, impl_file } => {
             let m = machine(&path)?;
             match impl_file {

@@ -32,10 +32,10 @@ pub struct Spec {
     pub timers: Decls<TimerDecl>,
     /// `[guards.<name>]`, in file order.
     #[serde(default)]
-    pub guards: Decls<DocDecl>,
+    pub guards: Decls<GuardDecl>,
     /// `[actions.<name>]`, in file order.
     #[serde(default)]
-    pub actions: Decls<DocDecl>,
+    pub actions: Decls<ActionDecl>,
     /// `[[row]]`, in file order.
     #[serde(default)]
     pub row: Vec<Spanned<RowDecl>>,
@@ -82,6 +82,8 @@ pub struct EventDecl {
     pub doc: Spanned<String>,
     /// `source`.
     pub source: Spanned<SourceDecl>,
+    /// `payload`: the Rust type the event carries, if any.
+    pub payload: Option<Spanned<String>>,
 }
 
 /// A timer's `kind`.
@@ -108,14 +110,40 @@ pub struct TimerDecl {
     pub states: Option<Spanned<Vec<Spanned<String>>>>,
     /// `key` (keyed timers only).
     pub key: Option<Spanned<String>>,
+    /// `payload`: the Rust type the timer's event carries, if any.
+    pub payload: Option<Spanned<String>>,
 }
 
-/// `[guards.<name>]` and `[actions.<name>]`: only a doc.
+/// `[guards.<name>]`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct DocDecl {
+pub struct GuardDecl {
     /// `doc`.
     pub doc: Spanned<String>,
+    /// `yields`: the witness type the guard returns (`Option<T>` instead of `bool`).
+    pub yields: Option<Spanned<String>>,
+}
+
+/// How an action takes a value of its row: by reference or by value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UseDecl {
+    /// `&T`.
+    Ref,
+    /// `T`, the last use in the row.
+    Move,
+}
+
+/// `[actions.<name>]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionDecl {
+    /// `doc`.
+    pub doc: Spanned<String>,
+    /// `payload`: how the action takes its row's event payload.
+    pub payload: Option<Spanned<UseDecl>>,
+    /// `witness`: how the action takes its row's guard's witness.
+    pub witness: Option<Spanned<UseDecl>>,
 }
 
 /// One `[[row]]` as written.

@@ -7,65 +7,35 @@
 
 use serde_json::Value;
 
+pub use crate::event::ResponseId;
+use crate::event::{Malformed, Notification, Oversized, Response, ServerRequest, ServerRequestId};
 use crate::io::RpcError;
 
-/// The id of a response, as far as matching goes.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ResponseId {
-    /// A non-negative integer id: the only kind this client issues.
-    Number(u64),
-    /// Anything else (string, negative, fractional, null): never one of ours.
-    Other(String),
-}
-
-/// What a frame is.
+/// What a frame is: the payload of the event it becomes.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
     /// A response (result or error).
-    Response {
-        /// Its id.
-        id: ResponseId,
-        /// The result or the error.
-        body: Result<Value, RpcError>,
-    },
+    Response(Response),
     /// A request from the server.
-    Request {
-        /// Its id (string or integer).
-        id: Value,
-        /// Its method.
-        method: String,
-        /// Its params.
-        params: Option<Value>,
-    },
+    Request(ServerRequest),
     /// A notification from the server.
-    Notification {
-        /// Its method.
-        method: String,
-        /// Its params.
-        params: Option<Value>,
-    },
+    Notification(Notification),
     /// Not a JSON-RPC message.
-    Malformed {
-        /// Why.
-        reason: String,
-    },
+    Malformed(Malformed),
     /// Over the size limit; not parsed.
-    Oversized {
-        /// Its size.
-        size: usize,
-    },
+    Oversized(Oversized),
 }
 
 fn malformed(reason: impl Into<String>) -> Frame {
-    Frame::Malformed {
+    Frame::Malformed(Malformed {
         reason: reason.into(),
-    }
+    })
 }
 
 /// Classifies one frame of `bytes` under the limit `max_frame_bytes`.
 pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     if bytes.len() > max_frame_bytes {
-        return Frame::Oversized { size: bytes.len() };
+        return Frame::Oversized(Oversized { size: bytes.len() });
     }
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
@@ -91,11 +61,11 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     }
     match obj.remove("method") {
         Some(Value::String(method)) => match obj.remove("id") {
-            None => Frame::Notification { method, params },
-            Some(id @ (Value::String(_) | Value::Number(_))) => {
-                Frame::Request { id, method, params }
-            }
-            Some(_) => malformed("request id is neither a string nor a number"),
+            None => Frame::Notification(Notification { method, params }),
+            Some(id) => match ServerRequestId::from_json(&id) {
+                Some(id) => Frame::Request(ServerRequest { id, method, params }),
+                None => malformed("request id is neither a string nor a number"),
+            },
         },
         Some(_) => malformed("method is not a string"),
         None => {
@@ -114,12 +84,12 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
                 }
             };
             match (obj.remove("result"), obj.remove("error")) {
-                (Some(result), None) => Frame::Response {
+                (Some(result), None) => Frame::Response(Response {
                     id,
                     body: Ok(result),
-                },
+                }),
                 (None, Some(error)) => match rpc_error(error) {
-                    Ok(e) => Frame::Response { id, body: Err(e) },
+                    Ok(e) => Frame::Response(Response { id, body: Err(e) }),
                     Err(reason) => malformed(reason),
                 },
                 (Some(_), Some(_)) => malformed("response has both result and error"),
@@ -161,25 +131,25 @@ mod tests {
     fn shapes() {
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","id":3,"result":{}})),
-            Frame::Response {
+            Frame::Response(Response {
                 id: ResponseId::Number(3),
                 body: Ok(_)
-            }
+            })
         ));
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}})),
-            Frame::Response {
+            Frame::Response(Response {
                 id: ResponseId::Other(_),
                 body: Err(RpcError { code: -1, .. })
-            }
+            })
         ));
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
-            Frame::Request { .. }
+            Frame::Request(_)
         ));
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","method":"notifications/message","params":{}})),
-            Frame::Notification { .. }
+            Frame::Notification(_)
         ));
         for bad in [
             json!([]),
@@ -193,31 +163,25 @@ mod tests {
             json!({"method":"x","params":3}),
             json!({"method":"x","id":null}),
         ] {
-            assert!(matches!(c(bad.clone()), Frame::Malformed { .. }), "{bad}");
+            assert!(matches!(c(bad.clone()), Frame::Malformed(_)), "{bad}");
         }
-        assert!(matches!(
-            classify(b"{not json", 100),
-            Frame::Malformed { .. }
-        ));
+        assert!(matches!(classify(b"{not json", 100), Frame::Malformed(_)));
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","id":-1,"result":{}})),
-            Frame::Response {
+            Frame::Response(Response {
                 id: ResponseId::Other(_),
                 ..
-            }
+            })
         ));
     }
 
     #[test]
     fn the_limit_itself_is_accepted() {
         let frame = br#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-        assert!(matches!(
-            classify(frame, frame.len()),
-            Frame::Response { .. }
-        ));
+        assert!(matches!(classify(frame, frame.len()), Frame::Response(_)));
         assert_eq!(
             classify(frame, frame.len() - 1),
-            Frame::Oversized { size: frame.len() }
+            Frame::Oversized(Oversized { size: frame.len() })
         );
     }
 
@@ -230,9 +194,9 @@ mod tests {
         frame.resize(max - tail.len(), b'a');
         frame.extend_from_slice(tail);
         assert_eq!(frame.len(), max);
-        assert!(matches!(classify(&frame, max), Frame::Notification { .. }));
+        assert!(matches!(classify(&frame, max), Frame::Notification(_)));
         frame.insert(head.len(), b'a');
-        assert!(matches!(classify(&frame, max), Frame::Oversized { .. }));
+        assert!(matches!(classify(&frame, max), Frame::Oversized(_)));
     }
 
     proptest! {

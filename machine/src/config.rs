@@ -22,17 +22,21 @@ pub struct ClientCapabilities {
 }
 
 impl ClientCapabilities {
-    /// Whether a server request with this method is one the declared capabilities promise to answer.
-    pub fn handles(&self, method: &str) -> bool {
-        let declared = [
-            ("sampling/createMessage", self.sampling),
-            ("roots/list", self.roots),
-            (
-                "elicitation/create",
-                self.elicitation || self.elicitation_url,
-            ),
-        ];
-        declared.iter().any(|(m, on)| *m == method && *on)
+    /// Whether a server request with this method (and, for elicitation, this mode) is one the
+    /// declared capabilities promise to answer. An elicitation without `mode` is form mode.
+    pub fn handles(&self, method: &str, params: Option<&serde_json::Value>) -> bool {
+        match method {
+            "sampling/createMessage" => self.sampling,
+            "roots/list" => self.roots,
+            "elicitation/create" => {
+                match params.and_then(|p| p.get("mode")).and_then(|m| m.as_str()) {
+                    None | Some("form") => self.elicitation,
+                    Some("url") => self.elicitation_url,
+                    Some(_) => false,
+                }
+            }
+            _ => false,
+        }
     }
 
     /// The `capabilities` object sent in `initialize`.
@@ -75,7 +79,10 @@ pub struct Config {
     pub capabilities: ClientCapabilities,
     /// Default per-call timeout (30 s).
     pub request_timeout: Duration,
-    /// Bound on spawning a transport plus the handshake (10 s).
+    /// Bound on spawning the first transport plus its handshake (60 s: the first start of a
+    /// server through a package runner may install it first).
+    pub connect_timeout: Duration,
+    /// Bound on spawning a transport plus the handshake after a reconnect (10 s).
     pub init_timeout: Duration,
     /// First backoff delay (1 s).
     pub backoff_min: Duration,
@@ -109,6 +116,7 @@ impl Default for Config {
             client_version: env!("CARGO_PKG_VERSION").into(),
             capabilities: ClientCapabilities::default(),
             request_timeout,
+            connect_timeout: Duration::from_secs(60),
             init_timeout,
             backoff_min: Duration::from_secs(1),
             backoff_max,
@@ -128,7 +136,10 @@ impl Config {
     /// The tombstone TTL the seed design derives from the other timeouts: long enough that any
     /// answer the server could still send for an ended id arrives while it is remembered.
     pub fn ttl_for(request: Duration, init: Duration, backoff_max: Duration) -> Duration {
-        request + init + backoff_max + Duration::from_secs(5)
+        request
+            .saturating_add(init)
+            .saturating_add(backoff_max)
+            .saturating_add(Duration::from_secs(5))
     }
 }
 
@@ -150,9 +161,20 @@ mod tests {
             sampling: true,
             ..Default::default()
         };
-        assert!(caps.handles("sampling/createMessage"));
-        assert!(!caps.handles("roots/list"));
-        assert!(!caps.handles("ping"));
+        assert!(caps.handles("sampling/createMessage", None));
+        assert!(!caps.handles("roots/list", None));
+        assert!(!caps.handles("ping", None));
+        let form = ClientCapabilities {
+            elicitation: true,
+            ..Default::default()
+        };
+        let url = serde_json::json!({"mode": "url", "url": "https://x"});
+        assert!(form.handles("elicitation/create", None));
+        assert!(!form.handles("elicitation/create", Some(&url)));
+        assert_eq!(
+            Config::ttl_for(Duration::MAX, Duration::ZERO, Duration::ZERO),
+            Duration::MAX
+        );
         assert_eq!(caps.to_json(), serde_json::json!({"sampling": {}}));
     }
 }

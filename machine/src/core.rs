@@ -1,5 +1,7 @@
-//! The connection's data and the handlers of the generated trait: each guard answers one
-//! question about the event, each action does one named thing. None of them chooses a state.
+//! The connection's data ([`Core`]) and the handlers of the generated trait, implemented on a
+//! short-lived context ([`Ctx`]) that borrows the data, the output queue and the current state.
+//! Each guard answers one question about its event's payload (and yields what it found, so no
+//! action looks it up again); each action does one named thing. None of them chooses a state.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -9,113 +11,54 @@ use serde_json::{Value, json};
 
 use crate::backoff::Backoff;
 use crate::calls::{Calls, Entry, Phase, Tombstones};
-use crate::classify::ResponseId;
 use crate::config::Config;
-use crate::generated::{Handlers, State, TimerKind};
-use crate::io::{
-    Action, CallError, CallId, CallOptions, Generation, Notification, Report, RequestId, RpcError,
-    SendToken, ServerInfo,
+use crate::event::{
+    CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
+    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId, later,
 };
-use crate::machine::Mutant;
+use crate::failure::{Failure, TransportError};
+use crate::generated::{Handlers, State, TimerKind};
+use crate::io::{Action, CallError, CallId, Generation, Report, RequestId, RpcError, SendToken};
 use crate::protocol;
 use crate::rng::Rng;
 use crate::timers::{TimerKey, Timers};
 
-/// An event with its payload, after classification.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) enum Event {
-    /// Construction (the initial actions run with it).
-    Start,
-    TransportUp,
-    TransportDown {
-        reason: String,
-    },
-    Response {
-        id: ResponseId,
-        body: Result<Value, RpcError>,
-    },
-    ServerRequest {
-        id: Value,
-        method: String,
-        params: Option<Value>,
-    },
-    ServerNotification {
-        method: String,
-        params: Option<Value>,
-    },
-    Malformed {
-        reason: String,
-    },
-    Oversized {
-        size: usize,
-    },
-    Stale,
-    SendOutcome {
-        token: SendToken,
-    },
-    HandlerReply {
-        id: Value,
-        result: Result<Value, RpcError>,
-    },
-    Call {
-        call: CallId,
-        method: String,
-        params: Option<Value>,
-        options: CallOptions,
-    },
-    Notify {
-        call: CallId,
-        method: String,
-        params: Option<Value>,
-    },
-    Cancel {
-        call: CallId,
-    },
-    Stop {
-        call: CallId,
-    },
-    Timer(TimerKey),
+/// Whether a deliberate handler bug is on (model checker builds only; `false` in the product,
+/// where the branch compiles away).
+#[cfg(feature = "checker")]
+macro_rules! mutant {
+    ($core:expr, $m:ident) => {
+        $core.mutant == Some(crate::mutant::Mutant::$m)
+    };
+}
+#[cfg(not(feature = "checker"))]
+macro_rules! mutant {
+    ($core:expr, $m:ident) => {
+        false
+    };
 }
 
-/// The connection's data. Everything here is `Hash + Eq` so the model checker can store it;
-/// server values (`ServerInfo`) are kept as their JSON text for that reason.
+/// The connection's data: everything but the state (the machine's) and the undrained actions.
+/// `Hash + Eq` so the model checker can store it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Core {
     pub(crate) config: Arc<Config>,
     pub(crate) rng: Rng,
     pub(crate) now: Duration,
-    /// The state the dispatch runs in (set by the machine before each dispatch).
-    pub(crate) state: State,
     pub(crate) generation: Generation,
     pub(crate) next_id: RequestId,
     pub(crate) init_id: Option<RequestId>,
-    /// The accepted `initialize` result, as JSON text.
-    pub(crate) server: Option<String>,
-    pub(crate) last_error: Option<String>,
+    /// The accepted handshake.
+    pub(crate) server: Option<ServerInfo>,
+    pub(crate) last_error: Option<Failure>,
     pub(crate) calls: Calls,
     pub(crate) tombstones: Tombstones,
-    /// Server requests handed to the handler, by their id's JSON text.
-    pub(crate) server_requests: BTreeSet<String>,
+    /// Server requests handed to the handler and not yet answered or cancelled.
+    pub(crate) server_requests: BTreeSet<ServerRequestId>,
     pub(crate) backoff: Backoff,
     pub(crate) timers: Timers,
-    pub(crate) mutant: Option<Mutant>,
-    #[allow(clippy::struct_field_names)]
-    pub(crate) out: OutQueue,
-}
-
-/// The queue of actions not yet drained. Compared and hashed as always equal: the model
-/// checker only stores machines whose queue was drained.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct OutQueue(pub(crate) VecDeque<Action>);
-
-impl PartialEq for OutQueue {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-impl Eq for OutQueue {}
-impl std::hash::Hash for OutQueue {
-    fn hash<H: std::hash::Hasher>(&self, _: &mut H) {}
+    #[cfg(feature = "checker")]
+    pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
 
 impl Core {
@@ -124,7 +67,6 @@ impl Core {
             config,
             rng: Rng::new(seed),
             now,
-            state: State::INITIAL,
             generation: 0,
             next_id: 1,
             init_id: None,
@@ -135,17 +77,27 @@ impl Core {
             server_requests: BTreeSet::new(),
             backoff: Backoff::default(),
             timers: Timers::default(),
+            #[cfg(feature = "checker")]
             mutant: None,
-            out: OutQueue::default(),
         }
     }
+}
 
+/// What the handlers run in: the data, the output queue, and the state of this dispatch
+/// (read-only: only the table moves it).
+pub(crate) struct Ctx<'a> {
+    pub(crate) core: &'a mut Core,
+    pub(crate) out: &'a mut VecDeque<Action>,
+    pub(crate) state: State,
+}
+
+impl Ctx<'_> {
     fn push(&mut self, action: Action) {
-        self.out.0.push_back(action);
+        self.out.push_back(action);
     }
 
     fn send(&mut self, token: SendToken, frame: Vec<u8>) {
-        let generation = self.generation;
+        let generation = self.core.generation;
         self.push(Action::Send {
             generation,
             token,
@@ -166,20 +118,17 @@ impl Core {
         });
     }
 
-    fn mutant(&self, m: Mutant) -> bool {
-        self.mutant == Some(m)
-    }
-
     fn tombstone(&mut self, id: RequestId) {
-        let expires = self.now + self.config.tombstone_ttl;
-        self.tombstones.insert(id, expires);
+        let expires = later(self.core.now, self.core.config.tombstone_ttl);
+        self.core.tombstones.insert(id, expires);
     }
 
     fn cancel_call_timers(&mut self, id: RequestId) {
-        self.timers
-            .cancel(TimerKey::keyed(TimerKind::SendRetry, id));
-        if !self.mutant(Mutant::KeepTimerAfterReply) {
-            self.timers
+        let timers = &mut self.core.timers;
+        timers.cancel(TimerKey::keyed(TimerKind::SendRetry, id));
+        if !mutant!(self.core, KeepTimerAfterReply) {
+            self.core
+                .timers
                 .cancel(TimerKey::keyed(TimerKind::RequestTimeout, id));
         }
     }
@@ -187,76 +136,46 @@ impl Core {
     /// Ends a call that will get no server answer: forget it, cancel its timers, send
     /// `notifications/cancelled` if the server may have seen it, tombstone the id.
     fn end_call(&mut self, id: RequestId, reason: &str) -> Option<Entry> {
-        let entry = self.calls.remove(id)?;
+        let entry = self.core.calls.remove(id)?;
         self.cancel_call_timers(id);
-        if entry.phase == Phase::Sent || self.mutant(Mutant::CancelUnsent) {
+        if entry.phase == Phase::Sent || mutant!(self.core, CancelUnsent) {
             self.send(SendToken::Other, protocol::cancelled(id, reason));
         }
-        if !self.mutant(Mutant::NoTombstoneOnEnd) {
+        if !mutant!(self.core, NoTombstoneOnEnd) {
             self.tombstone(id);
         }
         Some(entry)
     }
 
     fn arm(&mut self, kind: TimerKind, after: Duration) {
-        let at = self.now + after;
-        self.timers.arm(TimerKey::plain(kind), at);
+        let at = later(self.core.now, after);
+        self.core.timers.arm(TimerKey::plain(kind), at);
     }
 
-    fn response_id(ev: &Event) -> Option<RequestId> {
-        if let Event::Response {
-            id: ResponseId::Number(n),
-            ..
-        } = ev
-        {
-            Some(*n)
-        } else {
-            None
-        }
-    }
-
-    fn send_token_id(ev: &Event) -> Option<RequestId> {
-        if let Event::SendOutcome {
-            token: SendToken::Request(id),
-        } = ev
-        {
-            Some(*id)
-        } else {
-            None
-        }
-    }
-
-    fn pending_send(&self, ev: &Event) -> Option<(RequestId, u8)> {
-        let id = Self::send_token_id(ev)?;
-        let Phase::Sending { attempt } = self.calls.get(id)?.phase else {
+    fn pending_send(&self, token: &SendToken) -> Option<PendingSend> {
+        let SendToken::Request(id) = *token else {
             return None;
         };
-        Some((id, attempt))
-    }
-
-    /// The live call an event names: a cancel by caller, or a keyed timer by id.
-    fn named_call(&self, ev: &Event) -> Option<RequestId> {
-        if let Event::Cancel { call } = ev {
-            return self.calls.id_of(*call);
-        }
-        let Event::Timer(TimerKey { id: Some(id), .. }) = ev else {
+        let Phase::Sending { attempt } = self.core.calls.get(id)?.phase else {
             return None;
         };
-        self.calls.get(*id).map(|_| *id)
+        Some(PendingSend { id, attempt })
     }
 
     fn retry_in(&self) -> Option<Duration> {
-        self.timers
+        self.core
+            .timers
             .deadline(TimerKey::plain(TimerKind::Reconnect))
-            .map(|at| at.saturating_sub(self.now))
+            .map(|at| at.saturating_sub(self.core.now))
     }
 
     fn fail_all(&mut self, error: &CallError) {
         let targets: Vec<(RequestId, CallId)> = self
+            .core
             .calls
             .iter()
             .filter(|(_, e)| {
-                !(self.mutant(Mutant::ForgetRetries) && matches!(e.phase, Phase::Retrying { .. }))
+                !(mutant!(self.core, ForgetRetries) && matches!(e.phase, Phase::Retrying { .. }))
             })
             .map(|(id, e)| (id, e.call))
             .collect();
@@ -265,427 +184,400 @@ impl Core {
         }
     }
 
-    /// The call a progress notification is for, if it is live and asked for progress.
-    fn progress_call(&self, ev: &Event) -> Option<RequestId> {
-        let id = notification_param(ev, "notifications/progress", "progressToken")?.as_u64()?;
-        self.calls.get(id).filter(|e| e.progress).map(|_| id)
+    fn note(&mut self, failure: Failure) {
+        self.core.last_error = Some(failure);
     }
 
-    /// The accepted handshake, parsed back from its JSON text.
-    pub(crate) fn server_info(&self) -> Option<ServerInfo> {
-        let v: Value = serde_json::from_str(self.server.as_deref()?).ok()?;
-        protocol::check_init_result(&v).ok()
-    }
-}
-
-/// The params of a server notification with this method.
-fn notification_params<'a>(ev: &'a Event, method: &str) -> Option<&'a Value> {
-    let Event::ServerNotification { method: m, params } = ev else {
-        return None;
-    };
-    params.as_ref().filter(|_| m == method)
-}
-
-/// One param of a server notification with this method.
-fn notification_param<'a>(ev: &'a Event, method: &str, key: &str) -> Option<&'a Value> {
-    notification_params(ev, method)?.get(key)
-}
-
-/// Why an event ends a connection or a handshake, in words, when the event says.
-fn failure_reason(ev: &Event) -> Option<String> {
-    if let Event::TransportDown { reason } = ev {
-        return Some(reason.clone());
-    }
-    if let Event::Oversized { size } = ev {
-        return Some(format!("the server sent an oversized frame ({size} bytes)"));
-    }
-    matches!(ev, Event::Timer(_)).then(|| "timed out".to_owned())
-}
-
-fn id_key(id: &Value) -> String {
-    id.to_string()
-}
-
-impl Handlers for Core {
-    type Event = Event;
-
-    fn is_init_accepted(&self, ev: &Event) -> bool {
-        matches!(ev, Event::Response { id: ResponseId::Number(n), body: Ok(result) }
-            if Some(*n) == self.init_id && protocol::check_init_result(result).is_ok())
-    }
-
-    fn is_init_response(&self, ev: &Event) -> bool {
-        Self::response_id(ev).is_some_and(|id| Some(id) == self.init_id)
-    }
-
-    fn is_ping(&self, ev: &Event) -> bool {
-        matches!(ev, Event::ServerRequest { method, .. } if method == "ping")
-    }
-
-    fn has_handler(&self, ev: &Event) -> bool {
-        matches!(ev, Event::ServerRequest { method, .. } if self.config.capabilities.handles(method))
-    }
-
-    fn is_live_response(&self, ev: &Event) -> bool {
-        Self::response_id(ev).is_some_and(|id| self.calls.get(id).is_some())
-    }
-
-    fn is_tombstoned(&self, ev: &Event) -> bool {
-        Self::response_id(ev).is_some_and(|id| self.tombstones.contains(id, self.now))
-    }
-
-    fn is_progress(&self, ev: &Event) -> bool {
-        self.progress_call(ev).is_some()
-    }
-
-    fn is_server_cancel(&self, ev: &Event) -> bool {
-        notification_param(ev, "notifications/cancelled", "requestId")
-            .is_some_and(|id| self.server_requests.contains(&id_key(id)))
-    }
-
-    fn is_pending_send(&self, ev: &Event) -> bool {
-        self.pending_send(ev).is_some()
-    }
-
-    fn can_retry_send(&self, ev: &Event) -> bool {
-        self.pending_send(ev)
-            .is_some_and(|(_, attempt)| attempt < self.config.send_attempts)
-    }
-
-    fn is_init_send(&self, ev: &Event) -> bool {
-        Self::send_token_id(ev).is_some_and(|id| Some(id) == self.init_id)
-    }
-
-    fn is_live_server_request(&self, ev: &Event) -> bool {
-        matches!(ev, Event::HandlerReply { id, .. } if self.server_requests.contains(&id_key(id)))
-    }
-
-    fn is_live_call(&self, ev: &Event) -> bool {
-        self.named_call(ev).is_some()
-    }
-
-    fn is_retrying(&self, ev: &Event) -> bool {
-        matches!(ev, Event::Timer(TimerKey { kind: TimerKind::SendRetry, id: Some(id) })
-            if matches!(self.calls.get(*id).map(|e| e.phase), Some(Phase::Retrying { .. })))
-    }
-
-    fn spawn_transport(&mut self, _: &Event) {
-        self.generation += 1;
-        if self.mutant(Mutant::ReuseIds) {
-            self.next_id = 1;
+    fn unavailable(&self) -> CallError {
+        CallError::Unavailable {
+            state: self.state,
+            retry_in: self.retry_in(),
+            last_error: self.core.last_error.clone(),
         }
-        let generation = self.generation;
+    }
+
+    fn response_id(p: &Response) -> Option<RequestId> {
+        match p.id {
+            ResponseId::Number(n) => Some(n),
+            ResponseId::Other(_) => None,
+        }
+    }
+}
+
+impl Handlers for Ctx<'_> {
+    fn is_init_accepted(&self, p: &Response) -> Option<ServerInfo> {
+        let id = Self::response_id(p)?;
+        let result = p.body.as_ref().ok()?;
+        (Some(id) == self.core.init_id)
+            .then(|| protocol::check_init_result(result).ok())
+            .flatten()
+    }
+
+    fn is_init_response(&self, p: &Response) -> bool {
+        Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
+    }
+
+    fn is_ping(&self, p: &ServerRequest) -> bool {
+        p.method == "ping"
+    }
+
+    fn is_duplicate_server_request(&self, p: &ServerRequest) -> bool {
+        self.core.server_requests.contains(&p.id)
+    }
+
+    fn has_handler(&self, p: &ServerRequest) -> bool {
+        self.core
+            .config
+            .capabilities
+            .handles(&p.method, p.params.as_ref())
+    }
+
+    fn is_live_response(&self, p: &Response) -> Option<RequestId> {
+        Self::response_id(p).filter(|id| self.core.calls.get(*id).is_some())
+    }
+
+    fn is_tombstoned(&self, p: &Response) -> Option<RequestId> {
+        Self::response_id(p).filter(|id| self.core.tombstones.contains(*id, self.core.now))
+    }
+
+    fn is_progress(&self, p: &Notification) -> Option<RequestId> {
+        let id = p
+            .param("notifications/progress", "progressToken")?
+            .as_u64()?;
+        self.core.calls.get(id).filter(|e| e.progress).map(|_| id)
+    }
+
+    fn is_server_cancel(&self, p: &Notification) -> Option<ServerRequestId> {
+        let id = ServerRequestId::from_json(p.param("notifications/cancelled", "requestId")?)?;
+        self.core.server_requests.contains(&id).then_some(id)
+    }
+
+    fn is_pending_send(&self, p: &SendToken) -> Option<PendingSend> {
+        self.pending_send(p)
+    }
+
+    fn can_retry_send(&self, p: &SendToken) -> Option<PendingSend> {
+        self.pending_send(p)
+            .filter(|s| s.attempt < self.core.config.send_attempts)
+    }
+
+    fn is_init_send(&self, p: &SendToken) -> bool {
+        matches!(*p, SendToken::Request(id) if Some(id) == self.core.init_id)
+    }
+
+    fn is_notify_send(&self, p: &SendToken) -> Option<CallId> {
+        match *p {
+            SendToken::Notify(call) => Some(call),
+            SendToken::Request(_) | SendToken::Other => None,
+        }
+    }
+
+    fn is_live_server_request(&self, p: &HandlerReply) -> bool {
+        self.core.server_requests.contains(&p.id)
+    }
+
+    fn is_live_call(&self, p: &CallId) -> Option<RequestId> {
+        self.core.calls.id_of(*p)
+    }
+
+    fn is_live_request(&self, p: &RequestId) -> Option<RequestId> {
+        self.core.calls.get(*p).map(|_| *p)
+    }
+
+    fn is_retrying(&self, p: &RequestId) -> Option<RequestId> {
+        matches!(
+            self.core.calls.get(*p).map(|e| e.phase),
+            Some(Phase::Retrying { .. })
+        )
+        .then_some(*p)
+    }
+
+    fn spawn_transport(&mut self) {
+        self.core.generation += 1;
+        if mutant!(self.core, ReuseIds) {
+            self.core.next_id = 1;
+        }
+        let generation = self.core.generation;
         self.push(Action::SpawnTransport { generation });
     }
 
     // Whether the transport is open is the table's business (the model checker proves credit
     // only goes to the open transport and each generation is closed once): no hidden guard here.
-    fn close_transport(&mut self, _: &Event) {
-        let generation = self.generation;
+    fn close_transport(&mut self) {
+        let generation = self.core.generation;
         self.push(Action::CloseTransport { generation });
     }
 
-    fn grant_credit(&mut self, _: &Event) {
-        let generation = self.generation;
+    fn grant_credit(&mut self) {
+        let generation = self.core.generation;
         self.push(Action::GrantCredit { generation });
     }
 
-    fn arm_init_timeout(&mut self, _: &Event) {
-        self.arm(TimerKind::InitTimeout, self.config.init_timeout);
+    fn arm_connect_timeout(&mut self) {
+        self.arm(TimerKind::InitTimeout, self.core.config.connect_timeout);
     }
 
-    fn arm_tombstone_sweep(&mut self, _: &Event) {
-        self.arm(TimerKind::TombstoneSweep, self.config.tombstone_sweep);
+    fn arm_init_timeout(&mut self) {
+        self.arm(TimerKind::InitTimeout, self.core.config.init_timeout);
     }
 
-    fn arm_closing_exit(&mut self, _: &Event) {
-        self.arm(TimerKind::ClosingExit, self.config.closing_exit);
+    fn arm_tombstone_sweep(&mut self) {
+        self.arm(TimerKind::TombstoneSweep, self.core.config.tombstone_sweep);
     }
 
-    fn send_initialize(&mut self, _: &Event) {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.init_id = Some(id);
-        let params = protocol::initialize_params(&self.config);
+    fn arm_closing_exit(&mut self) {
+        self.arm(TimerKind::ClosingExit, self.core.config.closing_exit);
+    }
+
+    fn send_initialize(&mut self) {
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        self.core.init_id = Some(id);
+        let params = protocol::initialize_params(&self.core.config);
         self.send(
             SendToken::Request(id),
-            protocol::request(id, "initialize", Some(&params), None),
+            protocol::request(id, "initialize", Some(params), None),
         );
     }
 
-    fn accept_init(&mut self, ev: &Event) {
-        if let Event::Response {
-            body: Ok(result), ..
-        } = ev
-        {
-            self.server = Some(result.to_string());
-        }
-        self.init_id = None;
-        self.last_error = None;
+    fn accept_init(&mut self, w: ServerInfo) {
+        self.core.server = Some(w);
+        self.core.init_id = None;
+        self.core.last_error = None;
     }
 
-    fn reject_init(&mut self, ev: &Event) {
-        // Rows run this on the answer to initialize, or on its failed send.
-        let reason = if let Event::Response { body, .. } = ev {
-            match body {
-                Err(e) => format!("server refused initialize: {} ({})", e.message, e.code),
-                Ok(result) => protocol::check_init_result(result)
-                    .err()
-                    .unwrap_or_else(|| "initialize result rejected".into()),
-            }
-        } else {
-            "could not send initialize".into()
+    fn reject_init(&mut self, p: &Response) {
+        let failure = match &p.body {
+            Err(e) => Failure::Refused(e.clone()),
+            Ok(result) => match protocol::check_init_result(result) {
+                Err(f) => f,
+                // Unreachable through the table (is_init_accepted comes first); say so plainly.
+                Ok(_) => Failure::BadHandshake {
+                    reason: "initialize result rejected".into(),
+                },
+            },
         };
-        self.last_error = Some(reason.clone());
-        self.push(Action::Report(Report::InitRejected { reason }));
+        self.note(failure.clone());
+        self.push(Action::Report(Report::InitRejected(failure)));
     }
 
-    fn abandon_init(&mut self, _: &Event) {
-        if let Some(id) = self.init_id.take() {
+    fn fail_init_send(&mut self) {
+        self.note(Failure::InitNotSent);
+        self.push(Action::Report(Report::InitRejected(Failure::InitNotSent)));
+    }
+
+    fn abandon_init(&mut self) {
+        if let Some(id) = self.core.init_id.take() {
             self.tombstone(id);
         }
     }
 
-    fn note_failure(&mut self, ev: &Event) {
-        if let Some(why) = failure_reason(ev) {
-            let during = if self.state == State::Ready {
-                "connection lost"
-            } else {
-                "connection failed"
-            };
-            self.last_error = Some(format!("{during}: {why}"));
-        }
+    fn note_down(&mut self, p: &TransportError) {
+        self.note(Failure::Transport(p.clone()));
     }
 
-    fn send_initialized(&mut self, _: &Event) {
+    fn note_oversized(&mut self, p: &Oversized) {
+        let max = self.core.config.max_frame_bytes;
+        self.note(Failure::Oversized { size: p.size, max });
+    }
+
+    fn note_init_timeout(&mut self) {
+        let after = if self.core.generation <= 1 {
+            self.core.config.connect_timeout
+        } else {
+            self.core.config.init_timeout
+        };
+        self.note(Failure::InitTimeout { after });
+    }
+
+    fn send_initialized(&mut self) {
         self.send(
             SendToken::Other,
             protocol::notification("notifications/initialized", None),
         );
     }
 
-    fn reset_backoff(&mut self, _: &Event) {
-        self.backoff.reset();
+    fn reset_backoff(&mut self) {
+        self.core.backoff.reset();
     }
 
-    fn schedule_backoff(&mut self, _: &Event) {
-        let c = &self.config;
+    fn schedule_backoff(&mut self) {
+        let c = &self.core.config;
         let (min, max, pct) = (c.backoff_min, c.backoff_max, c.backoff_jitter_pct);
-        let delay = self.backoff.next(min, max, pct, &mut self.rng);
+        let delay = self.core.backoff.next(min, max, pct, &mut self.core.rng);
         self.arm(TimerKind::Reconnect, delay);
     }
 
-    fn answer_ping(&mut self, ev: &Event) {
-        if let Event::ServerRequest { id, .. } = ev {
-            self.send(SendToken::Other, protocol::response(id, &Ok(json!({}))));
-        }
+    fn answer_ping(&mut self, p: &ServerRequest) {
+        self.send(SendToken::Other, protocol::response(&p.id, Ok(&json!({}))));
     }
 
-    fn reject_server_request(&mut self, ev: &Event) {
-        if let Event::ServerRequest { id, method, .. } = ev {
-            let message = if self.state == State::Ready {
-                format!("method not found: {method}")
-            } else {
-                format!("method not found: {method} (client not initialized)")
-            };
-            let err = RpcError {
-                code: -32601,
-                message,
-                data: None,
-            };
-            self.send(SendToken::Other, protocol::response(id, &Err(err)));
-        }
+    fn reject_server_request(&mut self, p: &ServerRequest) {
+        let err = RpcError {
+            code: -32601,
+            message: format!("method not found: {}", p.method),
+            data: None,
+        };
+        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
     }
 
-    fn dispatch_server_request(&mut self, ev: &Event) {
-        if let Event::ServerRequest { id, method, params } = ev {
-            self.server_requests.insert(id_key(id));
-            let generation = self.generation;
-            self.push(Action::ServerRequest {
-                generation,
-                id: id.clone(),
-                method: method.clone(),
-                params: params.clone(),
-            });
-        }
+    fn reject_early_server_request(&mut self, p: &ServerRequest) {
+        let err = RpcError {
+            code: -32601,
+            message: format!("method not found: {} (client not initialized)", p.method),
+            data: None,
+        };
+        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
     }
 
-    fn send_handler_reply(&mut self, ev: &Event) {
-        if let Event::HandlerReply { id, result } = ev {
-            self.server_requests.remove(&id_key(id));
-            self.send(SendToken::Other, protocol::response(id, result));
-        }
+    fn reject_duplicate_server_request(&mut self, p: &ServerRequest) {
+        let err = RpcError {
+            code: -32600,
+            message: format!(
+                "duplicate request id {} (a request with this id is in progress)",
+                p.id
+            ),
+            data: None,
+        };
+        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
     }
 
-    fn abort_server_request(&mut self, ev: &Event) {
-        if let Some(id) = notification_param(ev, "notifications/cancelled", "requestId") {
-            self.server_requests.remove(&id_key(id));
-            let generation = self.generation;
-            self.push(Action::AbortServerRequest {
-                generation,
-                id: id.clone(),
-            });
-        }
+    fn dispatch_server_request(&mut self, p: ServerRequest) {
+        self.core.server_requests.insert(p.id.clone());
+        let generation = self.core.generation;
+        self.push(Action::ServerRequest {
+            generation,
+            request: p,
+        });
     }
 
-    fn abort_server_requests(&mut self, _: &Event) {
-        self.server_requests.clear();
-        let generation = self.generation;
+    fn send_handler_reply(&mut self, p: HandlerReply) {
+        self.core.server_requests.remove(&p.id);
+        let frame = protocol::response(&p.id, p.result.as_ref());
+        self.send(SendToken::Other, frame);
+    }
+
+    fn abort_server_request(&mut self, w: ServerRequestId) {
+        self.core.server_requests.remove(&w);
+        let generation = self.core.generation;
+        self.push(Action::AbortServerRequest { generation, id: w });
+    }
+
+    fn abort_server_requests(&mut self) {
+        self.core.server_requests.clear();
+        let generation = self.core.generation;
         self.push(Action::AbortServerRequests { generation });
     }
 
-    fn deliver_notification(&mut self, ev: &Event) {
-        if let Event::ServerNotification { method, params } = ev {
-            self.push(Action::Notification(Notification {
-                method: method.clone(),
-                params: params.clone(),
-            }));
-        }
+    fn deliver_notification(&mut self, p: Notification) {
+        self.push(Action::Notification(p));
     }
 
-    fn deliver_progress(&mut self, ev: &Event) {
-        let Some(params) = notification_params(ev, "notifications/progress") else {
-            return;
-        };
-        let Some(id) = self.progress_call(ev) else {
-            return;
-        };
-        let Some(entry) = self.calls.get(id) else {
+    fn deliver_progress(&mut self, p: Notification, w: RequestId) {
+        let Some(entry) = self.core.calls.get(w) else {
             return;
         };
         let call = entry.call;
         if entry.reset_on_progress {
-            let mut at = self.now + entry.timeout;
+            let mut at = later(self.core.now, entry.timeout);
             if let Some(total) = entry.max_total {
-                at = at.min(entry.started + total);
+                at = at.min(later(entry.started, total));
             }
-            self.timers
-                .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+            self.core
+                .timers
+                .arm(TimerKey::keyed(TimerKind::RequestTimeout, w), at);
         }
         self.push(Action::Progress {
             call,
-            params: params.clone(),
+            params: p.params.unwrap_or(Value::Null),
         });
     }
 
-    fn report_malformed(&mut self, ev: &Event) {
-        if let Event::Malformed { reason } = ev {
-            self.push(Action::Report(Report::Malformed {
-                reason: reason.clone(),
-            }));
-        }
+    fn report_malformed(&mut self, p: Malformed) {
+        self.push(Action::Report(Report::Malformed { reason: p.reason }));
     }
 
-    fn report_oversized(&mut self, ev: &Event) {
-        if let Event::Oversized { size } = ev {
-            let max = self.config.max_frame_bytes;
-            self.push(Action::Report(Report::Oversized { size: *size, max }));
-        }
+    fn report_oversized(&mut self, p: &Oversized) {
+        let max = self.core.config.max_frame_bytes;
+        self.push(Action::Report(Report::Oversized { size: p.size, max }));
     }
 
-    fn drop_late_response(&mut self, ev: &Event) {
-        if let Some(id) = Self::response_id(ev) {
-            self.push(Action::Report(Report::LateResponse { id }));
-        }
+    fn drop_late_response(&mut self, w: RequestId) {
+        self.push(Action::Report(Report::LateResponse { id: w }));
     }
 
-    fn drop_unknown_response(&mut self, ev: &Event) {
-        let Event::Response { id, .. } = ev else {
-            return;
-        };
-        let id = match id {
-            ResponseId::Number(n) => n.to_string(),
-            ResponseId::Other(s) => s.clone(),
-        };
-        self.push(Action::Report(Report::UnknownResponse { id }));
+    fn drop_unknown_response(&mut self, p: Response) {
+        self.push(Action::Report(Report::UnknownResponse { id: p.id }));
     }
 
-    fn start_call(&mut self, ev: &Event) {
-        let Event::Call {
-            call,
-            method,
-            params,
-            options,
-        } = ev
-        else {
-            return;
-        };
-        let id = self.next_id;
-        self.next_id += 1;
-        let timeout = options.timeout.unwrap_or(self.config.request_timeout);
+    fn start_call(&mut self, p: CallRequest) {
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        let options = p.options;
+        let timeout = options.timeout.unwrap_or(self.core.config.request_timeout);
         let mut deadline = timeout;
         if let Some(total) = options.max_total_timeout {
             deadline = deadline.min(total);
         }
         let token = options.progress.then_some(id);
-        let frame = protocol::request(id, method, params.as_ref(), token);
-        self.calls.insert(
+        let frame = protocol::request(id, &p.method, p.params, token);
+        self.core.calls.insert(
             id,
             Entry {
-                call: *call,
+                call: p.call,
                 frame: frame.clone(),
                 phase: Phase::Sending { attempt: 1 },
-                started: self.now,
+                started: self.core.now,
                 timeout,
                 progress: options.progress,
                 reset_on_progress: options.reset_timeout_on_progress,
                 max_total: options.max_total_timeout,
             },
         );
-        let at = self.now + deadline;
-        self.timers
+        let at = later(self.core.now, deadline);
+        self.core
+            .timers
             .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
         self.send(SendToken::Request(id), frame);
     }
 
-    fn complete_call(&mut self, ev: &Event) {
-        let Event::Response { body, .. } = ev else {
-            return;
-        };
-        let Some(id) = Self::response_id(ev) else {
-            return;
-        };
-        let Some(entry) = (if self.mutant(Mutant::ReplyKeepsEntry) {
-            self.calls.get(id).cloned()
+    fn complete_call(&mut self, p: Response, w: RequestId) {
+        let entry = if mutant!(self.core, ReplyKeepsEntry) {
+            self.core.calls.get(w).cloned()
         } else {
-            self.calls.remove(id)
-        }) else {
+            self.core.calls.remove(w)
+        };
+        let Some(entry) = entry else {
             return;
         };
-        self.cancel_call_timers(id);
-        let outcome = body.clone().map_err(CallError::Server);
-        self.reply(entry.call, Some(id), outcome);
+        self.cancel_call_timers(w);
+        self.reply(entry.call, Some(w), p.body.map_err(CallError::Server));
     }
 
-    fn mark_sent(&mut self, ev: &Event) {
-        if let Some((id, _)) = self.pending_send(ev)
-            && let Some(e) = self.calls.get_mut(id)
-        {
+    fn mark_sent(&mut self, w: PendingSend) {
+        if let Some(e) = self.core.calls.get_mut(w.id) {
             e.phase = Phase::Sent;
         }
     }
 
-    fn schedule_send_retry(&mut self, ev: &Event) {
-        let Some((id, attempt)) = self.pending_send(ev) else {
-            return;
-        };
-        if let Some(e) = self.calls.get_mut(id) {
-            e.phase = Phase::Retrying { attempt };
+    fn schedule_send_retry(&mut self, w: PendingSend) {
+        if let Some(e) = self.core.calls.get_mut(w.id) {
+            e.phase = Phase::Retrying { attempt: w.attempt };
         }
-        let delay = self
-            .rng
-            .jitter(self.config.retry_delay, self.config.retry_jitter_pct);
-        let at = self.now + delay;
-        self.timers
-            .arm(TimerKey::keyed(TimerKind::SendRetry, id), at);
-        self.push(Action::Report(Report::SendRetry { id, attempt }));
+        let c = &self.core.config;
+        let delay = self.core.rng.jitter(c.retry_delay, c.retry_jitter_pct);
+        let at = later(self.core.now, delay);
+        self.core
+            .timers
+            .arm(TimerKey::keyed(TimerKind::SendRetry, w.id), at);
+        self.push(Action::Report(Report::SendRetry {
+            id: w.id,
+            attempt: w.attempt,
+        }));
     }
 
-    fn retry_send(&mut self, ev: &Event) {
-        let Event::Timer(TimerKey { id: Some(id), .. }) = ev else {
-            return;
-        };
-        let Some(e) = self.calls.get_mut(*id) else {
+    fn retry_send(&mut self, w: RequestId) {
+        let Some(e) = self.core.calls.get_mut(w) else {
             return;
         };
         let Phase::Retrying { attempt } = e.phase else {
@@ -695,143 +587,122 @@ impl Handlers for Core {
             attempt: attempt + 1,
         };
         let frame = e.frame.clone();
-        self.send(SendToken::Request(*id), frame);
+        self.send(SendToken::Request(w), frame);
     }
 
-    fn fail_backpressure(&mut self, ev: &Event) {
-        let Some((id, attempts)) = self.pending_send(ev) else {
-            return;
-        };
-        if let Some(entry) = self.end_call(id, "backpressure") {
-            self.reply(
-                entry.call,
-                Some(id),
-                Err(CallError::Backpressure { attempts }),
-            );
+    fn fail_backpressure(&mut self, w: PendingSend) {
+        if let Some(entry) = self.end_call(w.id, "backpressure") {
+            let error = CallError::Backpressure {
+                attempts: w.attempt,
+            };
+            self.reply(entry.call, Some(w.id), Err(error));
         }
     }
 
-    fn fail_send_error(&mut self, ev: &Event) {
-        let Some((id, _)) = self.pending_send(ev) else {
-            return;
-        };
-        if let Some(entry) = self.end_call(id, "send failed") {
-            let reason = "the transport refused the request frame".to_string();
-            self.reply(entry.call, Some(id), Err(CallError::Transport { reason }));
+    fn fail_send_error(&mut self, w: PendingSend) {
+        if let Some(entry) = self.end_call(w.id, "send failed") {
+            self.reply(entry.call, Some(w.id), Err(CallError::SendFailed));
         }
     }
 
-    fn time_out_call(&mut self, ev: &Event) {
-        let Some(id) = self.named_call(ev) else {
-            return;
-        };
-        if let Some(entry) = self.end_call(id, "timeout") {
-            let after = self.now.saturating_sub(entry.started);
-            self.reply(entry.call, Some(id), Err(CallError::Timeout { after }));
+    fn time_out_call(&mut self, w: RequestId) {
+        if let Some(entry) = self.end_call(w, "timeout") {
+            let after = self.core.now.saturating_sub(entry.started);
+            self.reply(entry.call, Some(w), Err(CallError::Timeout { after }));
         }
     }
 
-    fn cancel_call(&mut self, ev: &Event) {
-        let Some(id) = self.named_call(ev) else {
-            return;
-        };
-        if let Some(entry) = self.end_call(id, "cancelled by the client") {
-            self.reply(entry.call, Some(id), Err(CallError::Cancelled));
+    fn cancel_call(&mut self, w: RequestId) {
+        if let Some(entry) = self.end_call(w, "cancelled by the client") {
+            self.reply(entry.call, Some(w), Err(CallError::Cancelled));
         }
     }
 
-    fn fail_calls_lost(&mut self, ev: &Event) {
-        let reason = failure_reason(ev).map_or_else(
-            || "connection lost".into(),
-            |why| format!("connection lost: {why}"),
-        );
-        self.fail_all(&CallError::Transport { reason });
+    fn fail_calls_lost(&mut self) {
+        let cause = self
+            .core
+            .last_error
+            .clone()
+            .unwrap_or(Failure::Transport(TransportError::Closed));
+        self.fail_all(&CallError::ConnectionLost(cause));
     }
 
-    fn fail_calls_shutdown(&mut self, _: &Event) {
+    fn fail_calls_shutdown(&mut self) {
         self.fail_all(&CallError::Shutdown);
     }
 
-    fn tombstone_calls(&mut self, _: &Event) {
-        for id in self.calls.ids() {
-            if self.mutant(Mutant::ForgetRetries)
+    fn tombstone_calls(&mut self) {
+        for id in self.core.calls.ids() {
+            if mutant!(self.core, ForgetRetries)
                 && matches!(
-                    self.calls.get(id).map(|e| e.phase),
+                    self.core.calls.get(id).map(|e| e.phase),
                     Some(Phase::Retrying { .. })
                 )
             {
                 continue;
             }
-            self.calls.remove(id);
+            self.core.calls.remove(id);
             self.cancel_call_timers(id);
             self.tombstone(id);
         }
     }
 
-    fn reject_unavailable(&mut self, ev: &Event) {
-        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else {
-            return;
-        };
-        let error = CallError::Unavailable {
-            state: self.state,
-            retry_in: self.retry_in(),
-            last_error: self.last_error.clone(),
-        };
-        self.reply(*call, None, Err(error));
+    fn reject_call_unavailable(&mut self, p: &CallRequest) {
+        let error = self.unavailable();
+        self.reply(p.call, None, Err(error));
     }
 
-    fn reject_shutdown(&mut self, ev: &Event) {
-        let (Event::Call { call, .. } | Event::Notify { call, .. }) = ev else {
-            return;
-        };
-        self.reply(*call, None, Err(CallError::Shutdown));
+    fn reject_notify_unavailable(&mut self, p: &NotifyRequest) {
+        let error = self.unavailable();
+        self.reply(p.call, None, Err(error));
     }
 
-    fn send_notification(&mut self, ev: &Event) {
-        let Event::Notify {
-            call,
-            method,
-            params,
-        } = ev
-        else {
-            return;
-        };
-        self.send(
-            SendToken::Other,
-            protocol::notification(method, params.as_ref()),
-        );
-        self.reply(*call, None, Ok(Value::Null));
+    fn reject_call_shutdown(&mut self, p: &CallRequest) {
+        self.reply(p.call, None, Err(CallError::Shutdown));
     }
 
-    fn reply_stopped(&mut self, ev: &Event) {
-        if let Event::Stop { call } = ev {
-            self.push(Action::StopDone {
-                call: *call,
-                already: false,
-            });
-        }
+    fn reject_notify_shutdown(&mut self, p: &NotifyRequest) {
+        self.reply(p.call, None, Err(CallError::Shutdown));
     }
 
-    fn reply_already_closing(&mut self, ev: &Event) {
-        if let Event::Stop { call } = ev {
-            self.push(Action::StopDone {
-                call: *call,
-                already: true,
-            });
-        }
+    fn send_notification(&mut self, p: NotifyRequest) {
+        let frame = protocol::notification(&p.method, p.params);
+        self.send(SendToken::Notify(p.call), frame);
     }
 
-    fn sweep_tombstones(&mut self, _: &Event) {
-        let horizon = if self.mutant(Mutant::SweepTooEarly) {
+    fn reply_notified(&mut self, w: CallId) {
+        self.reply(w, None, Ok(Value::Null));
+    }
+
+    fn fail_notify(&mut self, w: CallId) {
+        self.reply(w, None, Err(CallError::SendFailed));
+    }
+
+    fn reply_stopped(&mut self, p: &CallId) {
+        self.push(Action::StopDone {
+            call: *p,
+            already: false,
+        });
+    }
+
+    fn reply_already_closing(&mut self, p: &CallId) {
+        self.push(Action::StopDone {
+            call: *p,
+            already: true,
+        });
+    }
+
+    fn sweep_tombstones(&mut self) {
+        let horizon = if mutant!(self.core, SweepTooEarly) {
             Duration::MAX
         } else {
-            self.now
+            self.core.now
         };
-        self.tombstones.sweep(horizon);
-        self.arm(TimerKind::TombstoneSweep, self.config.tombstone_sweep);
+        self.core.tombstones.sweep(horizon);
+        self.arm(TimerKind::TombstoneSweep, self.core.config.tombstone_sweep);
     }
 
-    fn exit(&mut self, _: &Event) {
+    fn exit(&mut self) {
         self.push(Action::Exit);
     }
 }

@@ -4,6 +4,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::event::{
+    CallRequest, HandlerReply, Notification, NotifyRequest, ResponseId, ServerRequest,
+    ServerRequestId,
+};
+use crate::failure::{Failure, TransportError};
 use crate::generated::{EventKind, State};
 
 /// A JSON-RPC request id issued by this client: one counter per machine lifetime, never reset,
@@ -35,7 +40,7 @@ pub struct CallOptions {
 }
 
 /// A JSON-RPC error object (from the server, or sent by us).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RpcError {
     /// The error code.
     pub code: i64,
@@ -45,12 +50,28 @@ pub struct RpcError {
     pub data: Option<Value>,
 }
 
+impl std::hash::Hash for RpcError {
+    // Consistent with `Eq`; `data` is left out of the hash.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.code.hash(state);
+        self.message.hash(state);
+    }
+}
+
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code)
+    }
+}
+
 /// Which send an [`Input::SendResult`] answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SendToken {
     /// The frame of this request (a call, or `initialize`).
     Request(RequestId),
-    /// A notification or a response; its outcome changes nothing.
+    /// A caller's notification: its caller is answered by the outcome.
+    Notify(CallId),
+    /// A frame we owe the server (a response, `initialized`, a cancel).
     Other,
 }
 
@@ -77,8 +98,8 @@ pub enum Input {
     TransportDown {
         /// Its generation.
         generation: Generation,
-        /// Why, for errors and logs.
-        reason: String,
+        /// Why, typed.
+        error: TransportError,
     },
     /// One frame as read (at most one per granted credit).
     Frame {
@@ -94,7 +115,8 @@ pub enum Input {
         /// How many bytes it saw.
         size: usize,
     },
-    /// The outcome of an [`Action::Send`]; due before any other input.
+    /// The outcome of the [`Action::Send`] just drained: due at once, before any other input
+    /// and before the next [`crate::Machine::poll_action`] (checked in debug builds).
     SendResult {
         /// The generation the frame was offered to.
         generation: Generation,
@@ -107,31 +129,13 @@ pub enum Input {
     HandlerReply {
         /// The generation the request came from.
         generation: Generation,
-        /// The server's request id.
-        id: Value,
         /// The answer.
-        result: Result<Value, RpcError>,
+        reply: HandlerReply,
     },
     /// A caller wants a request made.
-    Call {
-        /// Who to answer.
-        call: CallId,
-        /// The JSON-RPC method.
-        method: String,
-        /// Its params (an object, or none).
-        params: Option<Value>,
-        /// Timeout and progress options.
-        options: CallOptions,
-    },
+    Call(CallRequest),
     /// A caller wants a notification sent.
-    Notify {
-        /// Who to answer (once the notification is handed to the transport).
-        call: CallId,
-        /// The method.
-        method: String,
-        /// Its params.
-        params: Option<Value>,
-    },
+    Notify(NotifyRequest),
     /// A caller gives up on a call.
     Cancel {
         /// The call.
@@ -149,7 +153,7 @@ pub enum Input {
 pub enum CallError {
     /// The server did not answer in time; `notifications/cancelled` was sent if the request was.
     Timeout {
-        /// The timeout that ran out.
+        /// How long the call waited.
         after: Duration,
     },
     /// The connection is stopping or stopped.
@@ -160,14 +164,14 @@ pub enum CallError {
         state: State,
         /// When the next reconnect is due, in backoff.
         retry_in: Option<Duration>,
-        /// Why the last connection attempt failed, if it did.
-        last_error: Option<String>,
+        /// Why the last connection attempt or connection failed, if it did.
+        last_error: Option<Failure>,
     },
-    /// The transport failed under the call (connection lost, send failed).
-    Transport {
-        /// What happened.
-        reason: String,
-    },
+    /// The connection was lost under the call; the call is not retried (the server may or may
+    /// not have run it).
+    ConnectionLost(Failure),
+    /// The transport refused the frame for good (it is closing or gone).
+    SendFailed,
     /// The transport stayed busy for every send attempt.
     Backpressure {
         /// How many sends were tried.
@@ -177,33 +181,6 @@ pub enum CallError {
     Server(RpcError),
     /// The caller cancelled it.
     Cancelled,
-    /// The server's answer broke the protocol.
-    Protocol {
-        /// What was wrong.
-        reason: String,
-    },
-}
-
-/// A notification from the server, for subscribers.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Notification {
-    /// The method, e.g. `notifications/message`.
-    pub method: String,
-    /// The params.
-    pub params: Option<Value>,
-}
-
-/// What the server told us in the handshake.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerInfo {
-    /// The negotiated protocol version.
-    pub protocol_version: String,
-    /// `serverInfo` (name, version, ...).
-    pub server_info: Value,
-    /// The server's capabilities.
-    pub capabilities: Value,
-    /// Optional instructions.
-    pub instructions: Option<String>,
 }
 
 /// Telemetry: things worth a log line or a metric that change nothing.
@@ -230,7 +207,7 @@ pub enum Report {
     /// A response for an id we do not know.
     UnknownResponse {
         /// The id as sent by the server.
-        id: String,
+        id: ResponseId,
     },
     /// A busy send will be retried.
     SendRetry {
@@ -240,10 +217,7 @@ pub enum Report {
         attempt: u8,
     },
     /// The handshake failed.
-    InitRejected {
-        /// Why.
-        reason: String,
-    },
+    InitRejected(Failure),
     /// A row the table marks impossible fired (it was ignored): a transport or a timer broke
     /// its contract.
     ImpossibleRow {
@@ -308,19 +282,15 @@ pub enum Action {
     ServerRequest {
         /// The generation it came from.
         generation: Generation,
-        /// Its id.
-        id: Value,
-        /// Its method.
-        method: String,
-        /// Its params.
-        params: Option<Value>,
+        /// The request.
+        request: ServerRequest,
     },
     /// Abort the handler task of one server request.
     AbortServerRequest {
         /// The generation.
         generation: Generation,
         /// The server's request id.
-        id: Value,
+        id: ServerRequestId,
     },
     /// Abort every handler task of a generation.
     AbortServerRequests {
@@ -342,6 +312,8 @@ pub struct Step {
     pub event: EventKind,
     /// The index of the row in [`crate::ROWS`].
     pub row: u16,
+    /// The line of the row in `spec/transitions.toml` (0 for a row outside the table).
+    pub line: u32,
     /// The state after.
     pub to: State,
 }

@@ -10,39 +10,74 @@
 //!    [`Machine::handle`] for transport and caller inputs, [`Machine::handle_timeout`] when the
 //!    deadline of [`Machine::poll_timeout`] has passed;
 //! 3. outputs: after every input, drain [`Machine::poll_action`] until it returns `None` and
-//!    carry out each [`Action`] in order. An [`Action::Send`] must be answered with an
-//!    [`Input::SendResult`] before the next other input (the transports' queues never wait, so
-//!    the driver knows the outcome at once);
+//!    carry out each [`Action`] in order. An [`Action::Send`] is answered with its
+//!    [`Input::SendResult`] at once, before the next `poll_action` and before any other input
+//!    (the transports' queues never wait, so the driver knows the outcome at once). The model
+//!    checker and the scenario tests keep the same contract, and debug builds assert it;
 //! 4. [`Machine::poll_timeout`]: the next deadline, if any.
 //!
 //! What happens for an event in a state is decided only by the generated dispatch
 //! ([`generated::dispatch`]); the handlers in this crate carry out the named actions and answer
 //! the named guards, nothing else.
+//!
+//! The `checker` feature (enabled only by the model checker and tests) adds the table
+//! interpreter, [`Machine::fire_timer`] and the deliberate handler bugs of the mutation
+//! self-test; a product build contains none of them.
 
 mod backoff;
 mod calls;
 pub mod classify;
 mod config;
 mod core;
+mod event;
+mod failure;
 mod io;
 mod machine;
+#[cfg(feature = "checker")]
+mod mutant;
 mod protocol;
 mod rng;
 mod timers;
 
-/// The code generated from `spec/transitions.toml` (states, event kinds, timers, the handler
-/// trait, the exhaustive dispatch and the row metadata). Not hand-written: change the spec.
+/// The code generated from `spec/transitions.toml` (states, event kinds, the typed `Event`,
+/// timers, the handler trait, the exhaustive dispatch and the row metadata). Not hand-written:
+/// change the spec. With the `checker` feature it also holds the table interpreter that runs
+/// mutated copies of the rows.
 #[allow(missing_docs, clippy::all)]
 pub mod generated {
+    use crate::event::{
+        CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
+        Response, ServerInfo, ServerRequest, ServerRequestId,
+    };
+    use crate::failure::TransportError;
+    use crate::io::{CallId, RequestId, SendToken};
+
     include!(concat!(env!("OUT_DIR"), "/connection.rs"));
+
+    #[cfg(feature = "checker")]
+    include!(concat!(env!("OUT_DIR"), "/connection_interpreter.rs"));
 }
 
 pub use crate::config::{ClientCapabilities, Config};
-pub use crate::generated::{EventKind, Fired, ROWS, Row, State, TimerKind};
-pub use crate::io::{
-    Action, CallError, CallId, CallOptions, Generation, Input, Notification, Report, RequestId,
-    RpcError, SendOutcome, SendToken, ServerInfo, Step,
+pub use crate::event::{
+    CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
+    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId,
 };
-pub use crate::machine::{Machine, Mutant};
+pub use crate::failure::{Failure, IoCause, TransportError, exit_description};
+pub use crate::generated::{Event, EventKind, Fired, ROWS, Row, State, TimerKind};
+pub use crate::io::{
+    Action, CallError, CallId, CallOptions, Generation, Input, Report, RequestId, RpcError,
+    SendOutcome, SendToken, Step,
+};
+pub use crate::machine::Machine;
+#[cfg(feature = "checker")]
+pub use crate::mutant::Mutant;
 pub use crate::protocol::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 pub use crate::timers::TimerKey;
+
+impl std::fmt::Display for State {
+    /// The state's name as written in the spec.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

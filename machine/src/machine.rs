@@ -1,53 +1,43 @@
 //! [`Machine`]: classification, dispatch through the generated table, timers, and the
 //! action queue. The driver's whole interface to the connection lifecycle.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::classify::{Frame, classify};
 use crate::config::Config;
-use crate::core::{Core, Event};
-use crate::generated::{self, EventKind, Row, State};
-use crate::io::{Action, Input, Report, SendOutcome, ServerInfo, Step};
+use crate::core::{Core, Ctx};
+use crate::event::{Oversized, ServerInfo};
+use crate::failure::Failure;
+use crate::generated::{self, Event, State, TimerKind};
+use crate::io::{Action, Input, Report, SendOutcome, SendToken, Step};
 use crate::timers::TimerKey;
-
-/// Deliberate bugs in the handlers, for the model checker's mutation self-test: each must be
-/// caught by some property. Never set outside tests; `None` is the real machine.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Mutant {
-    /// Ended ids (timeout, cancel, failure) are not tombstoned.
-    NoTombstoneOnEnd,
-    /// A completed call's request timer stays armed.
-    KeepTimerAfterReply,
-    /// Calls waiting to resend are neither failed nor cleared when ready is left.
-    ForgetRetries,
-    /// The id counter restarts with every transport generation.
-    ReuseIds,
-    /// Inputs from older transport generations are taken as current.
-    AcceptStaleGeneration,
-    /// `notifications/cancelled` is sent for requests that never went out.
-    CancelUnsent,
-    /// The tombstone sweep drops every tombstone, expired or not.
-    SweepTooEarly,
-    /// A response answers its call but the call stays in flight.
-    ReplyKeepsEntry,
-}
 
 /// The sans-IO connection: feed it inputs with the current time, drain its actions.
 ///
-/// Equality and hashing cover the connection's whole state except undrained actions (the
+/// Equality and hashing cover the connection's state and data, not the undrained actions (the
 /// model checker compares machines at rest).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct Machine {
     state: State,
     core: Core,
-    rows: Option<Arc<Vec<Row>>>,
+    out: VecDeque<Action>,
+    /// The send whose outcome is due before anything else (debug builds check the contract).
+    awaiting: Option<SendToken>,
+    #[cfg(feature = "checker")]
+    rows: Option<Arc<Vec<generated::Row>>>,
 }
+
+impl PartialEq for Machine {
+    fn eq(&self, other: &Self) -> bool {
+        self.state == other.state && self.core == other.core
+    }
+}
+impl Eq for Machine {}
 
 impl std::hash::Hash for Machine {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        // The table variant never changes during a run; equal machines hash equal without it.
         self.state.hash(state);
         self.core.hash(state);
     }
@@ -55,33 +45,28 @@ impl std::hash::Hash for Machine {
 
 impl Machine {
     /// A machine in the initial state. Its initial actions (spawn the first transport, arm the
-    /// init timeout and the tombstone sweep) are queued: drain them. `seed` drives all jitter;
+    /// connect timeout and the tombstone sweep) are queued: drain them. `seed` drives all jitter;
     /// `now` is the time since the driver's epoch.
     pub fn new(config: Config, seed: u64, now: Duration) -> Self {
         let mut m = Machine {
             state: State::INITIAL,
             core: Core::new(Arc::new(config), seed, now),
+            out: VecDeque::new(),
+            awaiting: None,
+            #[cfg(feature = "checker")]
             rows: None,
         };
-        for action in generated::INITIAL_ACTIONS {
-            generated::run_action(&mut m.core, action, &Event::Start);
-        }
+        let mut ctx = m.ctx();
+        generated::initial_actions(&mut ctx);
         m
     }
 
-    /// The same machine running a replacement table (a mutated copy of [`generated::ROWS`]),
-    /// dispatched by interpretation. For the model checker's mutation tests only.
-    #[doc(hidden)]
-    pub fn with_rows(mut self, rows: Vec<Row>) -> Self {
-        self.rows = Some(Arc::new(rows));
-        self
-    }
-
-    /// Turns on one deliberate handler bug. For the model checker's mutation tests only.
-    #[doc(hidden)]
-    pub fn with_mutant(mut self, mutant: Mutant) -> Self {
-        self.core.mutant = Some(mutant);
-        self
+    fn ctx(&mut self) -> Ctx<'_> {
+        Ctx {
+            core: &mut self.core,
+            out: &mut self.out,
+            state: self.state,
+        }
     }
 
     /// The time of the latest input (time since the driver's epoch).
@@ -100,13 +85,13 @@ impl Machine {
     }
 
     /// What the server said in the last accepted handshake.
-    pub fn server(&self) -> Option<ServerInfo> {
-        self.core.server_info()
+    pub fn server(&self) -> Option<&ServerInfo> {
+        self.core.server.as_ref()
     }
 
-    /// Why the last connection attempt or connection failed, if it did.
-    pub fn last_error(&self) -> Option<&str> {
-        self.core.last_error.as_deref()
+    /// Why the last connection attempt or connection failed, if it did (cleared by a handshake).
+    pub fn last_error(&self) -> Option<&Failure> {
+        self.core.last_error.as_ref()
     }
 
     /// Calls in flight or waiting to resend.
@@ -134,24 +119,41 @@ impl Machine {
         self.core.timers.next()
     }
 
-    /// The next action to carry out.
+    /// The next action to carry out. After an [`Action::Send`], its [`Input::SendResult`] is
+    /// due before the next call of this method or any other input.
     pub fn poll_action(&mut self) -> Option<Action> {
-        self.core.out.0.pop_front()
+        debug_assert!(
+            self.awaiting.is_none(),
+            "the outcome of {:?} is due before the next action",
+            self.awaiting
+        );
+        let action = self.out.pop_front()?;
+        if let Action::Send { token, .. } = &action {
+            self.awaiting = Some(*token);
+        }
+        Some(action)
     }
 
     /// Feeds one input at `now`. Returns the row that fired.
     pub fn handle(&mut self, input: Input, now: Duration) -> Step {
+        match (&input, self.awaiting.take()) {
+            (Input::SendResult { token, .. }, Some(due)) => {
+                debug_assert_eq!(*token, due, "a send outcome for another send");
+            }
+            (_, due) => debug_assert!(due.is_none(), "the outcome of {due:?} is due first"),
+        }
         self.advance(now);
-        let (kind, event) = self.classify(input);
-        self.dispatch(kind, &event)
+        let event = self.classify(input);
+        self.dispatch(event)
     }
 
     /// Fires every timer due at `now`, earliest first (ties in timer-key order).
     pub fn handle_timeout(&mut self, now: Duration) -> Vec<Step> {
+        debug_assert!(self.awaiting.is_none(), "a send outcome is due first");
         self.advance(now);
         let mut steps = Vec::new();
         while let Some(key) = self.core.timers.pop_due(self.core.now) {
-            steps.push(self.dispatch(key.kind.event(), &Event::Timer(key)));
+            steps.push(self.dispatch(timer_event(key)));
         }
         steps
     }
@@ -159,163 +161,132 @@ impl Machine {
     /// Fires one armed timer now, whatever its deadline (time moves to its deadline if that is
     /// later). For the model checker, where any armed timer may fire at any point.
     /// Returns `None` if `key` is not armed.
+    #[cfg(feature = "checker")]
     pub fn fire_timer(&mut self, key: TimerKey) -> Option<Step> {
         let at = self.core.timers.deadline(key)?;
         self.core.timers.cancel(key);
         self.advance(at);
-        Some(self.dispatch(key.kind.event(), &Event::Timer(key)))
+        Some(self.dispatch(timer_event(key)))
     }
 
     fn advance(&mut self, now: Duration) {
         self.core.now = self.core.now.max(now);
     }
 
-    fn classify(&self, input: Input) -> (EventKind, Event) {
-        use EventKind as K;
-        let current = |generation: u64| {
-            generation == self.core.generation
-                || self.core.mutant == Some(Mutant::AcceptStaleGeneration)
-        };
+    fn current(&self, generation: u64) -> bool {
+        #[cfg(feature = "checker")]
+        if self.core.mutant == Some(crate::mutant::Mutant::AcceptStaleGeneration) {
+            return true;
+        }
+        generation == self.core.generation
+    }
+
+    fn classify(&self, input: Input) -> Event {
         match input {
-            Input::TransportUp { generation } if current(generation) => {
-                (K::TransportUp, Event::TransportUp)
+            Input::TransportUp { generation } if self.current(generation) => Event::TransportUp,
+            Input::TransportDown { generation, error } if self.current(generation) => {
+                Event::TransportDown(error)
             }
-            Input::TransportDown { generation, reason } if current(generation) => {
-                (K::TransportDown, Event::TransportDown { reason })
-            }
-            Input::Frame { generation, bytes } if current(generation) => {
+            Input::Frame { generation, bytes } if self.current(generation) => {
                 match classify(&bytes, self.core.config.max_frame_bytes) {
-                    Frame::Response { id, body } => (K::Response, Event::Response { id, body }),
-                    Frame::Request { id, method, params } => (
-                        K::ServerRequest,
-                        Event::ServerRequest { id, method, params },
-                    ),
-                    Frame::Notification { method, params } => (
-                        K::ServerNotification,
-                        Event::ServerNotification { method, params },
-                    ),
-                    Frame::Malformed { reason } => (K::MalformedFrame, Event::Malformed { reason }),
-                    Frame::Oversized { size } => (K::OversizedFrame, Event::Oversized { size }),
+                    Frame::Response(r) => Event::Response(r),
+                    Frame::Request(r) => Event::ServerRequest(r),
+                    Frame::Notification(n) => Event::ServerNotification(n),
+                    Frame::Malformed(m) => Event::MalformedFrame(m),
+                    Frame::Oversized(o) => Event::OversizedFrame(o),
                 }
             }
-            Input::Oversized { generation, size } if current(generation) => {
-                (K::OversizedFrame, Event::Oversized { size })
+            Input::Oversized { generation, size } if self.current(generation) => {
+                Event::OversizedFrame(Oversized { size })
             }
             Input::SendResult {
                 generation,
                 token,
                 outcome,
-            } if current(generation) => {
-                let kind = match outcome {
-                    SendOutcome::Ok => K::SendOk,
-                    SendOutcome::Busy => K::SendBusy,
-                    SendOutcome::Failed => K::SendFailed,
-                };
-                (kind, Event::SendOutcome { token })
+            } if self.current(generation) => match outcome {
+                SendOutcome::Ok => Event::SendOk(token),
+                SendOutcome::Busy => Event::SendBusy(token),
+                SendOutcome::Failed => Event::SendFailed(token),
+            },
+            Input::HandlerReply { generation, reply } if self.current(generation) => {
+                Event::HandlerReply(reply)
             }
-            Input::HandlerReply {
-                generation,
-                id,
-                result,
-            } if current(generation) => (K::HandlerReply, Event::HandlerReply { id, result }),
             Input::TransportUp { .. }
             | Input::TransportDown { .. }
             | Input::Frame { .. }
             | Input::Oversized { .. }
             | Input::SendResult { .. }
-            | Input::HandlerReply { .. } => (K::StaleTransport, Event::Stale),
-            Input::Call {
-                call,
-                method,
-                params,
-                options,
-            } => (
-                K::Call,
-                Event::Call {
-                    call,
-                    method,
-                    params,
-                    options,
-                },
-            ),
-            Input::Notify {
-                call,
-                method,
-                params,
-            } => (
-                K::Notify,
-                Event::Notify {
-                    call,
-                    method,
-                    params,
-                },
-            ),
-            Input::Cancel { call } => (K::Cancel, Event::Cancel { call }),
-            Input::Stop { call } => (K::Stop, Event::Stop { call }),
+            | Input::HandlerReply { .. } => Event::StaleTransport,
+            Input::Call(call) => Event::Call(call),
+            Input::Notify(notify) => Event::Notify(notify),
+            Input::Cancel { call } => Event::Cancel(call),
+            Input::Stop { call } => Event::Stop(call),
         }
     }
 
-    fn dispatch(&mut self, kind: EventKind, event: &Event) -> Step {
+    fn dispatch(&mut self, event: Event) -> Step {
         let from = self.state;
-        self.core.state = from;
-        let fired = match &self.rows {
-            None => generated::dispatch(&mut self.core, from, kind, event),
-            Some(rows) => interpret(rows, &mut self.core, from, kind, event),
-        };
-        let rows: &[Row] = self.rows.as_deref().map_or(&generated::ROWS, Vec::as_slice);
-        if rows
-            .get(usize::from(fired.row))
-            .is_some_and(|r| r.impossible)
-        {
+        let kind = event.kind();
+        let fired = self.run(event);
+        let row = generated::ROWS.get(usize::from(fired.row));
+        if row.is_some_and(|r| r.impossible) {
             let report = Report::ImpossibleRow { row: fired.row };
-            self.core.out.0.push_back(Action::Report(report));
+            self.out.push_back(Action::Report(report));
         }
         if fired.to != from {
             self.core.timers.leave_for(fired.to);
             self.state = fired.to;
-            self.core.state = fired.to;
         }
         Step {
             from,
             event: kind,
             row: fired.row,
+            line: row.map_or(0, |r| r.line),
             to: fired.to,
+        }
+    }
+
+    #[cfg(not(feature = "checker"))]
+    fn run(&mut self, event: Event) -> generated::Fired {
+        let state = self.state;
+        generated::dispatch(&mut self.ctx(), state, event)
+    }
+
+    #[cfg(feature = "checker")]
+    fn run(&mut self, event: Event) -> generated::Fired {
+        let state = self.state;
+        match self.rows.clone() {
+            None => generated::dispatch(&mut self.ctx(), state, event),
+            Some(rows) => generated::interpret(&mut self.ctx(), &rows, state, event),
         }
     }
 }
 
-/// Table-driven dispatch over a (possibly mutated) copy of the rows: the rows covering the
-/// cell, in order, the first whose guard holds (or that has none) fires.
-fn interpret(
-    rows: &[Row],
-    core: &mut Core,
-    state: State,
-    kind: EventKind,
-    event: &Event,
-) -> generated::Fired {
-    for row in rows
-        .iter()
-        .filter(|r| r.from.contains(&state) && r.on.contains(&kind))
-    {
-        if row
-            .guard
-            .is_some_and(|g| !generated::eval_guard(core, g, event))
-        {
-            continue;
-        }
-        if !row.ignore {
-            for &action in row.actions {
-                generated::run_action(core, action, event);
-            }
-        }
-        return generated::Fired {
-            row: row.index,
-            to: row.to.unwrap_or(state),
-        };
+/// The event a timer fires, with its payload.
+fn timer_event(key: TimerKey) -> Event {
+    match (key.kind, key.id) {
+        (TimerKind::InitTimeout, _) => Event::InitTimeout,
+        (TimerKind::Reconnect, _) => Event::Reconnect,
+        (TimerKind::ClosingExit, _) => Event::ClosingExit,
+        (TimerKind::TombstoneSweep, _) => Event::TombstoneSweep,
+        (TimerKind::RequestTimeout, id) => Event::RequestTimeout(id.unwrap_or(u64::MAX)),
+        (TimerKind::SendRetry, id) => Event::SendRetry(id.unwrap_or(u64::MAX)),
     }
-    // A mutated table may leave a cell empty: it then does nothing, which the checker judges.
-    generated::Fired {
-        row: u16::MAX,
-        to: state,
+}
+
+/// The model checker's hooks: a mutated table run by interpretation, and handler bugs.
+#[cfg(feature = "checker")]
+impl Machine {
+    /// The same machine running a replacement table (a mutated copy of [`generated::ROWS`]),
+    /// dispatched by interpretation.
+    pub fn with_rows(mut self, rows: Vec<generated::Row>) -> Self {
+        self.rows = Some(Arc::new(rows));
+        self
+    }
+
+    /// Turns on one deliberate handler bug.
+    pub fn with_mutant(mut self, mutant: crate::mutant::Mutant) -> Self {
+        self.core.mutant = Some(mutant);
+        self
     }
 }

@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::event::{ServerInfo, ServerRequestId};
+use crate::failure::Failure;
 use crate::io::RpcError;
 
 /// The newest handshake revision, offered in `initialize`.
@@ -24,7 +26,7 @@ fn encode(v: &Value) -> Vec<u8> {
 pub(crate) fn request(
     id: u64,
     method: &str,
-    params: Option<&Value>,
+    params: Option<Value>,
     progress_token: Option<u64>,
 ) -> Vec<u8> {
     let mut msg = Map::new();
@@ -32,9 +34,12 @@ pub(crate) fn request(
     msg.insert("id".into(), id.into());
     msg.insert("method".into(), method.into());
     let params = match (params, progress_token) {
-        (p, None) => p.cloned(),
+        (p, None) => p,
         (p, Some(token)) => {
-            let mut obj = p.and_then(Value::as_object).cloned().unwrap_or_default();
+            let mut obj = match p {
+                Some(Value::Object(obj)) => obj,
+                _ => Map::new(),
+            };
             let meta = obj
                 .entry("_meta")
                 .or_insert_with(|| Value::Object(Map::new()));
@@ -51,18 +56,19 @@ pub(crate) fn request(
 }
 
 /// A notification frame.
-pub(crate) fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
     let mut msg = Map::new();
     msg.insert("jsonrpc".into(), "2.0".into());
     msg.insert("method".into(), method.into());
     if let Some(p) = params {
-        msg.insert("params".into(), p.clone());
+        msg.insert("params".into(), p);
     }
     encode(&Value::Object(msg))
 }
 
 /// A response frame to a server request.
-pub(crate) fn response(id: &Value, result: &Result<Value, RpcError>) -> Vec<u8> {
+pub(crate) fn response(id: &ServerRequestId, result: Result<&Value, &RpcError>) -> Vec<u8> {
+    let id = id.to_json();
     match result {
         Ok(v) => encode(&json!({"jsonrpc": "2.0", "id": id, "result": v})),
         Err(e) => {
@@ -79,7 +85,7 @@ pub(crate) fn response(id: &Value, result: &Result<Value, RpcError>) -> Vec<u8> 
 pub(crate) fn cancelled(id: u64, reason: &str) -> Vec<u8> {
     notification(
         "notifications/cancelled",
-        Some(&json!({"requestId": id, "reason": reason})),
+        Some(json!({"requestId": id, "reason": reason})),
     )
 }
 
@@ -94,27 +100,29 @@ pub(crate) fn initialize_params(config: &crate::Config) -> Value {
 
 /// Checks an `initialize` result: an object whose `protocolVersion` is one we speak and whose
 /// `capabilities`, if present, is an object.
-pub(crate) fn check_init_result(result: &Value) -> Result<crate::ServerInfo, String> {
+pub(crate) fn check_init_result(result: &Value) -> Result<ServerInfo, Failure> {
+    let bad = |reason: &str| Failure::BadHandshake {
+        reason: reason.into(),
+    };
     let obj = result
         .as_object()
-        .ok_or("initialize result is not an object")?;
+        .ok_or_else(|| bad("initialize result is not an object"))?;
     let version = match obj.get("protocolVersion") {
         Some(Value::String(v)) => v,
-        Some(_) => return Err("protocolVersion is not a string".into()),
-        None => return Err("initialize result has no protocolVersion".into()),
+        Some(_) => return Err(bad("protocolVersion is not a string")),
+        None => return Err(bad("initialize result has no protocolVersion")),
     };
     if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version.as_str()) {
-        return Err(format!(
-            "server chose protocol version {version:?}, which this client does not speak (it speaks {})",
-            SUPPORTED_PROTOCOL_VERSIONS.join(", ")
-        ));
+        return Err(Failure::UnsupportedVersion {
+            version: version.clone(),
+        });
     }
     let capabilities = match obj.get("capabilities") {
         None => Value::Object(Map::new()),
         Some(c @ Value::Object(_)) => c.clone(),
-        Some(_) => return Err("capabilities is not an object".into()),
+        Some(_) => return Err(bad("capabilities is not an object")),
     };
-    Ok(crate::ServerInfo {
+    Ok(ServerInfo {
         protocol_version: version.clone(),
         server_info: obj.get("serverInfo").cloned().unwrap_or(Value::Null),
         capabilities,
@@ -131,7 +139,7 @@ mod tests {
 
     #[test]
     fn progress_token_goes_into_meta() {
-        let f = request(7, "tools/call", Some(&json!({"name": "x"})), Some(7));
+        let f = request(7, "tools/call", Some(json!({"name": "x"})), Some(7));
         let v: Value = serde_json::from_slice(&f).unwrap();
         assert_eq!(v["params"]["_meta"]["progressToken"], 7);
         assert_eq!(v["params"]["name"], "x");

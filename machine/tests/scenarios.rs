@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use mcp_machine::{
-    Action, CallError, CallId, CallOptions, Config, Input, Machine, ROWS, Report, SendOutcome,
-    SendToken, State,
+    Action, CallError, CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, ROWS,
+    Report, SendOutcome, SendToken, State, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -87,12 +87,12 @@ fn ready(config: Config) -> Machine {
 }
 
 fn call(id: u64) -> Input {
-    Input::Call {
+    Input::Call(CallRequest {
         call: CallId(id),
         method: "tools/call".into(),
         params: Some(json!({"name": "t"})),
         options: CallOptions::default(),
-    }
+    })
 }
 
 fn reply_of(actions: &[Action], id: u64) -> Option<&Result<Value, CallError>> {
@@ -188,14 +188,17 @@ fn ids_are_never_reused_across_reconnects() {
         &mut m,
         Input::TransportDown {
             generation: 1,
-            reason: "crash".into(),
+            error: TransportError::Truncated { partial: 1 },
         },
         20 * MS,
         SendOutcome::Ok,
     );
-    assert!(
-        matches!(reply_of(&acts, 1), Some(Err(CallError::Transport { reason })) if reason.contains("crash"))
-    );
+    assert!(matches!(
+        reply_of(&acts, 1),
+        Some(Err(CallError::ConnectionLost(Failure::Transport(
+            TransportError::Truncated { .. }
+        ))))
+    ));
     assert_eq!(m.state(), State::Backoff);
     let at = m.poll_timeout().unwrap();
     m.handle_timeout(at);
@@ -220,7 +223,7 @@ fn stale_generations_change_nothing() {
     for input in [
         Input::TransportDown {
             generation: 0,
-            reason: "old".into(),
+            error: TransportError::Truncated { partial: 1 },
         },
         Input::TransportUp { generation: 9 },
         Input::Frame {
@@ -369,7 +372,9 @@ fn an_unsupported_version_backs_off_with_the_reason() {
     );
     assert!(acts.contains(&Action::CloseTransport { generation: 1 }));
     assert_eq!(m.state(), State::Backoff);
-    assert!(m.last_error().unwrap().contains("1999-01-01"));
+    assert!(
+        matches!(m.last_error(), Some(Failure::UnsupportedVersion { version }) if version == "1999-01-01")
+    );
     let acts = feed(&mut m, call(1), 3 * MS, SendOutcome::Ok);
     assert!(matches!(
         reply_of(&acts, 1),
@@ -407,7 +412,7 @@ fn compiled_dispatch_equals_the_interpreted_table() {
         call(2),
         Input::TransportDown {
             generation: 1,
-            reason: "x".into(),
+            error: TransportError::Truncated { partial: 1 },
         },
         call(3),
         Input::Stop { call: CallId(9) },

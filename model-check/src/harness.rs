@@ -6,8 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_machine::{
-    Action, CallError, CallId, CallOptions, ClientCapabilities, Config, Input, Machine, ROWS,
-    Report, RequestId, SendOutcome, SendToken, State, Step, TimerKind,
+    Action, CallError, CallId, CallOptions, CallRequest, ClientCapabilities, Config, HandlerReply,
+    Input, Machine, NotifyRequest, ROWS, Report, RequestId, ResponseId, SendOutcome, SendToken,
+    ServerRequestId, State, Step, TimerKind, TransportError,
 };
 use serde_json::{Value, json};
 use stateright::{Model, Property};
@@ -138,8 +139,10 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
         ServerFrame::Malformed => return b"{not json".to_vec(),
         ServerFrame::Oversized => return Vec::new(),
         ServerFrame::Ping => json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}),
-        ServerFrame::Sampling => json!({"jsonrpc": "2.0", "id": SAMPLING_ID,
-            "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}}),
+        ServerFrame::Sampling | ServerFrame::SamplingAgain => {
+            json!({"jsonrpc": "2.0", "id": SAMPLING_ID,
+            "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
+        }
         ServerFrame::Undeclared => json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list"}),
         ServerFrame::ServerCancel => json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": SAMPLING_ID}}),
@@ -207,13 +210,14 @@ impl Harness {
         if w.env.stops < b.stops {
             out.push(Move::Stop(w.env.stops + 1));
         }
-        if !w.env.pending.is_empty() {
-            out.push(Move::Outcome(SendOutcome::Ok));
+        if w.env.send_mode.is_some() {
+            out.push(Move::SendMode(SendOutcome::Ok));
+        } else {
             if w.env.busy < b.busy {
-                out.push(Move::Outcome(SendOutcome::Busy));
+                out.push(Move::SendMode(SendOutcome::Busy));
             }
             if self.junk_ok(w, Junk::SendFailed) {
-                out.push(Move::Outcome(SendOutcome::Failed));
+                out.push(Move::SendMode(SendOutcome::Failed));
             }
         }
         for (&generation, g) in &w.env.gens {
@@ -269,10 +273,13 @@ impl Harness {
                     out.push(Move::Frame(generation, f));
                 }
             }
-            if w.env.server_requests.contains(&(generation, SAMPLING_ID))
-                && self.junk_ok(w, Junk::ServerCancel)
-            {
-                out.push(Move::Frame(generation, ServerFrame::ServerCancel));
+            if w.env.server_requests.contains(&(generation, SAMPLING_ID)) {
+                if self.junk_ok(w, Junk::ServerCancel) {
+                    out.push(Move::Frame(generation, ServerFrame::ServerCancel));
+                }
+                if self.junk_ok(w, Junk::SamplingAgain) {
+                    out.push(Move::Frame(generation, ServerFrame::SamplingAgain));
+                }
             }
         }
         for &(generation, id) in &w.env.server_requests {
@@ -299,12 +306,12 @@ impl Harness {
                 n.env.calls = c;
                 n.ghost.calls.insert(c, CallGhost::default());
                 Some(n.m.handle(
-                    Input::Call {
+                    Input::Call(CallRequest {
                         call: CallId(u64::from(c)),
                         method: "tools/call".into(),
                         params: Some(json!({"name": "t"})),
                         options: call_options(c),
-                    },
+                    }),
                     now,
                 ))
             }
@@ -320,11 +327,11 @@ impl Harness {
             Move::Notify(k) => {
                 n.env.notifies = k;
                 n.ghost.calls.insert(NOTIFY_BASE + k, CallGhost::default());
-                let input = Input::Notify {
+                let input = Input::Notify(NotifyRequest {
                     call: CallId(u64::from(NOTIFY_BASE + k)),
                     method: "notifications/roots/list_changed".into(),
                     params: None,
-                };
+                });
                 Some(n.m.handle(input, now))
             }
             Move::Stop(s) => {
@@ -356,11 +363,10 @@ impl Harness {
                     }
                     e.credit = 0;
                 }
-                n.env.pending.retain(|(pg, _)| *pg != g);
                 Some(n.m.handle(
                     Input::TransportDown {
                         generation: g,
-                        reason: "gone".into(),
+                        error: TransportError::Eof,
                     },
                     now,
                 ))
@@ -378,6 +384,7 @@ impl Harness {
                     ServerFrame::Oversized => Some(Junk::Oversized),
                     ServerFrame::Ping => Some(Junk::Ping),
                     ServerFrame::Sampling => Some(Junk::Sampling),
+                    ServerFrame::SamplingAgain => Some(Junk::SamplingAgain),
                     ServerFrame::Undeclared => Some(Junk::Undeclared),
                     ServerFrame::Log => Some(Junk::Log),
                     ServerFrame::Progress(_) => Some(Junk::Progress),
@@ -411,32 +418,14 @@ impl Harness {
                 };
                 Some(n.m.handle(input, now))
             }
-            Move::Outcome(outcome) => {
-                let (generation, token) =
-                    n.env.pending.pop_front().unwrap_or((0, SendToken::Other));
-                stale = stale_gen(generation);
-                match outcome {
-                    SendOutcome::Busy => {
-                        n.env.busy += 1;
-                        if let SendToken::Request(id) = token {
-                            mark_busy(&mut n, id);
-                        }
-                    }
+            Move::SendMode(mode) => {
+                match mode {
+                    SendOutcome::Busy => n.env.busy += 1,
                     SendOutcome::Failed => n.env.junk_used |= Junk::SendFailed as u16,
-                    SendOutcome::Ok => {
-                        if let SendToken::Request(id) = token {
-                            n.env.on_wire.entry(id).or_insert((generation, 0));
-                        }
-                    }
+                    SendOutcome::Ok => {}
                 }
-                Some(n.m.handle(
-                    Input::SendResult {
-                        generation,
-                        token,
-                        outcome,
-                    },
-                    now,
-                ))
+                n.env.send_mode = (mode != SendOutcome::Ok).then_some(mode);
+                None
             }
             Move::HandlerReply(g, id) => {
                 stale = stale_gen(g);
@@ -447,8 +436,10 @@ impl Harness {
                 Some(n.m.handle(
                     Input::HandlerReply {
                         generation: g,
-                        id: json!(id),
-                        result,
+                        reply: HandlerReply {
+                            id: ServerRequestId::Int(id),
+                            result,
+                        },
                     },
                     now,
                 ))
@@ -456,25 +447,7 @@ impl Harness {
             Move::Timer(key) => n.m.fire_timer(key),
         };
         if let Some(step) = step {
-            self.coverage.mark(step.row);
-            if ROWS
-                .get(usize::from(step.row))
-                .is_some_and(|r| r.impossible)
-            {
-                n.ghost.violations |= violation::IMPOSSIBLE_ROW;
-            }
-            if let Some(log) = log.as_deref_mut() {
-                let row = ROWS.get(usize::from(step.row));
-                log.push(format!(
-                    "  {:?} in {} → event {} → row #{} (line {}) → {}",
-                    mv,
-                    step.from.name(),
-                    step.event.name(),
-                    step.row,
-                    row.map_or(0, |r| r.line),
-                    step.to.name()
-                ));
-            }
+            self.observe(&mut n, step, &format!("{mv:?}"), log.as_deref_mut());
         }
         let emitted = self.drain(&mut n, Some(mv), log);
         if stale && (emitted > 0 || n.m != w.m) {
@@ -484,7 +457,30 @@ impl Harness {
         n
     }
 
-    /// Carries out every queued action, recording ghost history. Returns how many there were.
+    /// Coverage, impossible rows and the trace line of one row that fired.
+    fn observe(&self, n: &mut World, step: Step, what: &str, log: Option<&mut Vec<String>>) {
+        self.coverage.mark(step.row);
+        if ROWS
+            .get(usize::from(step.row))
+            .is_some_and(|r| r.impossible)
+        {
+            n.ghost.violations |= violation::IMPOSSIBLE_ROW;
+        }
+        if let Some(log) = log {
+            log.push(format!(
+                "  {what} in {} → event {} → row #{} (line {}) → {}",
+                step.from.name(),
+                step.event.name(),
+                step.row,
+                step.line,
+                step.to.name()
+            ));
+        }
+    }
+
+    /// Carries out every queued action, recording ghost history; a send gets its outcome at
+    /// once, from the transport's mode (the machine's send contract, as in the driver).
+    /// Returns how many actions there were.
     fn drain(&self, n: &mut World, mv: Option<Move>, mut log: Option<&mut Vec<String>>) -> usize {
         let mut count = 0;
         while let Some(action) = n.m.poll_action() {
@@ -492,7 +488,32 @@ impl Harness {
             if let Some(log) = log.as_deref_mut() {
                 log.push(format!("      {}", describe(&action)));
             }
+            let send = match &action {
+                Action::Send {
+                    generation, token, ..
+                } => Some((*generation, *token)),
+                _ => None,
+            };
             interpret(n, mv, action);
+            if let Some((generation, token)) = send {
+                let outcome = n.env.send_mode.unwrap_or(SendOutcome::Ok);
+                match (outcome, token) {
+                    (SendOutcome::Busy, SendToken::Request(id)) => mark_busy(n, id),
+                    (SendOutcome::Ok, SendToken::Request(id)) => {
+                        n.env.on_wire.entry(id).or_insert((generation, 0));
+                    }
+                    _ => {}
+                }
+                let now = n.m.now();
+                let input = Input::SendResult {
+                    generation,
+                    token,
+                    outcome,
+                };
+                let step = n.m.handle(input, now);
+                let what = format!("{outcome:?} outcome of {token:?}");
+                self.observe(n, step, &what, log.as_deref_mut());
+            }
         }
         count
     }
@@ -568,9 +589,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             _ => n.ghost.violations |= violation::CREDIT_AFTER_CLOSE,
         },
         Action::Send {
-            generation,
-            token,
-            frame,
+            generation, frame, ..
         } => {
             if n.ghost.stop_accepted {
                 n.ghost.violations |= violation::SENT_AFTER_STOP;
@@ -631,7 +650,6 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                     n.ghost.violations |= violation::BAD_CANCEL;
                 }
             }
-            n.env.pending.push_back((generation, token));
         }
         Action::Reply {
             call,
@@ -679,10 +697,15 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 n.ghost.stop_accepted = true;
             }
         }
-        Action::ServerRequest { generation, id, .. } => {
-            n.env
-                .server_requests
-                .insert((generation, id.as_i64().unwrap_or(-1)));
+        Action::ServerRequest {
+            generation,
+            request,
+        } => {
+            let id = match request.id {
+                ServerRequestId::Int(i) => i,
+                ServerRequestId::Str(_) | ServerRequestId::Number(_) => -1,
+            };
+            n.env.server_requests.insert((generation, id));
         }
         // An abort races the handler: its answer may still come, and must change nothing.
         Action::AbortServerRequest { .. } | Action::AbortServerRequests { .. } => {}
@@ -699,7 +722,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
         Action::Report(Report::UnknownResponse { id }) => {
             let ttl = n.m.config().tombstone_ttl;
             let now = n.m.now();
-            if let Ok(id) = id.parse::<RequestId>()
+            if let ResponseId::Number(id) = id
                 && matches!(n.ghost.owners.get(&id), Some(Owner::Call(_)))
                 && n.ghost.ended.get(&id).is_some_and(|at| now < *at + ttl)
             {
@@ -717,7 +740,6 @@ pub fn silence_answers_every_call(w: &World) -> bool {
         return true;
     }
     let mut m = w.m.clone();
-    let mut pending = w.env.pending.clone();
     let mut open: std::collections::BTreeSet<u64> = w
         .ghost
         .calls
@@ -725,41 +747,38 @@ pub fn silence_answers_every_call(w: &World) -> bool {
         .filter(|(_, g)| g.replies == 0)
         .map(|(c, _)| u64::from(*c))
         .collect();
-    let mut drain =
-        |m: &mut Machine, pending: &mut std::collections::VecDeque<(u64, SendToken)>| {
-            while let Some(a) = m.poll_action() {
-                match a {
-                    Action::Reply { call, .. } => {
-                        open.remove(&call.0);
-                    }
-                    Action::Send {
-                        generation, token, ..
-                    } => pending.push_back((generation, token)),
-                    _ => {}
+    // Every send is taken at once; only the replies matter.
+    let mut drain = |m: &mut Machine| {
+        while let Some(a) = m.poll_action() {
+            match a {
+                Action::Reply { call, .. } => {
+                    open.remove(&call.0);
                 }
-            }
-            open.is_empty()
-        };
-    for _ in 0..64 {
-        while let Some((generation, token)) = pending.pop_front() {
-            let now = m.now();
-            m.handle(
-                Input::SendResult {
-                    generation,
-                    token,
-                    outcome: SendOutcome::Ok,
-                },
-                now,
-            );
-            if drain(&mut m, &mut pending) {
-                return true;
+                Action::Send {
+                    generation, token, ..
+                } => {
+                    let now = m.now();
+                    let outcome = SendOutcome::Ok;
+                    m.handle(
+                        Input::SendResult {
+                            generation,
+                            token,
+                            outcome,
+                        },
+                        now,
+                    );
+                }
+                _ => {}
             }
         }
+        open.is_empty()
+    };
+    for _ in 0..64 {
         let Some(at) = m.poll_timeout() else {
             return false;
         };
         m.handle_timeout(at);
-        if drain(&mut m, &mut pending) {
+        if drain(&mut m) {
             return true;
         }
     }

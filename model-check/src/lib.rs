@@ -59,7 +59,7 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 14,
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
             },
-            pinned_unique: 1378616,
+            pinned_unique: 3452499,
         },
         Configuration {
             name: "server-traffic",
@@ -74,6 +74,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[
                     Ping,
                     Sampling,
+                    SamplingAgain,
                     ServerCancel,
                     Undeclared,
                     Log,
@@ -83,7 +84,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Oversized,
                 ]),
             },
-            pinned_unique: 803563,
+            pinned_unique: 1130569,
         },
         Configuration {
             name: "send-retry",
@@ -97,7 +98,7 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 13,
                 junk: junk(&[SendFailed, Duplicate]),
             },
-            pinned_unique: 626458,
+            pinned_unique: 2047349,
         },
     ]
 }
@@ -117,7 +118,7 @@ pub fn small_configuration() -> Configuration {
             depth: 9,
             junk: junk(&[InitError, Duplicate, Ping]),
         },
-        pinned_unique: 25599,
+        pinned_unique: 36921,
     }
 }
 

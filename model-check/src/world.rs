@@ -11,10 +11,10 @@
 //! armed deadlines), never the machine's own bookkeeping, so a buggy machine cannot hide its
 //! own bug.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use mcp_machine::{Machine, RequestId, SendOutcome, SendToken, TimerKey};
+use mcp_machine::{Machine, RequestId, SendOutcome, TimerKey};
 
 /// A frame the simulated server may send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -39,6 +39,8 @@ pub enum ServerFrame {
     Sampling,
     /// A `roots/list` request (not declared).
     Undeclared,
+    /// The sampling request again, with the same id, while the first is being handled.
+    SamplingAgain,
     /// `notifications/cancelled` for the sampling request.
     ServerCancel,
     /// A logging notification.
@@ -64,8 +66,10 @@ pub enum Move {
     Down(u64),
     /// Generation `g` delivers a frame (spending a credit).
     Frame(u64, ServerFrame),
-    /// The oldest pending send gets its outcome.
-    Outcome(SendOutcome),
+    /// The current transport starts answering sends this way (Ok, Busy: its queue is full,
+    /// Failed: it refuses frames). The driver feeds each outcome back at once (the machine's
+    /// send contract), so the outcome of a send is the transport's mode when it is made.
+    SendMode(SendOutcome),
     /// The handler answers server request `id` of generation `g`.
     HandlerReply(u64, i64),
     /// An armed timer fires.
@@ -102,6 +106,8 @@ pub enum Junk {
     SendFailed = 1 << 11,
     /// [`ServerFrame::ServerCancel`] for a server request being handled.
     ServerCancel = 1 << 12,
+    /// [`ServerFrame::SamplingAgain`] while the first is being handled.
+    SamplingAgain = 1 << 13,
 }
 
 /// The environment's view of one transport generation.
@@ -122,8 +128,8 @@ pub struct GenEnv {
 pub struct Env {
     /// Every spawned generation.
     pub gens: BTreeMap<u64, GenEnv>,
-    /// Sends awaiting their outcome, oldest first.
-    pub pending: VecDeque<(u64, SendToken)>,
+    /// How the transport answers sends now (`None`: it takes them).
+    pub send_mode: Option<SendOutcome>,
     /// Requests the server has seen: generation and how many answers it sent.
     pub on_wire: BTreeMap<RequestId, (u64, u8)>,
     /// Server requests with the handler: (generation, id).
@@ -138,7 +144,7 @@ pub struct Env {
     pub stops: u8,
     /// Transports that died on their own.
     pub crashes: u8,
-    /// Busy outcomes so far.
+    /// Switches to the busy mode so far.
     pub busy: u8,
     /// Junk already used (bits of [`Junk`]).
     pub junk_used: u16,

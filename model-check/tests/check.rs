@@ -72,9 +72,7 @@ fn hand_minimised_counterexample_replays() {
     let mut w = model.initial();
     let path = [
         Move::Up(1),
-        Move::Outcome(mcp_machine::SendOutcome::Ok),
         Move::Frame(1, model_check::world::ServerFrame::InitOk(1)),
-        Move::Outcome(mcp_machine::SendOutcome::Ok),
         Move::Call(1),
         Move::Stop(1),
     ];

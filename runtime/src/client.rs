@@ -4,7 +4,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use mcp_machine::{CallId, CallOptions, Config, Input, Machine};
+use mcp_machine::{
+    CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, NotifyRequest,
+};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -14,6 +16,9 @@ use crate::handler::{ClientHandler, Handlers};
 use crate::transport::{Connector, StdioConnector, TransportConfig};
 use crate::types::*;
 use crate::{ConnState, Error, Result};
+
+/// The smallest reconnect delay [`ClientBuilder::backoff`] accepts.
+pub const MIN_BACKOFF: Duration = Duration::from_millis(10);
 
 /// Per-call options: timeout, progress, and how progress moves the timeout.
 #[derive(Clone, Default)]
@@ -134,7 +139,14 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on spawning plus the handshake (10 s).
+    /// Bound on spawning the first transport plus its handshake (60 s: a package runner such as
+    /// `npx` may install the server first). Reconnects use [`ClientBuilder::init_timeout`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = timeout;
+        self
+    }
+
+    /// Bound on spawning plus the handshake after a reconnect (10 s).
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.config.init_timeout = timeout;
         self.update_ttl();
@@ -142,7 +154,9 @@ impl ClientBuilder {
     }
 
     /// Reconnect backoff: from `min` doubling to `max` (1 s to 30 s), ±`jitter_pct` % (20).
+    /// `min` is floored at 10 ms: a zero delay would respawn a crashing server in a busy loop.
     pub fn backoff(mut self, min: Duration, max: Duration, jitter_pct: u32) -> Self {
+        let min = min.max(MIN_BACKOFF);
         self.config.backoff_min = min;
         self.config.backoff_max = max.max(min);
         self.config.backoff_jitter_pct = jitter_pct.min(100);
@@ -246,7 +260,7 @@ impl ClientBuilder {
                 *monitor_out
                     .last_error
                     .write()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(why.to_owned());
+                    .unwrap_or_else(|e| e.into_inner()) = Some(Failure::Internal(why.to_owned()));
                 monitor_out.state.send_replace(ConnState::Closed);
                 let _ = monitor_out.closed.send(true);
             }
@@ -277,7 +291,7 @@ async fn restore_after_reconnect(
     let mut readies = 0u64;
     loop {
         match transitions.recv().await {
-            Ok(t) if t.to == ConnState::Ready => {
+            Ok(t) if t.to() == ConnState::Ready => {
                 readies += 1;
                 if readies == 1 {
                     continue;
@@ -377,8 +391,9 @@ impl Client {
             .clone()
     }
 
-    /// Why the last connection attempt or connection failed.
-    pub fn last_error(&self) -> Option<String> {
+    /// Why the last connection attempt or connection failed, typed (cleared by a successful
+    /// handshake).
+    pub fn last_error(&self) -> Option<Failure> {
         self.shared
             .out
             .last_error
@@ -416,7 +431,7 @@ impl Client {
     ) -> Result<Value> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
-        let input = Input::Call {
+        let input = Input::Call(CallRequest {
             call,
             method: method.to_owned(),
             params,
@@ -426,7 +441,7 @@ impl Client {
                 reset_timeout_on_progress: options.reset_timeout_on_progress,
                 max_total_timeout: options.max_total_timeout,
             },
-        };
+        });
         let cmd = Command::Call {
             input,
             method: method.to_owned(),
@@ -454,18 +469,21 @@ impl Client {
         options: RequestOptions,
     ) -> Result<T> {
         let v = self.request_with(method, params, options).await?;
-        serde_json::from_value(v).map_err(|e| Error::Protocol(format!("{method} result: {e}")))
+        serde_json::from_value(v).map_err(|e| Error::InvalidResult {
+            method: method.to_owned(),
+            source: Arc::new(e),
+        })
     }
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
-        let input = Input::Notify {
+        let input = Input::Notify(NotifyRequest {
             call,
             method: method.to_owned(),
             params,
-        };
+        });
         self.shared
             .commands
             .send(Command::Notify { input, reply })

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use mcp_machine::{Action, CallId, Input, Machine, Report, RpcError, Step};
+use mcp_machine::{
+    Action, CallId, Failure, HandlerReply, Input, Machine, Report, RpcError, ServerRequestId, Step,
+};
 use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -45,7 +47,7 @@ pub(crate) enum Command {
 pub(crate) struct Outputs {
     pub(crate) state: watch::Sender<ConnState>,
     pub(crate) server: RwLock<Option<ServerInfo>>,
-    pub(crate) last_error: RwLock<Option<String>>,
+    pub(crate) last_error: RwLock<Option<Failure>>,
     pub(crate) notifications: broadcast::Sender<ServerNotification>,
     pub(crate) transitions: broadcast::Sender<crate::state::Transition>,
     /// True once the driver ended and every transport task finished (children reaped).
@@ -77,9 +79,9 @@ pub(crate) struct Driver {
     events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
     events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
-    handler_tx: mpsc::UnboundedSender<(u64, Value, Result<Value, RpcError>)>,
-    handler_rx: mpsc::UnboundedReceiver<(u64, Value, Result<Value, RpcError>)>,
-    server_tasks: HashMap<(u64, String), AbortHandle>,
+    handler_tx: mpsc::UnboundedSender<(u64, HandlerReply)>,
+    handler_rx: mpsc::UnboundedReceiver<(u64, HandlerReply)>,
+    server_tasks: HashMap<(u64, ServerRequestId), AbortHandle>,
     pending: HashMap<CallId, Pending>,
     out: Arc<Outputs>,
     exited: bool,
@@ -127,9 +129,9 @@ impl Driver {
             tokio::select! {
                 biased;
                 Some((generation, event)) = self.events_rx.recv() => self.transport_event(generation, event),
-                Some((generation, id, result)) = self.handler_rx.recv() => {
-                    self.server_tasks.remove(&(generation, id.to_string()));
-                    self.input(Input::HandlerReply { generation, id, result });
+                Some((generation, reply)) = self.handler_rx.recv() => {
+                    self.server_tasks.remove(&(generation, reply.id.clone()));
+                    self.input(Input::HandlerReply { generation, reply });
                 }
                 () = sleep_until(deadline), if deadline.is_some() => {
                     let now = self.now();
@@ -167,9 +169,10 @@ impl Driver {
                 progress,
                 reply,
             } => {
-                let Input::Call { call, .. } = &input else {
+                let Input::Call(request) = &input else {
                     return;
                 };
+                let call = &request.call;
                 let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
                     method = %method, call = call.0, id = tracing::field::Empty);
                 span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
@@ -185,9 +188,10 @@ impl Driver {
                 self.input(input);
             }
             Command::Notify { input, reply } => {
-                let Input::Notify { call, .. } = &input else {
+                let Input::Notify(request) = &input else {
                     return;
                 };
+                let call = &request.call;
                 self.pending.insert(*call, Pending::Notify { reply });
                 self.input(input);
             }
@@ -209,10 +213,7 @@ impl Driver {
             },
             TransportEvent::Down(error) => {
                 self.transports.remove(&generation);
-                Input::TransportDown {
-                    generation,
-                    reason: error.to_string(),
-                }
+                Input::TransportDown { generation, error }
             }
         };
         self.input(input);
@@ -226,7 +227,7 @@ impl Driver {
     }
 
     fn observe(&mut self, step: Step) {
-        tracing::trace!(target: "mcp::row", row = step.row, state = step.from.name(), event = step.event.name(), "row fired");
+        tracing::trace!(target: "mcp::row", row = step.row, line = step.line, state = step.from.name(), event = step.event.name(), "row fired");
         if step.from == step.to {
             return;
         }
@@ -236,25 +237,23 @@ impl Driver {
             to = step.to.name(),
             event = step.event.name(),
             row = step.row,
+            spec_line = step.line,
             "transition"
         );
         if step.to == mcp_machine::State::Ready {
             *self.out.server.write().unwrap_or_else(|e| e.into_inner()) =
-                self.machine.server().map(Into::into);
+                self.machine.server().cloned().map(Into::into);
         }
         *self
             .out
             .last_error
             .write()
-            .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().map(str::to_owned);
+            .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().cloned();
         let _ = self.out.transitions.send(crate::state::Transition {
-            from: step.from.into(),
-            to: step.to.into(),
-            event: step.event.name(),
-            row: step.row,
+            step,
             at: Instant::now(),
         });
-        self.out.state.send_replace(step.to.into());
+        self.out.state.send_replace(step.to);
     }
 
     fn drain(&mut self) {
@@ -284,14 +283,10 @@ impl Driver {
                 token,
                 frame,
             } => {
+                // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {
                     Some(t) => t.try_send(frame),
-                    None => transport::SendOutcome::Failed,
-                };
-                let outcome = match outcome {
-                    transport::SendOutcome::Ok => mcp_machine::SendOutcome::Ok,
-                    transport::SendOutcome::Busy => mcp_machine::SendOutcome::Busy,
-                    transport::SendOutcome::Failed => mcp_machine::SendOutcome::Failed,
+                    None => mcp_machine::SendOutcome::Failed,
                 };
                 if outcome != mcp_machine::SendOutcome::Ok {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
@@ -380,10 +375,9 @@ impl Driver {
             }
             Action::ServerRequest {
                 generation,
-                id,
-                method,
-                params,
+                request,
             } => {
+                let mcp_machine::ServerRequest { id, method, params } = request;
                 tracing::debug!(target: "mcp::server_request", method = %method, %id, "server request");
                 // Building the future runs user code on the driver: a panic there becomes an
                 // internal error for the server, like a panic inside the future.
@@ -408,7 +402,7 @@ impl Driver {
                 let inner = tokio::spawn(fut);
                 let abort = inner.abort_handle();
                 let tx = self.handler_tx.clone();
-                let key = (generation, id.to_string());
+                let key = (generation, id.clone());
                 tokio::spawn(async move {
                     let result = match inner.await {
                         Ok(r) => r,
@@ -419,12 +413,12 @@ impl Driver {
                         }),
                         Err(_) => return,
                     };
-                    let _ = tx.send((generation, id, result));
+                    let _ = tx.send((generation, HandlerReply { id, result }));
                 });
                 self.server_tasks.insert(key, abort);
             }
             Action::AbortServerRequest { generation, id } => {
-                if let Some(task) = self.server_tasks.remove(&(generation, id.to_string())) {
+                if let Some(task) = self.server_tasks.remove(&(generation, id)) {
                     task.abort();
                 }
             }
@@ -482,7 +476,7 @@ fn trace_report(report: &Report) {
         Report::SendRetry { id, attempt } => {
             tracing::debug!(target: "mcp::retry", id, attempt, "transport busy; send retried")
         }
-        Report::InitRejected { reason } => {
+        Report::InitRejected(reason) => {
             tracing::warn!(target: "mcp::protocol", violation = "handshake", %reason, "handshake failed");
         }
         other => tracing::debug!(target: "mcp::driver", ?other, "report"),

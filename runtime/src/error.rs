@@ -1,17 +1,19 @@
-//! The one error type of the client: one variant per outcome a caller can act on.
+//! The one error type of the client: one variant per outcome a caller can act on, each keeping
+//! its typed cause (`source()` reaches the transport's `io::Error` where there is one).
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_machine::CallError;
+use mcp_machine::{CallError, Failure};
 use serde_json::Value;
 
 use crate::ConnState;
 
 /// Why a call (or connect, or notify) failed.
 ///
-/// Local failures (timeout, shutdown, unavailable, transport, backpressure, cancelled,
-/// protocol) can never be mistaken for the server's own JSON-RPC errors, which are
-/// [`Error::Server`].
+/// Local failures (timeout, shutdown, unavailable, connection lost, send failed, backpressure,
+/// cancelled, invalid result) can never be mistaken for the server's own JSON-RPC errors, which
+/// are [`Error::Server`].
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -33,21 +35,31 @@ pub enum Error {
         state: ConnState,
         /// When the next reconnect attempt is due.
         retry_in: Option<Duration>,
-        /// Why the last attempt or connection failed.
-        last_error: Option<String>,
+        /// Why the last attempt or connection failed, typed.
+        last_error: Option<Failure>,
     },
-    /// The transport failed under the call (connection lost, send failed, spawn failed).
-    #[error("transport error: {0}")]
-    Transport(String),
+    /// The connection was lost while the call was in flight. The call is not retried: the server
+    /// may or may not have run it, and only the caller knows whether running it twice is safe.
+    #[error("connection lost: {0}")]
+    ConnectionLost(#[source] Failure),
+    /// The transport refused the frame for good (it is closing or gone).
+    #[error("the transport refused the frame (it is closing or gone)")]
+    SendFailed,
     /// The transport's outgoing queue stayed full for every send attempt.
     #[error("transport busy: gave up after {attempts} sends")]
     Backpressure {
         /// Sends tried.
         attempts: u8,
     },
-    /// The server broke the protocol (an answer of the wrong shape, a bad handshake).
-    #[error("protocol violation: {0}")]
-    Protocol(String),
+    /// The server's result does not have the shape the method's result must have.
+    #[error("invalid {method} result from the server: {source}")]
+    InvalidResult {
+        /// The method called.
+        method: String,
+        /// What did not fit.
+        #[source]
+        source: Arc<serde_json::Error>,
+    },
     /// The server answered with a JSON-RPC error.
     #[error("server error {code}: {message}")]
     Server {
@@ -61,6 +73,17 @@ pub enum Error {
     /// The call was cancelled by its caller.
     #[error("request cancelled")]
     Cancelled,
+}
+
+impl Error {
+    /// The connection failure behind this error, if there is one (lost, or why unavailable).
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Error::ConnectionLost(f) => Some(f),
+            Error::Unavailable { last_error, .. } => last_error.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 fn fmt_duration(d: Duration) -> String {
@@ -81,11 +104,12 @@ impl From<CallError> for Error {
                 retry_in,
                 last_error,
             } => Error::Unavailable {
-                state: state.into(),
+                state,
                 retry_in,
                 last_error,
             },
-            CallError::Transport { reason } => Error::Transport(reason),
+            CallError::ConnectionLost(f) => Error::ConnectionLost(f),
+            CallError::SendFailed => Error::SendFailed,
             CallError::Backpressure { attempts } => Error::Backpressure { attempts },
             CallError::Server(e) => Error::Server {
                 code: e.code,
@@ -93,7 +117,6 @@ impl From<CallError> for Error {
                 data: e.data,
             },
             CallError::Cancelled => Error::Cancelled,
-            CallError::Protocol { reason } => Error::Protocol(reason),
         }
     }
 }
@@ -104,18 +127,31 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_machine::TransportError;
+    use std::error::Error as _;
 
     #[test]
-    fn messages_are_clear() {
+    fn messages_are_clear_and_causes_typed() {
+        let lost = Failure::Transport(TransportError::ChildExited {
+            code: None,
+            signal: Some(9),
+        });
         let e = Error::Unavailable {
             state: ConnState::Backoff,
             retry_in: Some(Duration::from_millis(1500)),
-            last_error: Some("connection lost: child exited".into()),
+            last_error: Some(lost.clone()),
         };
         assert_eq!(
             e.to_string(),
-            "server unavailable (backoff, reconnecting in 1.5 s; last error: connection lost: child exited)"
+            "server unavailable (backoff, reconnecting in 1.5 s; last error: server process exited (killed by signal 9))"
         );
+        assert_eq!(e.failure(), Some(&lost));
+        let spawn = Failure::Transport(TransportError::Spawn(
+            std::io::Error::from(std::io::ErrorKind::NotFound).into(),
+        ));
+        let e = Error::ConnectionLost(spawn);
+        let io = e.source().and_then(|s| s.source()).and_then(|s| s.source());
+        assert!(io.is_some_and(|s| s.downcast_ref::<std::io::Error>().is_some()));
         assert_eq!(
             Error::Timeout {
                 after: Duration::from_millis(250)

@@ -41,4 +41,4 @@ pub use crate::error::{Error, Result};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
 pub use crate::state::{ConnState, Transition};
 pub use crate::types::{CompleteRef, LoggingLevel, Progress, ServerInfo, ServerNotification};
-pub use mcp_machine::RpcError;
+pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};

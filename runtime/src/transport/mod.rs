@@ -22,7 +22,6 @@ pub mod stream;
 
 use std::fmt;
 use std::future::Future;
-use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,74 +70,7 @@ pub enum TransportEvent {
     Down(TransportError),
 }
 
-/// Why a transport generation ended. Cheap to clone; messages are lower-case without a
-/// trailing period. Not a caller-facing error by itself: the driver turns it into one.
-#[derive(Debug, Clone, thiserror::Error)]
-#[non_exhaustive]
-pub enum TransportError {
-    /// The server process could not be started (program not found, permission denied, ...).
-    #[error("failed to spawn the server process: {0}")]
-    Spawn(Arc<io::Error>),
-    /// The byte stream could not be opened (connection refused, no such socket, ...).
-    #[error("failed to connect: {0}")]
-    Connect(Arc<io::Error>),
-    /// Reading from or writing to the link failed.
-    #[error("transport i/o error: {0}")]
-    Io(Arc<io::Error>),
-    /// The peer closed its end of the link at a frame boundary.
-    #[error("the peer closed the connection")]
-    Eof,
-    /// The peer closed its end of the link in the middle of a frame.
-    #[error("the peer closed the connection in the middle of a frame ({partial} bytes)")]
-    Truncated {
-        /// Bytes of the unfinished frame that were read.
-        partial: usize,
-    },
-    /// A frame exceeded the frame limit, so the link was ended.
-    #[error("frame larger than {max} bytes ({seen} bytes read before giving up)")]
-    Oversized {
-        /// Bytes of the oversized line read before giving up.
-        seen: usize,
-        /// The limit in force.
-        max: usize,
-    },
-    /// The server process exited (on its own, or after the link failed).
-    #[error("server process exited ({})", exit_description(*.code, *.signal))]
-    ChildExited {
-        /// Exit code, when it exited normally.
-        code: Option<i32>,
-        /// Signal number, when a signal ended it.
-        signal: Option<i32>,
-    },
-    /// The link was closed by us ([`TransportHandle::close`], or the handle was dropped).
-    #[error("transport closed")]
-    Closed,
-}
-
-impl TransportError {
-    pub(crate) fn io(e: io::Error) -> Self {
-        Self::Io(Arc::new(e))
-    }
-}
-
-fn exit_description(code: Option<i32>, signal: Option<i32>) -> String {
-    match (code, signal) {
-        (Some(c), _) => format!("exit code {c}"),
-        (None, Some(s)) => format!("killed by signal {s}"),
-        (None, None) => "unknown status".to_owned(),
-    }
-}
-
-/// Result of offering a frame to a transport without waiting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SendOutcome {
-    /// The frame was queued; it will be written unless the link ends first.
-    Ok,
-    /// The queue is full; nothing was queued. Try again later.
-    Busy,
-    /// The transport is closing or gone; nothing was queued and nothing ever will be.
-    Failed,
-}
+pub use mcp_machine::{IoCause, SendOutcome, TransportError};
 
 /// Transport settings, shared by every generation.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -32,7 +32,7 @@ use tokio::process::{Child, ChildStderr, Command};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::{Closer, Connector, Link, TransportError};
+use super::{Closer, Connector, IoCause, Link, TransportError};
 
 /// `tracing` target of the events that carry the server's stderr lines.
 pub const SERVER_STDERR_TARGET: &str = "mcp_runtime::server_stderr";
@@ -176,16 +176,14 @@ fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| TransportError::Spawn(Arc::new(e)))?;
+    let mut child = cmd.spawn().map_err(|e| TransportError::Spawn(e.into()))?;
     let pid = child.id();
     tracing::debug!(pid, "server process spawned");
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
         // Cannot happen with all three piped; the child is killed on drop.
-        return Err(TransportError::Spawn(Arc::new(std::io::Error::other(
+        return Err(TransportError::Spawn(IoCause::new(std::io::Error::other(
             "child pipes missing",
         ))));
     };

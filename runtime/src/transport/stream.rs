@@ -137,5 +137,5 @@ impl Connector for StreamConnector {
 }
 
 fn connect_error(e: std::io::Error) -> TransportError {
-    TransportError::Connect(Arc::new(e))
+    TransportError::Connect(e.into())
 }

@@ -1,0 +1,180 @@
+//! Stage 3, lower: the resolved and checked spec becomes an [`ir::Machine`].
+//!
+//! Only run on a spec with no error, so every name resolved and every rule holds; it copies
+//! docs, flags and indexes into the IR and gives guards and actions the types the check found.
+
+use crate::diagnostic::{Diagnostic, SpecError};
+use crate::ir::{self, Machine, Named};
+use crate::spec::{SourceDecl, Spec, TimerKindDecl};
+
+use super::check::Checked;
+use super::resolve::Resolved;
+
+/// The machine of a spec without errors; an internal error if the stages disagree.
+pub(super) fn lower(
+    spec: &Spec,
+    r: &Resolved,
+    checked: Checked,
+) -> Result<Machine, Vec<Diagnostic>> {
+    let initial = r
+        .initial
+        .ok_or_else(|| vec![internal("no initial state after checking")])?;
+    let Checked { cells, types } = checked;
+    Ok(Machine {
+        name: spec.machine.get_ref().name.get_ref().clone(),
+        initial_actions: r.initial_actions.iter().map(|(a, _)| *a).collect(),
+        states: states(spec, r, initial),
+        initial,
+        events: events(spec, r),
+        timers: timers(spec, r),
+        guards: guards(spec, r, types.guard_takes),
+        actions: actions(spec, r, &types.action_payload, &types.action_witness)?,
+        rows: rows(r),
+        cells,
+    })
+}
+
+/// An error of the generator itself.
+fn internal(message: &str) -> Diagnostic {
+    Diagnostic::new(
+        SpecError::Internal {
+            message: message.to_owned(),
+        },
+        0..0,
+        "while lowering this spec",
+    )
+}
+
+/// A declaration's name and doc.
+fn named<T>(d: &crate::spec::Decl<T>, doc: &toml::Spanned<String>) -> Named {
+    Named::new(d.name.get_ref(), doc.get_ref())
+}
+
+fn states(spec: &Spec, r: &Resolved, initial: usize) -> Vec<ir::State> {
+    spec.states
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, d)| ir::State {
+            decl: named(d, &d.value.get_ref().doc),
+            initial: i == initial,
+            terminal: r.terminal[i],
+        })
+        .collect()
+}
+
+/// The declared events, then one per timer.
+fn events(spec: &Spec, r: &Resolved) -> Vec<ir::Event> {
+    let payload = |e: usize| r.payloads[e].as_ref().map(|t| t.text.clone());
+    let declared = spec.events.entries.iter().map(|d| {
+        let e = d.value.get_ref();
+        let source = match e.source.get_ref() {
+            SourceDecl::Transport => ir::Source::Transport,
+            SourceDecl::Caller => ir::Source::Caller,
+        };
+        (named(d, &e.doc), source, None)
+    });
+    let timers = spec
+        .timers
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(t, d)| (named(d, &d.value.get_ref().doc), ir::Source::Timer, Some(t)));
+    declared
+        .chain(timers)
+        .enumerate()
+        .map(|(e, (decl, source, timer))| ir::Event {
+            decl,
+            source,
+            timer,
+            payload: payload(e),
+        })
+        .collect()
+}
+
+fn timers(spec: &Spec, r: &Resolved) -> Vec<ir::Timer> {
+    let n_declared = spec.events.entries.len();
+    spec.timers
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(t, d)| {
+            let decl = d.value.get_ref();
+            ir::Timer {
+                decl: named(d, &decl.doc),
+                scope: match decl.kind.get_ref() {
+                    TimerKindDecl::State => ir::Scope::State,
+                    TimerKindDecl::Keyed => ir::Scope::Keyed,
+                    TimerKindDecl::Periodic => ir::Scope::Periodic,
+                },
+                states: r.timer_states[t].clone(),
+                key: decl.key.as_ref().map(|k| k.get_ref().clone()),
+                event: n_declared + t,
+            }
+        })
+        .collect()
+}
+
+fn guards(spec: &Spec, r: &Resolved, takes: Vec<Option<String>>) -> Vec<ir::Guard> {
+    spec.guards
+        .entries
+        .iter()
+        .zip(takes)
+        .enumerate()
+        .map(|(g, (d, takes))| ir::Guard {
+            decl: named(d, &d.value.get_ref().doc),
+            takes,
+            yields: r.yields[g].as_ref().map(|t| t.text.clone()),
+        })
+        .collect()
+}
+
+fn actions(
+    spec: &Spec,
+    r: &Resolved,
+    payload_types: &[Option<String>],
+    witness_types: &[Option<String>],
+) -> Result<Vec<ir::Action>, Vec<Diagnostic>> {
+    let mut out = Vec::new();
+    for (a, d) in spec.actions.entries.iter().enumerate() {
+        let takes = &r.takes[a];
+        let payload = takes.payload.as_ref().map(|t| t.by);
+        let witness = takes.witness.as_ref().map(|t| t.by);
+        let payload_type = payload_types.get(a).cloned().flatten();
+        let witness_type = witness_types.get(a).cloned().flatten();
+        if payload.is_some() != payload_type.is_some()
+            || witness.is_some() != witness_type.is_some()
+        {
+            return Err(vec![internal(
+                "an action's payload or witness type is unknown after checking",
+            )]);
+        }
+        out.push(ir::Action {
+            decl: named(d, &d.value.get_ref().doc),
+            payload,
+            witness,
+            payload_type,
+            witness_type,
+        });
+    }
+    Ok(out)
+}
+
+fn rows(r: &Resolved) -> Vec<ir::Row> {
+    r.rows
+        .iter()
+        .enumerate()
+        .map(|(index, row)| ir::Row {
+            index,
+            line: row.line,
+            from: row.from.clone(),
+            from_star: row.from_star,
+            on: row.on.clone(),
+            guard: row.guard.as_ref().and_then(|g| g.0),
+            actions: row.actions.clone(),
+            to: row.to,
+            ignore: row.ignore,
+            impossible: row.impossible,
+        })
+        .collect()
+}

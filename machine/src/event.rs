@@ -1,0 +1,200 @@
+//! The payloads the table's events carry (named in `spec/transitions.toml`), and the witnesses
+//! its guards yield. Each is built once (a frame is parsed once, by [`crate::classify`]) and
+//! moved, never deep-copied, to the action that consumes it.
+
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::io::{CallId, CallOptions, RequestId, RpcError};
+
+/// The id of a response, as far as matching goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ResponseId {
+    /// A non-negative integer id: the only kind this client issues.
+    Number(u64),
+    /// Anything else (string, negative, fractional, null), as its JSON text: never one of ours.
+    Other(String),
+}
+
+impl std::fmt::Display for ResponseId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ResponseId::Number(n) => n.fmt(f),
+            ResponseId::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// A JSON-RPC response from the server: its id, and its result or error, parsed once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Response {
+    /// Its id.
+    pub id: ResponseId,
+    /// The result, or the server's error.
+    pub body: Result<Value, RpcError>,
+}
+
+/// The id of a request the server sent us (JSON-RPC allows a string or a number).
+///
+/// Kept typed (not as JSON text) so the machine can store and compare it; written back exactly
+/// as received.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ServerRequestId {
+    /// An integer id.
+    Int(i64),
+    /// A string id.
+    Str(String),
+    /// Any other number (beyond `i64`, or with a fraction), as its JSON text.
+    Number(String),
+}
+
+impl ServerRequestId {
+    /// The id of a JSON value that is a string or a number.
+    pub fn from_json(v: &Value) -> Option<Self> {
+        match v {
+            Value::String(s) => Some(ServerRequestId::Str(s.clone())),
+            Value::Number(n) => Some(match n.as_i64() {
+                Some(i) => ServerRequestId::Int(i),
+                None => ServerRequestId::Number(n.to_string()),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The id as JSON, exactly as the server sent it.
+    pub fn to_json(&self) -> Value {
+        match self {
+            ServerRequestId::Int(i) => Value::from(*i),
+            ServerRequestId::Str(s) => Value::String(s.clone()),
+            ServerRequestId::Number(text) => {
+                serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for ServerRequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerRequestId::Int(i) => i.fmt(f),
+            ServerRequestId::Str(s) => write!(f, "{s:?}"),
+            ServerRequestId::Number(t) => f.write_str(t),
+        }
+    }
+}
+
+/// A request from the server (method and id).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerRequest {
+    /// Its id.
+    pub id: ServerRequestId,
+    /// Its method.
+    pub method: String,
+    /// Its params.
+    pub params: Option<Value>,
+}
+
+/// A notification from the server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method, e.g. `notifications/message`.
+    pub method: String,
+    /// The params.
+    pub params: Option<Value>,
+}
+
+impl Notification {
+    /// One param of this notification, if its method is `method`.
+    pub fn param(&self, method: &str, key: &str) -> Option<&Value> {
+        self.params
+            .as_ref()
+            .filter(|_| self.method == method)?
+            .get(key)
+    }
+}
+
+/// A frame that is not a JSON-RPC message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Malformed {
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// A frame over the frame limit, not parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Oversized {
+    /// Bytes seen.
+    pub size: usize,
+}
+
+/// The client handler's answer to a server request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandlerReply {
+    /// The server's request id.
+    pub id: ServerRequestId,
+    /// The answer.
+    pub result: Result<Value, RpcError>,
+}
+
+/// A caller's request to make.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CallRequest {
+    /// Who to answer.
+    pub call: CallId,
+    /// The JSON-RPC method.
+    pub method: String,
+    /// Its params (an object, or none).
+    pub params: Option<Value>,
+    /// Timeout and progress options.
+    pub options: CallOptions,
+}
+
+/// A caller's notification to send.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NotifyRequest {
+    /// Who to answer (once the transport took the frame, or did not).
+    pub call: CallId,
+    /// The method.
+    pub method: String,
+    /// Its params.
+    pub params: Option<Value>,
+}
+
+/// Witness of `is_pending_send` / `can_retry_send`: the call whose frame the outcome is for,
+/// and how many sends of it were tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PendingSend {
+    /// The call's request id.
+    pub id: RequestId,
+    /// Sends tried so far, this one included.
+    pub attempt: u8,
+}
+
+/// What the server said in the accepted handshake: the witness of `is_init_accepted`, kept by
+/// the machine as typed data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerInfo {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// `serverInfo` (name, version, ...).
+    pub server_info: Value,
+    /// The server's capabilities.
+    pub capabilities: Value,
+    /// Optional instructions.
+    pub instructions: Option<String>,
+}
+
+impl Hash for ServerInfo {
+    // Consistent with `Eq` (equal values hash equal); the JSON values are left out of the hash.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.protocol_version.hash(state);
+        self.instructions.hash(state);
+    }
+}
+
+/// Saturating `at + d`: a deadline that would not fit is "never" in practice.
+pub(crate) fn later(at: Duration, d: Duration) -> Duration {
+    at.saturating_add(d)
+}
