@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use mcp_runtime::transport::StdioConnector;
-use mcp_runtime::{Client, ClientBuilder, CompleteRef, RequestOptions, ServerNotification};
+use mcp_runtime::{
+    Client, ClientBuilder, CompleteRef, Notification, RequestOptions, ServerNotification,
+};
 use serde_json::{Map, Value, json};
 use tokio::sync::{broadcast, watch};
 use tokio::time::Instant;
@@ -173,16 +175,8 @@ pub async fn dispatch(
             Ok(())
         }
         Command::Resources(ResourcesCommand::Templates) => {
-            let mut templates = Vec::new();
-            let mut cursor = None;
-            loop {
-                let page = client.list_resource_templates(cursor).await.map_err(fail)?;
-                templates.extend(page.resource_templates);
-                match page.next_cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
+            // The library's walker: a repeated cursor or too many pages is an error, not a loop.
+            let templates = client.list_all_resource_templates().await.map_err(fail)?;
             if g.json {
                 print_json(&json!({"resourceTemplates": to_json(&templates)}));
             } else if templates.is_empty() {
@@ -226,16 +220,8 @@ pub async fn dispatch(
             Ok(())
         }
         Command::Prompts(PromptsCommand::List) => {
-            let mut prompts = Vec::new();
-            let mut cursor = None;
-            loop {
-                let page = client.list_prompts(cursor).await.map_err(fail)?;
-                prompts.extend(page.prompts);
-                match page.next_cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
+            // The library's walker: a repeated cursor or too many pages is an error, not a loop.
+            let prompts = client.list_all_prompts().await.map_err(fail)?;
             if g.json {
                 print_json(&json!({"prompts": to_json(&prompts)}));
             } else if prompts.is_empty() {
@@ -284,7 +270,10 @@ pub async fn dispatch(
             if g.json {
                 print_json(&json!({"ok": true, "ms": (ms * 1000.0).round() / 1000.0}));
             } else {
-                let name = client.server_info().map(|s| s.name).unwrap_or_default();
+                let name = client
+                    .server_info()
+                    .map(|s| s.name().to_owned())
+                    .unwrap_or_default();
                 println!("pong from {name} in {ms:.1} ms");
             }
             Ok(())
@@ -325,8 +314,8 @@ fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
         "server".into(),
         format!(
             "{} {}{}",
-            s.name,
-            s.version,
+            s.name(),
+            s.version(),
             if title.is_empty() {
                 String::new()
             } else {
@@ -475,49 +464,9 @@ async fn complete(
     Ok(())
 }
 
-/// A notification as `(method, params)`.
-fn notification_json(n: &ServerNotification) -> (String, Value) {
-    match n {
-        ServerNotification::ToolsListChanged => {
-            ("notifications/tools/list_changed".into(), json!({}))
-        }
-        ServerNotification::ResourcesListChanged => {
-            ("notifications/resources/list_changed".into(), json!({}))
-        }
-        ServerNotification::PromptsListChanged => {
-            ("notifications/prompts/list_changed".into(), json!({}))
-        }
-        ServerNotification::ResourceUpdated { uri } => (
-            "notifications/resources/updated".into(),
-            json!({"uri": uri}),
-        ),
-        ServerNotification::Log {
-            level,
-            logger,
-            data,
-        } => (
-            "notifications/message".into(),
-            json!({"level": level, "logger": logger, "data": data}),
-        ),
-        ServerNotification::Progress { token, progress } => (
-            "notifications/progress".into(),
-            json!({"progressToken": token, "progress": progress.progress,
-                   "total": progress.total, "message": progress.message}),
-        ),
-        ServerNotification::Cancelled { request_id, reason } => (
-            "notifications/cancelled".into(),
-            json!({"requestId": request_id, "reason": reason}),
-        ),
-        ServerNotification::Other { method, params } => {
-            (method.clone(), params.clone().unwrap_or(Value::Null))
-        }
-        other => (format!("{other:?}"), Value::Null),
-    }
-}
-
 /// A notification in one readable line.
-fn notification_line(n: &ServerNotification) -> String {
-    match n {
+fn notification_line(n: &Notification) -> String {
+    match &n.parsed {
         ServerNotification::Log {
             level,
             logger,
@@ -547,13 +496,12 @@ fn notification_line(n: &ServerNotification) -> String {
                 .map(|m| format!(" {m}"))
                 .unwrap_or_default()
         ),
-        other => {
-            let (method, params) = notification_json(other);
-            let method = method.trim_start_matches("notifications/").to_owned();
-            match params {
-                Value::Null => method,
-                Value::Object(o) if o.is_empty() => method,
-                p => format!("{method} {p}"),
+        _ => {
+            let method = n.method.trim_start_matches("notifications/").to_owned();
+            match &n.params {
+                None | Some(Value::Null) => method,
+                Some(Value::Object(o)) if o.is_empty() => method,
+                Some(p) => format!("{method} {p}"),
             }
         }
     }
@@ -584,7 +532,10 @@ async fn watch(
             .await
             .map_err(|e| call_error("watch", Some(&format!("subscribe {uri}")), &e))?;
     }
-    let name = client.server_info().map(|s| s.name).unwrap_or_default();
+    let name = client
+        .server_info()
+        .map(|s| s.name().to_owned())
+        .unwrap_or_default();
     eprintln!("mcpc: watching notifications from {name} (Ctrl-C to stop)");
     loop {
         tokio::select! {
@@ -593,9 +544,9 @@ async fn watch(
             n = notes.recv() => match n {
                 Ok(n) => {
                     if json_out {
-                        let (method, params) = notification_json(&n);
+                        // Exactly as the server sent it.
                         println!("{}", json!({"at": start.elapsed().as_secs_f64(),
-                            "method": method, "params": params}));
+                            "method": n.method, "params": n.params}));
                     } else {
                         println!("{}  {}", stamp(start), notification_line(&n));
                     }
@@ -642,7 +593,7 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                     let note = match t.to() {
                         mcp_runtime::ConnState::Ready => client
                             .server_info()
-                            .map(|s| format!("{} {}", s.name, s.version)),
+                            .map(|s| format!("{} {}", s.name(), s.version())),
                         mcp_runtime::ConnState::Backoff => {
                             client.last_error().map(|e| e.to_string())
                         }
@@ -683,14 +634,14 @@ mod tests {
 
     #[test]
     fn notifications_read_well() {
-        let log = ServerNotification::parse(
-            "notifications/message",
+        let log = Notification::new(
+            "notifications/message".into(),
             Some(json!({"level": "info", "logger": "testserver", "data": "hello"})),
         );
         assert_eq!(notification_line(&log), "log info [testserver] hello");
-        let changed = ServerNotification::parse("notifications/tools/list_changed", None);
+        let changed = Notification::new("notifications/tools/list_changed".into(), None);
         assert_eq!(notification_line(&changed), "tools/list_changed");
-        let other = ServerNotification::parse("x/custom", Some(json!({"k": 1})));
+        let other = Notification::new("x/custom".into(), Some(json!({"k": 1})));
         assert_eq!(notification_line(&other), "x/custom {\"k\":1}");
     }
 }

@@ -167,8 +167,8 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     println!(
         "      connected in {}: {} {}, protocol {}, era legacy (handshake)",
         ms(start.elapsed()),
-        info.name,
-        info.version,
+        info.name(),
+        info.version(),
         info.protocol_version
     );
     println!(

@@ -19,7 +19,10 @@ pub(crate) enum Phase {
 /// One call in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Entry {
-    pub(crate) call: CallId,
+    /// The caller, or `None` for a request of the client's own (a session restore).
+    pub(crate) call: Option<CallId>,
+    /// What the call changes in the session, recorded when the server acknowledges it.
+    pub(crate) session: Option<crate::event::SessionChange>,
     pub(crate) frame: Vec<u8>,
     pub(crate) phase: Phase,
     pub(crate) started: Duration,
@@ -38,7 +41,9 @@ pub(crate) struct Calls {
 
 impl Calls {
     pub(crate) fn insert(&mut self, id: RequestId, entry: Entry) {
-        self.by_call.insert(entry.call, id);
+        if let Some(call) = entry.call {
+            self.by_call.insert(call, id);
+        }
         self.by_id.insert(id, entry);
     }
 
@@ -56,7 +61,9 @@ impl Calls {
 
     pub(crate) fn remove(&mut self, id: RequestId) -> Option<Entry> {
         let entry = self.by_id.remove(&id)?;
-        self.by_call.remove(&entry.call);
+        if let Some(call) = entry.call {
+            self.by_call.remove(&call);
+        }
         Some(entry)
     }
 

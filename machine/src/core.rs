@@ -14,7 +14,7 @@ use crate::calls::{Calls, Entry, Phase, Tombstones};
 use crate::config::Config;
 use crate::event::{
     CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId, later,
+    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange, later,
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{Handlers, State, TimerKind};
@@ -48,6 +48,8 @@ pub(crate) struct Core {
     pub(crate) generation: Generation,
     pub(crate) next_id: RequestId,
     pub(crate) init_id: Option<RequestId>,
+    /// The bound the running init timeout was armed with (the row chose which).
+    pub(crate) init_bound: Duration,
     /// The accepted handshake.
     pub(crate) server: Option<ServerInfo>,
     pub(crate) last_error: Option<Failure>,
@@ -57,6 +59,8 @@ pub(crate) struct Core {
     pub(crate) server_requests: BTreeSet<ServerRequestId>,
     pub(crate) backoff: Backoff,
     pub(crate) timers: Timers,
+    /// What the server keeps for us and a new server must be asked for again.
+    pub(crate) session: Session,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -70,6 +74,7 @@ impl Core {
             generation: 0,
             next_id: 1,
             init_id: None,
+            init_bound: Duration::ZERO,
             server: None,
             last_error: None,
             calls: Calls::default(),
@@ -77,10 +82,20 @@ impl Core {
             server_requests: BTreeSet::new(),
             backoff: Backoff::default(),
             timers: Timers::default(),
+            session: Session::default(),
             #[cfg(feature = "checker")]
             mutant: None,
         }
     }
+}
+
+/// The session a server keeps for this client: restored on every new transport generation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Session {
+    /// Acknowledged resource subscriptions not ended since.
+    pub(crate) subscriptions: BTreeSet<String>,
+    /// The acknowledged logging level.
+    pub(crate) log_level: Option<String>,
 }
 
 /// What the handlers run in: the data, the output queue, and the state of this dispatch
@@ -116,6 +131,52 @@ impl Ctx<'_> {
             request,
             outcome,
         });
+    }
+
+    /// Answers the call an entry is for: its caller, or for a request of the client's own (a
+    /// session restore) a report when it failed.
+    fn answer(&mut self, entry: &Entry, id: RequestId, outcome: Result<Value, CallError>) {
+        match (entry.call, outcome) {
+            (Some(call), outcome) => self.reply(call, Some(id), outcome),
+            (None, Ok(_)) => {}
+            (None, Err(_)) => {
+                if let Some(change) = entry.session.clone() {
+                    self.push(Action::Report(Report::RestoreFailed(change)));
+                }
+            }
+        }
+    }
+
+    /// Sends a request of the client's own that changes the session (a restore).
+    fn send_session_request(&mut self, change: SessionChange) {
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        let (method, params) = match &change {
+            SessionChange::Subscribe(uri) => ("resources/subscribe", json!({ "uri": uri })),
+            SessionChange::Unsubscribe(uri) => ("resources/unsubscribe", json!({ "uri": uri })),
+            SessionChange::SetLogLevel(level) => ("logging/setLevel", json!({ "level": level })),
+        };
+        let frame = protocol::request(id, method, Some(params), None);
+        let timeout = self.core.config.request_timeout;
+        self.core.calls.insert(
+            id,
+            Entry {
+                call: None,
+                session: Some(change),
+                frame: frame.clone(),
+                phase: Phase::Sending { attempt: 1 },
+                started: self.core.now,
+                timeout,
+                progress: false,
+                reset_on_progress: false,
+                max_total: None,
+            },
+        );
+        let at = later(self.core.now, timeout);
+        self.core
+            .timers
+            .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+        self.send(SendToken::Request(id), frame);
     }
 
     fn tombstone(&mut self, id: RequestId) {
@@ -177,7 +238,7 @@ impl Ctx<'_> {
             .filter(|(_, e)| {
                 !(mutant!(self.core, ForgetRetries) && matches!(e.phase, Phase::Retrying { .. }))
             })
-            .map(|(id, e)| (id, e.call))
+            .filter_map(|(id, e)| Some((id, e.call?)))
             .collect();
         for (id, call) in targets {
             self.reply(call, Some(id), Err(error.clone()));
@@ -215,6 +276,16 @@ impl Handlers for Ctx<'_> {
 
     fn is_init_response(&self, p: &Response) -> bool {
         Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
+    }
+
+    fn is_unsubscribe(&self, p: &CallRequest) -> bool {
+        matches!(p.session, Some(SessionChange::Unsubscribe(_)))
+    }
+
+    fn is_session_ack(&self, p: &Response) -> Option<RequestId> {
+        let id = Self::response_id(p).filter(|_| p.body.is_ok())?;
+        let change = self.core.calls.get(id)?.session.as_ref()?;
+        (!matches!(change, SessionChange::Unsubscribe(_))).then_some(id)
     }
 
     fn is_ping(&self, p: &ServerRequest) -> bool {
@@ -314,11 +385,13 @@ impl Handlers for Ctx<'_> {
     }
 
     fn arm_connect_timeout(&mut self) {
-        self.arm(TimerKind::InitTimeout, self.core.config.connect_timeout);
+        self.core.init_bound = self.core.config.connect_timeout;
+        self.arm(TimerKind::InitTimeout, self.core.init_bound);
     }
 
     fn arm_init_timeout(&mut self) {
-        self.arm(TimerKind::InitTimeout, self.core.config.init_timeout);
+        self.core.init_bound = self.core.config.init_timeout;
+        self.arm(TimerKind::InitTimeout, self.core.init_bound);
     }
 
     fn arm_tombstone_sweep(&mut self) {
@@ -382,12 +455,49 @@ impl Handlers for Ctx<'_> {
     }
 
     fn note_init_timeout(&mut self) {
-        let after = if self.core.generation <= 1 {
-            self.core.config.connect_timeout
-        } else {
-            self.core.config.init_timeout
-        };
+        let after = self.core.init_bound;
         self.note(Failure::InitTimeout { after });
+    }
+
+    fn restore_session(&mut self) {
+        let session = self.core.session.clone();
+        if let Some(level) = session.log_level {
+            self.send_session_request(SessionChange::SetLogLevel(level));
+        }
+        for uri in session.subscriptions {
+            self.send_session_request(SessionChange::Subscribe(uri));
+        }
+    }
+
+    fn record_session(&mut self, w: &RequestId) {
+        let change = self.core.calls.get(*w).and_then(|e| e.session.clone());
+        match change {
+            Some(SessionChange::Subscribe(uri)) => {
+                self.core.session.subscriptions.insert(uri);
+            }
+            Some(SessionChange::SetLogLevel(level)) => self.core.session.log_level = Some(level),
+            Some(SessionChange::Unsubscribe(_)) | None => {}
+        }
+    }
+
+    fn forget_subscription(&mut self, p: &CallRequest) {
+        let Some(SessionChange::Unsubscribe(uri)) = &p.session else {
+            return;
+        };
+        self.core.session.subscriptions.remove(uri);
+        // A subscribe still in flight must not record the subscription when it is acknowledged.
+        let subscribe = SessionChange::Subscribe(uri.clone());
+        for id in self.core.calls.ids() {
+            if let Some(e) = self.core.calls.get_mut(id)
+                && e.session.as_ref() == Some(&subscribe)
+            {
+                e.session = None;
+            }
+        }
+    }
+
+    fn reply_ended_locally(&mut self, p: CallRequest) {
+        self.reply(p.call, None, Ok(json!({})));
     }
 
     fn send_initialized(&mut self) {
@@ -477,7 +587,9 @@ impl Handlers for Ctx<'_> {
         let Some(entry) = self.core.calls.get(w) else {
             return;
         };
-        let call = entry.call;
+        let Some(call) = entry.call else {
+            return;
+        };
         if entry.reset_on_progress {
             let mut at = later(self.core.now, entry.timeout);
             if let Some(total) = entry.max_total {
@@ -524,7 +636,8 @@ impl Handlers for Ctx<'_> {
         self.core.calls.insert(
             id,
             Entry {
-                call: p.call,
+                call: Some(p.call),
+                session: p.session,
                 frame: frame.clone(),
                 phase: Phase::Sending { attempt: 1 },
                 started: self.core.now,
@@ -542,6 +655,11 @@ impl Handlers for Ctx<'_> {
     }
 
     fn complete_call(&mut self, p: Response, w: RequestId) {
+        #[cfg(feature = "checker")]
+        let w = match self.core.calls.iter().find(|(id, _)| *id != w) {
+            Some((other, _)) if mutant!(self.core, AnswerWrongCall) => other,
+            _ => w,
+        };
         let entry = if mutant!(self.core, ReplyKeepsEntry) {
             self.core.calls.get(w).cloned()
         } else {
@@ -551,7 +669,7 @@ impl Handlers for Ctx<'_> {
             return;
         };
         self.cancel_call_timers(w);
-        self.reply(entry.call, Some(w), p.body.map_err(CallError::Server));
+        self.answer(&entry, w, p.body.map_err(CallError::Server));
     }
 
     fn mark_sent(&mut self, w: PendingSend) {
@@ -595,26 +713,26 @@ impl Handlers for Ctx<'_> {
             let error = CallError::Backpressure {
                 attempts: w.attempt,
             };
-            self.reply(entry.call, Some(w.id), Err(error));
+            self.answer(&entry, w.id, Err(error));
         }
     }
 
     fn fail_send_error(&mut self, w: PendingSend) {
         if let Some(entry) = self.end_call(w.id, "send failed") {
-            self.reply(entry.call, Some(w.id), Err(CallError::SendFailed));
+            self.answer(&entry, w.id, Err(CallError::SendFailed));
         }
     }
 
     fn time_out_call(&mut self, w: RequestId) {
         if let Some(entry) = self.end_call(w, "timeout") {
             let after = self.core.now.saturating_sub(entry.started);
-            self.reply(entry.call, Some(w), Err(CallError::Timeout { after }));
+            self.answer(&entry, w, Err(CallError::Timeout { after }));
         }
     }
 
     fn cancel_call(&mut self, w: RequestId) {
         if let Some(entry) = self.end_call(w, "cancelled by the client") {
-            self.reply(entry.call, Some(w), Err(CallError::Cancelled));
+            self.answer(&entry, w, Err(CallError::Cancelled));
         }
     }
 

@@ -138,6 +138,18 @@ pub struct HandlerReply {
     pub result: Result<Value, RpcError>,
 }
 
+/// What a call changes in the session a server keeps for this client, which a restarted server
+/// has forgotten and the client restores after a reconnect.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SessionChange {
+    /// `resources/subscribe` to this URI.
+    Subscribe(String),
+    /// `resources/unsubscribe` from this URI.
+    Unsubscribe(String),
+    /// `logging/setLevel` to this level.
+    SetLogLevel(String),
+}
+
 /// A caller's request to make.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CallRequest {
@@ -149,6 +161,8 @@ pub struct CallRequest {
     pub params: Option<Value>,
     /// Timeout and progress options.
     pub options: CallOptions,
+    /// What the call changes in the session, if anything (restored after a reconnect).
+    pub session: Option<SessionChange>,
 }
 
 /// A caller's notification to send.
@@ -184,6 +198,30 @@ pub struct ServerInfo {
     pub capabilities: Value,
     /// Optional instructions.
     pub instructions: Option<String>,
+}
+
+impl ServerInfo {
+    /// `serverInfo.name` (empty when missing).
+    pub fn name(&self) -> &str {
+        self.server_info
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// `serverInfo.version` (empty when missing).
+    pub fn version(&self) -> &str {
+        self.server_info
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    /// Whether the server declared a capability (`tools`, `resources`, `prompts`, `logging`,
+    /// `completions`, ...).
+    pub fn has_capability(&self, name: &str) -> bool {
+        self.capabilities.get(name).is_some_and(|v| !v.is_null())
+    }
 }
 
 impl Hash for ServerInfo {

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::event::{
     CallRequest, HandlerReply, Notification, NotifyRequest, ResponseId, ServerRequest,
-    ServerRequestId,
+    ServerRequestId, SessionChange,
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{EventKind, State};
@@ -218,6 +218,9 @@ pub enum Report {
     },
     /// The handshake failed.
     InitRejected(Failure),
+    /// A session restore request (after a reconnect) did not succeed; the server's session
+    /// lacks it until the application asks again.
+    RestoreFailed(SessionChange),
     /// A row the table marks impossible fired (it was ignored): a transport or a timer broke
     /// its contract.
     ImpossibleRow {

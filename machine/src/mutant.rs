@@ -21,4 +21,7 @@ pub enum Mutant {
     SweepTooEarly,
     /// A response answers its call but the call stays in flight.
     ReplyKeepsEntry,
+    /// A response is consumed by another live call than the one it answers (a payload-typing
+    /// slip: the right type, the wrong value).
+    AnswerWrongCall,
 }

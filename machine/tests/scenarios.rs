@@ -92,6 +92,7 @@ fn call(id: u64) -> Input {
         method: "tools/call".into(),
         params: Some(json!({"name": "t"})),
         options: CallOptions::default(),
+        session: None,
     })
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use mcp_machine::{
     Action, CallError, CallId, CallOptions, CallRequest, ClientCapabilities, Config, HandlerReply,
     Input, Machine, NotifyRequest, ROWS, Report, RequestId, ResponseId, SendOutcome, SendToken,
-    ServerRequestId, State, Step, TimerKind, TransportError,
+    ServerRequestId, SessionChange, State, Step, TimerKind, TransportError,
 };
 use serde_json::{Value, json};
 use stateright::{Model, Property};
@@ -34,6 +34,8 @@ pub struct Bounds {
     pub junk: u16,
     /// BFS depth bound (stateright's `target_max_depth`).
     pub depth: usize,
+    /// A subscriber that subscribes once, and another caller that may end it (0 or 1).
+    pub subscriptions: u8,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -122,6 +124,24 @@ fn call_options(caller: u8) -> CallOptions {
 }
 
 const SAMPLING_ID: i64 = 7;
+/// The caller numbers of the subscriber and of the unsubscriber.
+const SUBSCRIBER: u8 = 60;
+const UNSUBSCRIBER: u8 = 61;
+const URI: &str = "file:///watched";
+
+fn session_call(caller: u8, change: SessionChange) -> Input {
+    let method = match change {
+        SessionChange::Unsubscribe(_) => "resources/unsubscribe",
+        SessionChange::Subscribe(_) | SessionChange::SetLogLevel(_) => "resources/subscribe",
+    };
+    Input::Call(CallRequest {
+        call: CallId(u64::from(caller)),
+        method: method.into(),
+        params: Some(json!({ "uri": URI })),
+        options: CallOptions::default(),
+        session: Some(change),
+    })
+}
 /// Caller numbers of notifies start here (calls are 1, 2, ...).
 const NOTIFY_BASE: u8 = 50;
 
@@ -134,7 +154,10 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
         ServerFrame::InitError(id) => {
             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "no"}})
         }
-        ServerFrame::Answer(id) => json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}),
+        // The body names the request it answers, so a caller can tell it got its own.
+        ServerFrame::Answer(id) => {
+            json!({"jsonrpc": "2.0", "id": id, "result": {"content": [], "for": id}})
+        }
         ServerFrame::Unknown => json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
         ServerFrame::Malformed => return b"{not json".to_vec(),
         ServerFrame::Oversized => return Vec::new(),
@@ -204,6 +227,12 @@ impl Harness {
                 out.push(Move::Cancel(caller));
             }
         }
+        if b.subscriptions > 0 && !w.ghost.calls.contains_key(&SUBSCRIBER) {
+            out.push(Move::Subscribe);
+        }
+        if w.ghost.calls.contains_key(&SUBSCRIBER) && !w.ghost.calls.contains_key(&UNSUBSCRIBER) {
+            out.push(Move::Unsubscribe);
+        }
         if w.env.notifies < b.notifies {
             out.push(Move::Notify(w.env.notifies + 1));
         }
@@ -249,6 +278,9 @@ impl Harness {
                         if self.junk_ok(w, Junk::InitError) {
                             out.push(Move::Frame(generation, ServerFrame::InitError(id)));
                         }
+                    }
+                    Some(Owner::Restore(_)) => {
+                        out.push(Move::Frame(generation, ServerFrame::Answer(id)));
                     }
                     Some(Owner::Call(_)) => {
                         out.push(Move::Frame(generation, ServerFrame::Answer(id)));
@@ -311,9 +343,22 @@ impl Harness {
                         method: "tools/call".into(),
                         params: Some(json!({"name": "t"})),
                         options: call_options(c),
+                        session: None,
                     }),
                     now,
                 ))
+            }
+            Move::Subscribe => {
+                n.ghost.calls.insert(SUBSCRIBER, CallGhost::default());
+                let change = SessionChange::Subscribe(URI.into());
+                Some(n.m.handle(session_call(SUBSCRIBER, change), now))
+            }
+            Move::Unsubscribe => {
+                n.ghost.calls.insert(UNSUBSCRIBER, CallGhost::default());
+                n.ghost.unsubscribed = true;
+                n.ghost.sub_live = false;
+                let change = SessionChange::Unsubscribe(URI.into());
+                Some(n.m.handle(session_call(UNSUBSCRIBER, change), now))
             }
             Move::Cancel(c) => {
                 n.env.cancelled.insert(c);
@@ -551,6 +596,21 @@ impl Harness {
             }
             n.ghost.backoff_n += 1;
         }
+        // A new generation's ready asks again for exactly the live subscription, once.
+        if n.m.state() == State::Ready && w.m.state() != State::Ready {
+            let sent = n
+                .ghost
+                .restores
+                .get(&n.m.generation())
+                .copied()
+                .unwrap_or(0);
+            if sent != u8::from(n.ghost.sub_live) {
+                n.ghost.violations |= violation::RESTORE;
+            }
+            if sent == 1 {
+                n.ghost.seen |= seen::RESTORED;
+            }
+        }
         if n.m.state() == State::Ready {
             n.ghost.seen |= seen::READY;
             n.ghost.backoff_n = 0;
@@ -609,13 +669,23 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 .and_then(Value::as_u64)
                 .filter(|_| !method.is_empty())
             {
-                let owner = if method == "initialize" {
-                    Owner::Init(generation)
-                } else if let Some(Move::Call(c)) = mv {
-                    Owner::Call(c)
-                } else {
-                    n.ghost.owners.get(&id).copied().unwrap_or(Owner::Init(0))
+                let owner = match (method, mv, n.ghost.owners.get(&id)) {
+                    ("initialize", _, _) => Owner::Init(generation),
+                    (_, Some(Move::Call(c)), _) => Owner::Call(c),
+                    (_, Some(Move::Subscribe), _) => Owner::Call(SUBSCRIBER),
+                    (_, Some(Move::Unsubscribe), _) => Owner::Call(UNSUBSCRIBER),
+                    (_, _, Some(o)) => *o,
+                    ("resources/subscribe" | "logging/setLevel", _, None) => {
+                        Owner::Restore(generation)
+                    }
+                    (_, _, None) => Owner::Init(0),
                 };
+                if owner == Owner::Restore(generation)
+                    && !n.ghost.owners.contains_key(&id)
+                    && v["params"]["uri"] == URI
+                {
+                    *n.ghost.restores.entry(generation).or_default() += 1;
+                }
                 match n.ghost.owners.get(&id) {
                     Some(o) if *o != owner => n.ghost.violations |= violation::ID_REUSED,
                     Some(_) => {}
@@ -668,6 +738,15 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             g.replies += 1;
             if g.replies > 1 {
                 n.ghost.violations |= violation::DOUBLE_REPLY;
+            }
+            if let Ok(body) = &outcome
+                && let Some(answered) = body.get("for").and_then(Value::as_u64)
+                && g.request != Some(answered)
+            {
+                n.ghost.violations |= violation::WRONG_CALLER;
+            }
+            if c == SUBSCRIBER && outcome.is_ok() && !n.ghost.unsubscribed {
+                n.ghost.sub_live = true;
             }
             let from_server = matches!(outcome, Ok(_) | Err(CallError::Server(_)));
             if from_server && request.is_some_and(|id| n.ghost.ended.contains_key(&id)) {
@@ -882,6 +961,13 @@ impl Model for Harness {
             Property::<Self>::always("no progress after the answer", |_, w| {
                 ok(w, v::PROGRESS_AFTER_REPLY)
             }),
+            Property::<Self>::always(
+                "a reconnect asks again for exactly the live subscriptions, once",
+                |_, w| ok(w, v::RESTORE),
+            ),
+            Property::<Self>::always("answers reach the caller that asked", |_, w| {
+                ok(w, v::WRONG_CALLER)
+            }),
             Property::<Self>::always("impossible rows never fire", |_, w| {
                 ok(w, v::IMPOSSIBLE_ROW)
             }),
@@ -892,6 +978,7 @@ impl Model for Harness {
                         Some(Owner::Call(c)) => {
                             w.ghost.calls.get(c).is_some_and(|g| g.replies == 0)
                         }
+                        Some(Owner::Restore(g)) => *g == w.m.generation(),
                         _ => false,
                     },
                 })
@@ -918,16 +1005,23 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[4].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[4].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[5].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[5].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u32); 5] = [
+pub const RUN_GUARDS: [(&str, u32); 6] = [
     ("a busy send later succeeds", seen::BUSY_THEN_OK),
     ("a reconnect reaches ready", seen::RECONNECT_READY),
     ("a late response is dropped", seen::LATE_DROPPED),
     ("a call times out", seen::TIMED_OUT),
     ("a stop finds calls in flight", seen::STOP_WITH_CALLS),
+    (
+        "a subscription is restored after a reconnect",
+        seen::RESTORED,
+    ),
 ];

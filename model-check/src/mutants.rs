@@ -116,6 +116,33 @@ pub fn all() -> Vec<Case> {
             variant: edit(S::Backoff, E::Response, None, |a| *a = vec![A::GrantCredit]),
         },
         Case {
+            name: "table: the session is not restored after a reconnect",
+            variant: without(
+                S::Initializing,
+                E::Response,
+                Some(GuardId::IsInitAccepted),
+                A::RestoreSession,
+            ),
+        },
+        Case {
+            name: "table: an unsubscribe during an outage does not end the subscription",
+            variant: without(
+                S::Backoff,
+                E::Call,
+                Some(GuardId::IsUnsubscribe),
+                A::ForgetSubscription,
+            ),
+        },
+        Case {
+            name: "table: acknowledged subscriptions not recorded",
+            variant: without(
+                S::Ready,
+                E::Response,
+                Some(GuardId::IsSessionAck),
+                A::RecordSession,
+            ),
+        },
+        Case {
             name: "table: transport left open after an oversized frame",
             variant: without(S::Ready, E::OversizedFrame, None, A::CloseTransport),
         },
@@ -149,6 +176,10 @@ pub fn all() -> Vec<Case> {
         (
             "handlers: answered call kept in flight",
             Mutant::ReplyKeepsEntry,
+        ),
+        (
+            "handlers: a response consumed by another call",
+            Mutant::AnswerWrongCall,
         ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {

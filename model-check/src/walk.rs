@@ -17,6 +17,7 @@ pub fn walk_bounds() -> Bounds {
         notifies: 5,
         junk: u16::MAX,
         depth: 0,
+        subscriptions: 1,
     }
 }
 

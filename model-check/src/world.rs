@@ -74,6 +74,10 @@ pub enum Move {
     HandlerReply(u64, i64),
     /// An armed timer fires.
     Timer(TimerKey),
+    /// The subscriber subscribes to the resource.
+    Subscribe,
+    /// The subscriber's subscription is ended by another caller's unsubscribe.
+    Unsubscribe,
 }
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
@@ -157,6 +161,8 @@ pub enum Owner {
     Init(u64),
     /// A caller's call.
     Call(u8),
+    /// A request of the client's own restoring the session on a generation.
+    Restore(u64),
 }
 
 /// What the ghost knows of one call.
@@ -202,10 +208,50 @@ pub mod violation {
     pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
     /// A row marked impossible in the table fired.
     pub const IMPOSSIBLE_ROW: u32 = 1 << 14;
+    /// A new generation's ready did not ask again for exactly the live subscription.
+    pub const RESTORE: u32 = 1 << 17;
+    /// A caller got the answer to another request.
+    pub const WRONG_CALLER: u32 = 1 << 18;
     /// A frame was offered to a closed or dead generation, or to one that is not current.
     pub const SENT_ON_DEAD: u32 = 1 << 15;
     /// A new transport was spawned while an older one was neither closed nor down.
     pub const LEAKED_TRANSPORT: u32 = 1 << 16;
+
+    /// Every violation bit, each once: a new bit that collides with another fails the test.
+    pub const ALL: [u32; 19] = [
+        DOUBLE_REPLY,
+        LATE_DELIVERED,
+        SENT_AFTER_STOP,
+        ID_REUSED,
+        BACKOFF_BOUNDS,
+        STALE_CHANGED,
+        BAD_CANCEL,
+        CREDIT_AFTER_CLOSE,
+        INITIALIZED,
+        LATE_MISREPORTED,
+        CANCEL_UNANSWERED,
+        STOP_REPLY,
+        PHANTOM_REPLY,
+        PROGRESS_AFTER_REPLY,
+        IMPOSSIBLE_ROW,
+        SENT_ON_DEAD,
+        LEAKED_TRANSPORT,
+        RESTORE,
+        WRONG_CALLER,
+    ];
+
+    #[cfg(test)]
+    mod tests {
+        #[test]
+        fn violation_bits_are_distinct() {
+            let mut seen = 0u32;
+            for bit in super::ALL {
+                assert_eq!(bit.count_ones(), 1);
+                assert_eq!(seen & bit, 0, "bit {bit:#x} used twice");
+                seen |= bit;
+            }
+        }
+    }
 }
 
 /// Things that happened at least once (bits), for the `sometimes` vacuity guards.
@@ -224,6 +270,8 @@ pub mod seen {
     pub const TIMED_OUT: u32 = 1 << 5;
     /// A stop found calls in flight.
     pub const STOP_WITH_CALLS: u32 = 1 << 6;
+    /// A subscription was restored after a reconnect.
+    pub const RESTORED: u32 = 1 << 7;
 }
 
 /// Ghost history.
@@ -245,6 +293,12 @@ pub struct Ghost {
     pub initialized: BTreeMap<u64, u8>,
     /// Reconnect delays scheduled since the last ready.
     pub backoff_n: u32,
+    /// The subscription is live: acknowledged, and no unsubscribe was asked since it was asked.
+    pub sub_live: bool,
+    /// An unsubscribe was asked.
+    pub unsubscribed: bool,
+    /// Restore requests for the subscription sent, per generation.
+    pub restores: BTreeMap<u64, u8>,
     /// Broken properties (bits of [`violation`]).
     pub violations: u32,
     /// Vacuity guards met (bits of [`seen`]).

@@ -16,7 +16,7 @@ impl ClientHandler for Host {
             sampling: true,
             roots: true,
             elicitation: true,
-            elicitation_url: false,
+            ..Provides::default()
         }
     }
 

@@ -30,7 +30,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .expect("ready clients know their server");
     println!(
         "connected to {} {} (protocol {})",
-        info.name, info.version, info.protocol_version
+        info.name(),
+        info.version(),
+        info.protocol_version
     );
     let tools = client.list_all_tools().await?;
     for tool in &tools {

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_machine::{
-    CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, NotifyRequest,
+    CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, NotifyRequest, SessionChange,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -15,7 +15,11 @@ use crate::driver::{Command, Driver, Outputs, ProgressSink};
 use crate::handler::{ClientHandler, Handlers};
 use crate::transport::{Connector, StdioConnector, TransportConfig};
 use crate::types::*;
-use crate::{ConnState, Error, Result};
+use crate::{ConnState, Error, PaginationStop, Result};
+
+/// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
+/// receiver.
+pub const PROGRESS_CHANNEL_CAPACITY: usize = 256;
 
 /// The smallest reconnect delay [`ClientBuilder::backoff`] accepts.
 pub const MIN_BACKOFF: Duration = Duration::from_millis(10);
@@ -58,12 +62,18 @@ impl RequestOptions {
         self
     }
 
-    /// Ask for progress and deliver it on a channel (a stream of [`Progress`]).
-    pub fn progress_channel(self) -> (Self, mpsc::UnboundedReceiver<Progress>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Ask for progress and deliver it on a bounded channel (the latest
+    /// [`PROGRESS_CHANNEL_CAPACITY`] notifications; when the receiver lags, newer ones are
+    /// dropped and counted in a `tracing` debug event, so a flooding server cannot grow memory).
+    pub fn progress_channel(self) -> (Self, mpsc::Receiver<Progress>) {
+        let (tx, rx) = mpsc::channel(PROGRESS_CHANNEL_CAPACITY);
+        let dropped = std::sync::atomic::AtomicU64::new(0);
         (
             self.on_progress(move |p| {
-                let _ = tx.send(p);
+                if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(p) {
+                    let n = dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                    tracing::debug!(target: "mcp::progress", dropped = n, "progress receiver lags; notification dropped");
+                }
             }),
             rx,
         )
@@ -85,6 +95,7 @@ pub struct ClientBuilder {
     transport: TransportConfig,
     handler: Arc<dyn ClientHandler>,
     seed: Option<u64>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -108,6 +119,7 @@ impl ClientBuilder {
             transport: TransportConfig::default(),
             handler: Arc::new(Handlers::new()),
             seed: None,
+            limits: Limits::default(),
         }
     }
 
@@ -167,13 +179,19 @@ impl ClientBuilder {
     /// Largest frame accepted from the server (16 MiB; exactly that is accepted).
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.config.max_frame_bytes = bytes;
-        self.transport.max_frame_bytes = bytes;
         self
     }
 
     /// Capacity of the transport's outgoing queue; a full queue is "busy" (256).
     pub fn send_queue(mut self, frames: usize) -> Self {
         self.transport.send_queue = frames.max(1);
+        self
+    }
+
+    /// How many pages one `list_all_*` call follows at most (1000) before it fails with
+    /// [`Error::EndlessPagination`]; a repeated cursor fails at once.
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.limits.max_pages = pages.max(1);
         self
     }
 
@@ -219,7 +237,12 @@ impl ClientBuilder {
     pub fn connect_lazy(self) -> Client {
         let seed = self.seed.unwrap_or_else(random_seed);
         let epoch = tokio::time::Instant::now();
-        let mut caps = self.handler.provides().capabilities();
+        // The frame limit is the machine's; the transport enforces the same number.
+        let transport = TransportConfig {
+            max_frame_bytes: self.config.max_frame_bytes,
+            ..self.transport
+        };
+        let mut caps = self.handler.provides();
         caps.roots_list_changed = false;
         let config = Config {
             capabilities: caps,
@@ -243,7 +266,7 @@ impl ClientBuilder {
             machine,
             epoch,
             self.connector,
-            self.transport,
+            transport,
             self.handler,
             Arc::clone(&out),
         );
@@ -271,39 +294,9 @@ impl ClientBuilder {
             closed: closed_rx,
             out,
             next_call: AtomicU64::new(1),
-            session: std::sync::Mutex::new(Session::default()),
+            limits: self.limits,
         });
-        tokio::spawn(restore_after_reconnect(
-            Arc::downgrade(&shared),
-            shared.out.transitions.subscribe(),
-        ));
         Client { shared }
-    }
-}
-
-/// After every reconnect (each `ready` but the first), re-subscribe the resources and re-set
-/// the logging level the application asked for: the new server process knows nothing of them.
-/// Holds only a weak reference, so dropping every `Client` still stops the connection.
-async fn restore_after_reconnect(
-    shared: std::sync::Weak<Shared>,
-    mut transitions: broadcast::Receiver<crate::state::Transition>,
-) {
-    let mut readies = 0u64;
-    loop {
-        match transitions.recv().await {
-            Ok(t) if t.to() == ConnState::Ready => {
-                readies += 1;
-                if readies == 1 {
-                    continue;
-                }
-                let Some(shared) = shared.upgrade() else {
-                    return;
-                };
-                Client { shared }.restore_session().await;
-            }
-            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
-            Err(broadcast::error::RecvError::Closed) => return,
-        }
     }
 }
 
@@ -320,14 +313,20 @@ struct Shared {
     closed: watch::Receiver<bool>,
     out: Arc<Outputs>,
     next_call: AtomicU64,
-    session: std::sync::Mutex<Session>,
+    limits: Limits,
 }
 
-/// What a server forgets when it restarts and the client restores after a reconnect.
-#[derive(Default)]
-struct Session {
-    subscriptions: std::collections::BTreeSet<String>,
-    log_level: Option<LoggingLevel>,
+/// Bounds the client keeps on what a server can make it do.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    /// Pages one `list_all_*` call follows at most.
+    max_pages: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_pages: 1000 }
+    }
 }
 
 /// A connection to one MCP server: a cheap, clonable handle. The connection lives until
@@ -411,7 +410,7 @@ impl Client {
     /// Server notifications from now on (list changes, resource updates, log messages,
     /// progress not claimed by a call, cancellations). A slow receiver may lag and lose the
     /// oldest (see [`broadcast::error::RecvError::Lagged`]).
-    pub fn notifications(&self) -> broadcast::Receiver<ServerNotification> {
+    pub fn notifications(&self) -> broadcast::Receiver<Notification> {
         self.shared.out.notifications.subscribe()
     }
 
@@ -429,6 +428,16 @@ impl Client {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
+        self.call(method, params, options, None).await
+    }
+
+    async fn call(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        session: Option<SessionChange>,
+    ) -> Result<Value> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
         let input = Input::Call(CallRequest {
@@ -437,10 +446,12 @@ impl Client {
             params,
             options: CallOptions {
                 timeout: options.timeout,
-                progress: options.progress.is_some(),
+                // Resetting the timeout on progress needs progress, with or without a sink.
+                progress: options.progress.is_some() || options.reset_timeout_on_progress,
                 reset_timeout_on_progress: options.reset_timeout_on_progress,
                 max_total_timeout: options.max_total_timeout,
             },
+            session,
         });
         let cmd = Command::Call {
             input,
@@ -508,13 +519,19 @@ impl Client {
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>> {
-        self.all_pages(|c| self.list_tools(c), |p| (p.tools, p.next_cursor))
-            .await
+        self.all_pages(
+            "tools/list",
+            |c| self.list_tools(c),
+            |p| (p.tools, p.next_cursor),
+        )
+        .await
     }
 
-    /// Walks every page of a list method.
+    /// Walks every page of a list method. A cursor the server already gave (a loop), or more
+    /// than the builder's page bound, is an [`Error::EndlessPagination`], not a hang.
     async fn all_pages<P, T, F, Fut>(
         &self,
+        method: &str,
         page: F,
         split: fn(P) -> (Vec<T>, Option<String>),
     ) -> Result<Vec<T>>
@@ -522,16 +539,33 @@ impl Client {
         F: Fn(Option<String>) -> Fut,
         Fut: std::future::Future<Output = Result<P>>,
     {
+        let max_pages = self.shared.limits.max_pages;
         let mut all = Vec::new();
+        let mut seen = std::collections::HashSet::new();
         let mut cursor = None;
-        loop {
+        for pages in 1.. {
             let (items, next) = split(page(cursor).await?);
             all.extend(items);
             match next {
-                Some(c) => cursor = Some(c),
                 None => return Ok(all),
+                Some(c) if !seen.insert(c.clone()) => {
+                    return Err(Error::EndlessPagination {
+                        method: method.to_owned(),
+                        pages,
+                        reason: PaginationStop::RepeatedCursor(c),
+                    });
+                }
+                Some(_) if pages >= max_pages => {
+                    return Err(Error::EndlessPagination {
+                        method: method.to_owned(),
+                        pages,
+                        reason: PaginationStop::TooManyPages,
+                    });
+                }
+                Some(c) => cursor = Some(c),
             }
         }
+        Ok(all)
     }
 
     /// `tools/call`.
@@ -567,8 +601,12 @@ impl Client {
 
     /// Every resource, across pages.
     pub async fn list_all_resources(&self) -> Result<Vec<Resource>> {
-        self.all_pages(|c| self.list_resources(c), |p| (p.resources, p.next_cursor))
-            .await
+        self.all_pages(
+            "resources/list",
+            |c| self.list_resources(c),
+            |p| (p.resources, p.next_cursor),
+        )
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -587,6 +625,7 @@ impl Client {
     /// Every resource template, across pages.
     pub async fn list_all_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
         self.all_pages(
+            "resources/templates/list",
             |c| self.list_resource_templates(c),
             |p| (p.resource_templates, p.next_cursor),
         )
@@ -604,52 +643,37 @@ impl Client {
     }
 
     /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
-    /// Subscriptions are restored by the client after a reconnect.
+    /// Once the server acknowledged it, the subscription is restored after every reconnect (the
+    /// connection table does it, before any other call reaches the new server).
     pub async fn subscribe(&self, uri: &str) -> Result<()> {
-        self.request("resources/subscribe", Some(json!({"uri": uri})))
-            .await?;
-        self.session().subscriptions.insert(uri.to_owned());
-        Ok(())
-    }
-
-    /// `resources/unsubscribe`.
-    pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
-        self.session().subscriptions.remove(uri);
-        self.request("resources/unsubscribe", Some(json!({"uri": uri})))
+        let change = SessionChange::Subscribe(uri.to_owned());
+        self.session_request("resources/subscribe", json!({"uri": uri}), change)
             .await
             .map(|_| ())
     }
 
-    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
-        self.shared
-            .session
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
+    /// `resources/unsubscribe`. The subscription is never restored again, even if this call
+    /// fails; while disconnected it is ended locally and the call succeeds.
+    pub async fn unsubscribe(&self, uri: &str) -> Result<()> {
+        let change = SessionChange::Unsubscribe(uri.to_owned());
+        self.session_request("resources/unsubscribe", json!({"uri": uri}), change)
+            .await
+            .map(|_| ())
     }
 
-    async fn restore_session(&self) {
-        let (uris, level) = {
-            let s = self.session();
-            (
-                s.subscriptions.iter().cloned().collect::<Vec<_>>(),
-                s.log_level,
-            )
-        };
-        if let Some(level) = level
-            && let Err(e) = self
-                .request("logging/setLevel", Some(json!({"level": level})))
-                .await
-        {
-            tracing::warn!(target: "mcp::session", error = %e, "could not restore the logging level after a reconnect");
-        }
-        for uri in uris {
-            if let Err(e) = self
-                .request("resources/subscribe", Some(json!({"uri": uri})))
-                .await
-            {
-                tracing::warn!(target: "mcp::session", %uri, error = %e, "could not restore a subscription after a reconnect");
-            }
-        }
+    async fn session_request(
+        &self,
+        method: &str,
+        params: Value,
+        change: SessionChange,
+    ) -> Result<Value> {
+        self.call(
+            method,
+            Some(params),
+            RequestOptions::default(),
+            Some(change),
+        )
+        .await
     }
 
     /// One page of `prompts/list`.
@@ -664,8 +688,12 @@ impl Client {
 
     /// Every prompt, across pages.
     pub async fn list_all_prompts(&self) -> Result<Vec<Prompt>> {
-        self.all_pages(|c| self.list_prompts(c), |p| (p.prompts, p.next_cursor))
-            .await
+        self.all_pages(
+            "prompts/list",
+            |c| self.list_prompts(c),
+            |p| (p.prompts, p.next_cursor),
+        )
+        .await
     }
 
     /// `prompts/get`.
@@ -698,10 +726,10 @@ impl Client {
     /// `logging/setLevel`: log messages at this level and above arrive as notifications.
     /// The level is restored by the client after a reconnect.
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
-        self.request("logging/setLevel", Some(json!({"level": level})))
-            .await?;
-        self.session().log_level = Some(level);
-        Ok(())
+        let change = SessionChange::SetLogLevel(level.as_str().to_owned());
+        self.session_request("logging/setLevel", json!({"level": level}), change)
+            .await
+            .map(|_| ())
     }
 
     /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the
@@ -721,15 +749,22 @@ impl Client {
         {
             let _ = rx.await;
         }
+        // If the driver is gone (its runtime was shut down), nothing will ever say closed.
         let mut states = self.watch_state();
-        let _ = states.wait_for(|s| *s == ConnState::Closed).await;
+        tokio::select! {
+            _ = states.wait_for(|s| *s == ConnState::Closed) => {}
+            () = self.shared.commands.closed() => {}
+        }
     }
 
     /// Waits until the client has stopped and every transport has ended (child processes
     /// reaped).
     pub async fn closed(&self) {
         let mut closed = self.shared.closed.clone();
-        let _ = closed.wait_for(|c| *c).await;
+        tokio::select! {
+            _ = closed.wait_for(|c| *c) => {}
+            () = self.shared.commands.closed() => {}
+        }
     }
 }
 

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 
 use crate::handler::{ClientHandler, route};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
-use crate::types::{Progress, ServerInfo, ServerNotification};
+use crate::types::{Notification, Progress, ServerInfo, ServerNotification};
 use crate::{ConnState, Error};
 
 /// A progress callback.
@@ -48,7 +48,7 @@ pub(crate) struct Outputs {
     pub(crate) state: watch::Sender<ConnState>,
     pub(crate) server: RwLock<Option<ServerInfo>>,
     pub(crate) last_error: RwLock<Option<Failure>>,
-    pub(crate) notifications: broadcast::Sender<ServerNotification>,
+    pub(crate) notifications: broadcast::Sender<Notification>,
     pub(crate) transitions: broadcast::Sender<crate::state::Transition>,
     /// True once the driver ended and every transport task finished (children reaped).
     pub(crate) closed: watch::Sender<bool>,
@@ -242,7 +242,7 @@ impl Driver {
         );
         if step.to == mcp_machine::State::Ready {
             *self.out.server.write().unwrap_or_else(|e| e.into_inner()) =
-                self.machine.server().cloned().map(Into::into);
+                self.machine.server().cloned();
         }
         *self
             .out
@@ -348,16 +348,16 @@ impl Driver {
                 }
             }
             Action::Notification(n) => {
-                let parsed = ServerNotification::parse(&n.method, n.params);
+                let n = Notification::new(n.method, n.params);
                 if let ServerNotification::Log {
                     level,
                     logger,
                     data,
-                } = &parsed
+                } = &n.parsed
                 {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
-                let _ = self.out.notifications.send(parsed);
+                let _ = self.out.notifications.send(n);
             }
             Action::Progress { call, params } => {
                 if let Some(Pending::Call {
@@ -475,6 +475,9 @@ fn trace_report(report: &Report) {
         }
         Report::SendRetry { id, attempt } => {
             tracing::debug!(target: "mcp::retry", id, attempt, "transport busy; send retried")
+        }
+        Report::RestoreFailed(change) => {
+            tracing::warn!(target: "mcp::session", ?change, "could not restore the session after a reconnect");
         }
         Report::InitRejected(reason) => {
             tracing::warn!(target: "mcp::protocol", violation = "handshake", %reason, "handshake failed");

@@ -73,6 +73,29 @@ pub enum Error {
     /// The call was cancelled by its caller.
     #[error("request cancelled")]
     Cancelled,
+    /// A `list_all_*` walk stopped: the server repeated a cursor (it would loop forever) or
+    /// gave more pages than the client's bound ([`crate::ClientBuilder::max_pages`]).
+    #[error("{method}: pagination stopped after {pages} pages: {reason}")]
+    EndlessPagination {
+        /// The list method.
+        method: String,
+        /// Pages received.
+        pages: usize,
+        /// Why it stopped.
+        reason: PaginationStop,
+    },
+}
+
+/// Why a pagination walk stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PaginationStop {
+    /// The server gave a cursor it had given before.
+    #[error("the server repeated the cursor {0:?}")]
+    RepeatedCursor(String),
+    /// More pages than the bound.
+    #[error("more pages than the bound")]
+    TooManyPages,
 }
 
 impl Error {

@@ -8,36 +8,19 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use mcp_machine::{ClientCapabilities, RpcError};
+use mcp_machine::RpcError;
 use serde_json::Value;
 
 /// A boxed future answering one server request.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = Result<Value, RpcError>> + Send + 'static>>;
 
-/// Which server requests a handler answers (and so which capabilities the client declares).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Provides {
-    /// `sampling/createMessage`.
-    pub sampling: bool,
-    /// `roots/list`.
-    pub roots: bool,
-    /// `elicitation/create` (form mode).
-    pub elicitation: bool,
-    /// `elicitation/create` in URL mode as well.
-    pub elicitation_url: bool,
-}
-
-impl Provides {
-    pub(crate) fn capabilities(self) -> ClientCapabilities {
-        ClientCapabilities {
-            sampling: self.sampling,
-            roots: self.roots,
-            roots_list_changed: false,
-            elicitation: self.elicitation,
-            elicitation_url: self.elicitation_url,
-        }
-    }
-}
+/// Which server requests a handler answers, and so exactly the capabilities the client
+/// declares in `initialize`: `sampling` declares `sampling` (answers `sampling/createMessage`),
+/// `roots` declares `roots` (answers `roots/list`), `elicitation` declares `elicitation.form`
+/// and `elicitation_url` `elicitation.url` (answers `elicitation/create` in that mode; a request
+/// for a mode not declared is refused with method-not-found). The machine's own type: one
+/// definition decides both what is declared and what is routed.
+pub use mcp_machine::ClientCapabilities as Provides;
 
 /// Answers the server's requests. Each method gets the request's `params` and returns the
 /// result object or a JSON-RPC error. Handlers run in their own tasks (one per request); a
@@ -156,6 +139,7 @@ impl ClientHandler for Handlers {
             roots: self.roots.is_some(),
             elicitation: self.elicitation.is_some(),
             elicitation_url: self.elicitation.is_some() && self.elicitation_url,
+            ..Provides::default()
         }
     }
 

@@ -36,9 +36,13 @@ mod state;
 pub mod transport;
 pub mod types;
 
-pub use crate::client::{Client, ClientBuilder, RequestOptions};
-pub use crate::error::{Error, Result};
+pub use crate::client::{
+    Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
+};
+pub use crate::error::{Error, PaginationStop, Result};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
 pub use crate::state::{ConnState, Transition};
-pub use crate::types::{CompleteRef, LoggingLevel, Progress, ServerInfo, ServerNotification};
+pub use crate::types::{
+    CompleteRef, LoggingLevel, Notification, Progress, ServerInfo, ServerNotification,
+};
 pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};

@@ -315,6 +315,22 @@ pub enum LoggingLevel {
     Emergency,
 }
 
+impl LoggingLevel {
+    /// The level's name on the wire (`"info"`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+}
+
 /// Progress of a call, from `notifications/progress`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Progress {
@@ -332,6 +348,31 @@ impl Progress {
             progress: p.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
             total: p.get("total").and_then(Value::as_f64),
             message: p.get("message").and_then(Value::as_str).map(str::to_owned),
+        }
+    }
+}
+
+/// A notification from the server as [`crate::Client::notifications`] delivers it: exactly as
+/// sent (`method`, `params`) and parsed where the method is known (`parsed`). Nothing is turned
+/// back into JSON: `--json` output and forwarding use the fields as received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notification {
+    /// The method, e.g. `notifications/message`.
+    pub method: String,
+    /// The params as sent.
+    pub params: Option<Value>,
+    /// The parsed form.
+    pub parsed: ServerNotification,
+}
+
+impl Notification {
+    /// Parses a notification received as `method` and `params`.
+    pub fn new(method: String, params: Option<Value>) -> Self {
+        let parsed = ServerNotification::parse(&method, params.clone());
+        Notification {
+            method,
+            params,
+            parsed,
         }
     }
 }
@@ -418,49 +459,9 @@ impl ServerNotification {
     }
 }
 
-/// What the server said in the handshake.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ServerInfo {
-    /// The negotiated protocol version.
-    pub protocol_version: String,
-    /// The server's name.
-    pub name: String,
-    /// The server's version.
-    pub version: String,
-    /// The whole `serverInfo` object.
-    pub server_info: Value,
-    /// The server's capabilities.
-    pub capabilities: Value,
-    /// Instructions for the model, if any.
-    pub instructions: Option<String>,
-}
-
-impl From<mcp_machine::ServerInfo> for ServerInfo {
-    fn from(s: mcp_machine::ServerInfo) -> Self {
-        let field = |k: &str| {
-            s.server_info
-                .get(k)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        ServerInfo {
-            name: field("name"),
-            version: field("version"),
-            protocol_version: s.protocol_version,
-            server_info: s.server_info,
-            capabilities: s.capabilities,
-            instructions: s.instructions,
-        }
-    }
-}
-
-impl ServerInfo {
-    /// Whether the server declared a capability (`tools`, `resources`, `prompts`, `logging`, `completions`).
-    pub fn has_capability(&self, name: &str) -> bool {
-        self.capabilities.get(name).is_some_and(|v| !v.is_null())
-    }
-}
+/// What the server said in the handshake: the machine's own type (its `name()`, `version()`
+/// and `has_capability()` read the JSON it keeps).
+pub use mcp_machine::ServerInfo;
 
 #[cfg(test)]
 mod tests {

@@ -13,14 +13,14 @@ use mcp_testserver::ServerConfig;
 use serde_json::{Value, json};
 
 async fn next_matching(
-    rx: &mut tokio::sync::broadcast::Receiver<ServerNotification>,
+    rx: &mut tokio::sync::broadcast::Receiver<mcp_runtime::Notification>,
     f: impl Fn(&ServerNotification) -> bool,
 ) -> ServerNotification {
     tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             let n = rx.recv().await.expect("notification stream open");
-            if f(&n) {
-                return n;
+            if f(&n.parsed) {
+                return n.parsed;
             }
         }
     })
@@ -43,7 +43,7 @@ async fn handshake_tools_and_pagination() {
     let info = client.server_info().unwrap();
     assert_eq!(info.protocol_version, "2025-11-25");
     assert!(info.has_capability("tools"));
-    assert!(!info.name.is_empty());
+    assert!(!info.name().is_empty());
 
     client.ping().await.unwrap();
     let first = client.list_tools(None).await.unwrap();
@@ -318,5 +318,86 @@ async fn panicking_user_callbacks_do_not_take_the_client_down() {
     assert!(!r.failed());
     assert_eq!(client.state(), ConnState::Ready);
     client.ping().await.unwrap();
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn an_endless_cursor_is_an_error_not_a_hang() {
+    let config = ServerConfig {
+        endless_cursor: true,
+        ..ServerConfig::echo()
+    };
+    let client = in_process(config).connect().await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(5), client.list_all_tools())
+        .await
+        .expect("list_all_tools returns")
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            mcp_runtime::Error::EndlessPagination { method, pages: 2, reason: mcp_runtime::PaginationStop::RepeatedCursor(c) }
+                if method == "tools/list" && c == "again"
+        ),
+        "{err:?}"
+    );
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn too_many_pages_is_an_error() {
+    let config = ServerConfig {
+        page_size: 1,
+        ..ServerConfig::echo()
+    };
+    let client = in_process(config).max_pages(3).connect().await.unwrap();
+    let err = client.list_all_tools().await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            mcp_runtime::Error::EndlessPagination {
+                pages: 3,
+                reason: mcp_runtime::PaginationStop::TooManyPages,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    client.stop().await;
+}
+
+#[test]
+fn stop_and_closed_return_when_the_runtime_is_gone() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = rt.block_on(async { in_process(ServerConfig::echo()).connect().await.unwrap() });
+    drop(rt);
+    // The driver went with its runtime: stop and closed must not wait for it.
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    other.block_on(async {
+        tokio::time::timeout(Duration::from_secs(5), client.stop())
+            .await
+            .expect("stop returns");
+        tokio::time::timeout(Duration::from_secs(5), client.closed())
+            .await
+            .expect("closed returns");
+    });
+}
+
+#[tokio::test(start_paused = true)]
+async fn reset_timeout_on_progress_works_without_a_sink() {
+    let client = in_process(ServerConfig::echo()).connect().await.unwrap();
+    // slow sends progress every 200 ms for 2 s; a 500 ms timeout reset by progress holds.
+    let options = RequestOptions::new()
+        .timeout(Duration::from_millis(500))
+        .reset_timeout_on_progress(Duration::from_secs(10));
+    let r = client
+        .call_tool_with("slow", json!({"ms": 2000, "steps": 10}), options)
+        .await;
+    assert!(r.is_ok(), "{r:?}");
     client.stop().await;
 }

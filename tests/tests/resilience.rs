@@ -398,3 +398,30 @@ async fn subscriptions_and_log_level_are_restored_after_a_reconnect() {
     assert_eq!(s["logLevel"], "error", "{s}");
     client.stop().await;
 }
+
+#[tokio::test]
+async fn a_subscription_ended_during_an_outage_is_not_restored() {
+    let client = in_process(ServerConfig::chaos())
+        .backoff(Duration::from_millis(400), Duration::from_millis(800), 0)
+        .connect()
+        .await
+        .unwrap();
+    client.subscribe("test://static/1").await.unwrap();
+    client.subscribe("test://static/2").await.unwrap();
+    let mut transitions = client.transitions();
+    let _ = client.call_tool("die", json!({})).await;
+    assert_eq!(client.state(), ConnState::Backoff);
+    // Disconnected: the unsubscribe is done locally, and answered at once.
+    client.unsubscribe("test://static/1").await.unwrap();
+    loop {
+        let t = transitions.recv().await.unwrap();
+        if t.to() == ConnState::Ready {
+            break;
+        }
+    }
+    // The restore went out with the ready transition, before this call.
+    let s = session_info(&client).await;
+    assert_eq!(s["initializeCount"], 1, "a fresh server: {s}");
+    assert_eq!(s["subscriptions"], json!(["test://static/2"]), "{s}");
+    client.stop().await;
+}

@@ -184,6 +184,7 @@ pub(crate) fn list_tools(config: &ServerConfig, params: &Value) -> Result<Value,
     let all = tools(config);
     let start = match params.get("cursor") {
         None | Some(Value::Null) => 0,
+        Some(Value::String(c)) if config.endless_cursor && c == "again" => 0,
         Some(c) => c
             .as_str()
             .and_then(|c| c.strip_prefix('c'))
@@ -197,7 +198,9 @@ pub(crate) fn list_tools(config: &ServerConfig, params: &Value) -> Result<Value,
         (start + config.page_size).min(all.len())
     };
     let mut result = json!({"tools": all[start..end]});
-    if end < all.len() {
+    if config.endless_cursor {
+        result["nextCursor"] = json!("again");
+    } else if end < all.len() {
         result["nextCursor"] = json!(format!("c{end}"));
     }
     Ok(result)

@@ -38,6 +38,8 @@ pub struct ServerConfig {
     pub instructions: Option<String>,
     /// Enable (list and answer) the chaos tools.
     pub chaos: bool,
+    /// Chaos: `tools/list` always answers `nextCursor: "again"` (a client must not loop).
+    pub endless_cursor: bool,
     /// After the client's stream hits EOF, how long requests still in flight may take to
     /// answer before they are abandoned and [`crate::serve`] returns.
     pub eof_grace: Duration,
@@ -64,6 +66,7 @@ impl ServerConfig {
                     .to_owned(),
             ),
             chaos: false,
+            endless_cursor: false,
             eof_grace: Duration::from_secs(1),
         }
     }

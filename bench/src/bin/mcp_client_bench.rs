@@ -10,6 +10,23 @@ use std::time::{Duration, Instant};
 use mcp_runtime::{Client, ClientBuilder};
 use serde_json::json;
 
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Allocations and bytes allocated so far (zero without the `count-allocs` feature).
+fn allocated() -> (usize, usize) {
+    #[cfg(feature = "count-allocs")]
+    {
+        let s = GLOBAL.stats();
+        (s.allocations + s.reallocations, s.bytes_allocated)
+    }
+    #[cfg(not(feature = "count-allocs"))]
+    {
+        (0, 0)
+    }
+}
+
 fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(f64::total_cmp);
     let i = ((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1));
@@ -44,13 +61,24 @@ async fn run(n: usize, conc: usize, warmup: usize, rt: &str, cmd: Vec<String>) {
         echo(&client, i).await;
     }
     let mut lat = Vec::with_capacity(n);
+    let (allocs0, bytes0) = allocated();
     let t0 = Instant::now();
     for i in 0..n {
         let t = Instant::now();
         echo(&client, i).await;
         lat.push(t.elapsed().as_secs_f64());
     }
-    report("seq", rt, n, 1, t0.elapsed().as_secs_f64(), lat);
+    let secs = t0.elapsed().as_secs_f64();
+    let (allocs1, bytes1) = allocated();
+    if cfg!(feature = "count-allocs") {
+        // Every allocation of the process in the sequential run (client and runtime), per call.
+        println!(
+            "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"allocs\",\"n\":{n},\"allocs_per_call\":{:.1},\"bytes_per_call\":{:.0}}}",
+            (allocs1 - allocs0) as f64 / n as f64,
+            (bytes1 - bytes0) as f64 / n as f64
+        );
+    }
+    report("seq", rt, n, 1, secs, lat);
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();

@@ -183,7 +183,7 @@ async fn everything(
     let got_log = tokio::time::timeout(Duration::from_secs(12), async {
         loop {
             match notes.recv().await {
-                Ok(ServerNotification::Log { .. }) => return true,
+                Ok(n) if matches!(n.parsed, ServerNotification::Log { .. }) => return true,
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
                 Err(_) => return false,
             }
@@ -317,7 +317,9 @@ async fn main() {
             "handshake ({})",
             info.as_ref().map_or("?".into(), |i| format!(
                 "{} {} at {}",
-                i.name, i.version, i.protocol_version
+                i.name(),
+                i.version(),
+                i.protocol_version
             ))
         ),
         info.is_some(),
