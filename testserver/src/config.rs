@@ -43,7 +43,15 @@ pub struct ServerConfig {
     pub eof_grace: Duration,
     /// How the server misbehaves when it should go away (default: it does not).
     pub linger: Linger,
+    /// Hostile text: [`HOSTILE_TEXT`] is appended to the server's name, its instructions,
+    /// every tool description, every progress message and every log message (for tests that a
+    /// client never lets server text drive the terminal).
+    pub hostile: bool,
 }
+
+/// Terminal control sequences a hostile server slips into its text: set the window title,
+/// clear the screen, a carriage return, a bell, a bidi override, a C1 control.
+pub const HOSTILE_TEXT: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\r\u{202e}\u{9b}";
 
 /// A misbehaving end of a connection, for tests of a client's shutdown: with anything but
 /// [`Linger::No`], [`crate::serve`] never returns after EOF (it keeps its streams and keeps
@@ -113,7 +121,18 @@ impl ServerConfig {
             chaos: false,
             eof_grace: Duration::from_secs(1),
             linger: Linger::No,
+            hostile: false,
         }
+    }
+
+    /// This configuration with hostile text (see [`ServerConfig::hostile`]).
+    pub fn with_hostile_text(mut self) -> Self {
+        self.hostile = true;
+        self.name.push_str(HOSTILE_TEXT);
+        if let Some(i) = self.instructions.as_mut() {
+            i.push_str(HOSTILE_TEXT);
+        }
+        self
     }
 
     /// The controllable server: like [`ServerConfig::echo`] plus the chaos tools.

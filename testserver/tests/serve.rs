@@ -784,3 +784,43 @@ async fn linger_close_stdout_closes_the_output_after_the_answer() {
     assert_eq!(Linger::from_name("close-stdout"), Some(Linger::CloseStdout));
     assert_eq!(Linger::StallMidFrame.name(), "stall-mid-frame");
 }
+
+#[tokio::test]
+async fn elicit_in_url_mode_and_without_fields() {
+    let (mut p, _h) = ready(ServerConfig::echo()).await;
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"message": "Open it", "mode": "url"}}),
+        )
+        .await;
+    let req = p.recv().await;
+    assert_eq!(req["params"]["mode"], "url");
+    assert_eq!(req["params"]["url"], "https://example.com/connect");
+    assert!(req["params"].get("requestedSchema").is_none());
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32602, "message": "mode not declared"}}))
+        .await;
+    let resp = p.response(&json!(id)).await;
+    assert_eq!(resp["result"]["isError"], true);
+    assert_eq!(
+        text(&resp["result"]),
+        "client error -32602: mode not declared"
+    );
+
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"message": "Go?", "fields": false}}),
+        )
+        .await;
+    let req = p.recv().await;
+    assert_eq!(req["params"]["mode"], "form");
+    assert_eq!(req["params"]["requestedSchema"]["properties"], json!({}));
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "decline"}}))
+        .await;
+    let resp = p.response(&json!(id)).await;
+    assert_eq!(
+        resp["result"]["structuredContent"],
+        json!({"action": "decline"})
+    );
+}
