@@ -40,6 +40,11 @@ pub struct Global {
     #[arg(long = "env", global = true, value_name = "K=V", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
 
+    /// Let the stdio server inherit mcpc's whole environment (default: only HOME, LOGNAME,
+    /// PATH, SHELL, TERM and USER, plus --env).
+    #[arg(long, global = true)]
+    pub inherit_env: bool,
+
     /// Streamable HTTP server URL (not available yet).
     #[arg(long, global = true, value_name = "URL", conflicts_with_all = ["stdio", "sse"])]
     pub http: Option<String>,
@@ -59,6 +64,11 @@ pub struct Global {
     /// Per-call timeout in seconds.
     #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     pub timeout: Duration,
+
+    /// Bound on starting the server and its handshake, in seconds (a server that installs
+    /// itself first, like `npx -y …`, may need long).
+    #[arg(long, global = true, value_name = "SECS", default_value = "60", value_parser = parse_secs)]
+    pub connect_timeout: Duration,
 
     /// Machine output: one JSON document on stdout (watch/state: one per line).
     #[arg(long, global = true)]
@@ -125,6 +135,16 @@ pub enum Command {
         /// Also offer the chaos tools (die, hang, late, ...).
         #[arg(long)]
         chaos: bool,
+        /// Misbehave at the end: ignore-eof, ignore-term, stall-mid-frame, close-stdout.
+        #[arg(long, value_name = "MODE", value_parser = parse_linger)]
+        linger: Option<mcp_testserver::Linger>,
+        /// The instructions of the initialize answer.
+        #[arg(long, value_name = "TEXT")]
+        instructions: Option<String>,
+        /// Hostile text: terminal control sequences in the name, instructions, tool
+        /// descriptions, progress and log messages.
+        #[arg(long)]
+        hostile: bool,
     },
 }
 
@@ -249,6 +269,10 @@ fn parse_secs(s: &str) -> Result<Duration, String> {
             "`{s}`: the timeout must be above 0 and at most 86400 s"
         ))
     }
+}
+
+fn parse_linger(s: &str) -> Result<mcp_testserver::Linger, String> {
+    mcp_testserver::Linger::from_name(s).ok_or_else(|| format!("`{s}` is not a linger mode"))
 }
 
 fn parse_level(s: &str) -> Result<LoggingLevel, String> {

@@ -6,6 +6,8 @@ use std::fmt::Write as _;
 use std::sync::{Mutex, OnceLock};
 
 use mcp_runtime::transport::SERVER_STDERR_TARGET;
+
+use crate::sanitize::CleanWriter;
 use tokio::sync::broadcast;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
@@ -116,7 +118,8 @@ pub fn init(verbose: u8) {
     };
     let log = level.map(|level| {
         tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
+            // The log carries the server's stderr lines: cleaned like every other print.
+            .with_writer(|| CleanWriter(std::io::stderr()))
             .with_target(true)
             .with_filter(Targets::new().with_default(level))
     });

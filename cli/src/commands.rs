@@ -1,115 +1,21 @@
 //! Connecting, and every command that talks to a server.
 
-use std::time::Duration;
-
-use mcp_runtime::transport::StdioConnector;
-use mcp_runtime::{
-    Client, ClientBuilder, CompleteRef, Notification, RequestOptions, ServerNotification,
-};
+use mcp_runtime::{Client, CompleteRef, Notification, RequestOptions, ServerNotification};
 use serde_json::{Map, Value, json};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::args::{
-    CallArgs, Command, CompleteArgs, Era, Global, PromptsCommand, ResourcesCommand, ToolsCommand,
+    CallArgs, Command, CompleteArgs, Global, PromptsCommand, ResourcesCommand, ToolsCommand,
     WatchArgs,
 };
+use crate::connect::{builder, finish};
 use crate::error::{CliError, Exit};
 use crate::output::{Table, capabilities_summary, content_text, field, print_json, schema_summary};
 use crate::progress::{Lines, ProgressView};
-use crate::{capture, interact, typed};
-
-/// The message for the transports that come later.
-pub const HTTP_NOT_YET: &str =
-    "HTTP transports are not available yet (coming with the eras/HTTP work)";
-
-/// Ctrl-C, as something many places can wait for.
-#[derive(Clone, Debug)]
-pub struct Interrupt(watch::Receiver<bool>);
-
-impl Interrupt {
-    /// Starts listening for SIGINT (Ctrl-C) now.
-    pub fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut sigint = signal(SignalKind::interrupt())?;
-        let (tx, rx) = watch::channel(false);
-        tokio::spawn(async move {
-            while sigint.recv().await.is_some() {
-                tx.send_replace(true);
-            }
-        });
-        Ok(Interrupt(rx))
-    }
-
-    /// Resolves once Ctrl-C was pressed.
-    pub async fn fired(&self) {
-        let mut rx = self.0.clone();
-        if rx.wait_for(|v| *v).await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
-}
-
-/// The client builder for the server the global options name (stdio only for now).
-pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
-    if let Some(url) = g.http.as_ref().or(g.sse.as_ref()) {
-        let flag = if g.http.is_some() { "--http" } else { "--sse" };
-        return Err(CliError::usage(format!("{flag} {url}"), HTTP_NOT_YET));
-    }
-    if let Some(h) = g.headers.first() {
-        return Err(CliError::usage(format!("--header {h}"), HTTP_NOT_YET));
-    }
-    if g.era == Era::Modern {
-        return Err(CliError::usage(
-            "--era modern",
-            "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
-        ));
-    }
-    let Some(line) = g.stdio.as_deref() else {
-        return Err(CliError::usage(
-            "no server",
-            "give one with --stdio 'command args…' (or try `mcpc demo`)",
-        ));
-    };
-    let words = shlex::split(line)
-        .ok_or_else(|| CliError::usage("--stdio", format!("unbalanced quotes in `{line}`")))?;
-    let Some((program, args)) = words.split_first() else {
-        return Err(CliError::usage("--stdio", "the command is empty"));
-    };
-    let mut connector = StdioConnector::builder(program).args(args);
-    for (k, v) in &g.env {
-        connector = connector.env(k, v);
-    }
-    let builder = ClientBuilder::new(connector.build())
-        .client_info("mcpc", env!("CARGO_PKG_VERSION"))
-        .handler(interact::handlers(g.sampling_reply.clone(), &g.roots))
-        .request_timeout(g.timeout);
-    Ok((builder, line.to_owned()))
-}
-
-/// Connects to the server and waits for the handshake (bounded by 10 s).
-pub async fn connect(g: &Global) -> Result<Client, CliError> {
-    let (builder, line) = builder(g)?;
-    builder.connect().await.map_err(|e| {
-        let mut why = match &e {
-            mcp_runtime::Error::Unavailable {
-                last_error: Some(last),
-                ..
-            } => last.to_string(),
-            other => other.to_string(),
-        };
-        if let Some(stderr) = capture::last_server_stderr() {
-            why.push_str(&format!(" (server stderr: {stderr})"));
-        }
-        CliError::new(Exit::Connect, format!("could not connect to `{line}`"), why)
-    })
-}
-
-/// Stops the client and waits (a bounded time) for the server process to be gone.
-pub async fn finish(client: &Client) {
-    client.stop().await;
-    let _ = tokio::time::timeout(Duration::from_secs(5), client.closed()).await;
-}
+use crate::sanitize::out_exact;
+use crate::signals::{Caught, Interrupt};
+use crate::typed;
 
 fn call_error(what: &str, step: Option<&str>, e: &mcp_runtime::Error) -> CliError {
     let mut err = CliError::call(what, e);
@@ -139,7 +45,7 @@ pub async fn dispatch(
             if g.json {
                 print_json(&json!({"tools": to_json(&tools)}));
             } else if tools.is_empty() {
-                println!("(no tools)");
+                outln!("(no tools)");
             } else {
                 let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
                 for tool in &tools {
@@ -149,7 +55,7 @@ pub async fn dispatch(
                         tool.description.clone().unwrap_or_default(),
                     ]);
                 }
-                print!("{}", t.render());
+                out!("{}", t.render());
             }
             Ok(())
         }
@@ -159,7 +65,7 @@ pub async fn dispatch(
             if g.json {
                 print_json(&json!({"resources": to_json(&resources)}));
             } else if resources.is_empty() {
-                println!("(no resources)");
+                outln!("(no resources)");
             } else {
                 let mut t = Table::new(&["URI", "NAME", "MIME", "DESCRIPTION"]);
                 for r in &resources {
@@ -170,7 +76,7 @@ pub async fn dispatch(
                         r.description.clone().unwrap_or_default(),
                     ]);
                 }
-                print!("{}", t.render());
+                out!("{}", t.render());
             }
             Ok(())
         }
@@ -180,7 +86,7 @@ pub async fn dispatch(
             if g.json {
                 print_json(&json!({"resourceTemplates": to_json(&templates)}));
             } else if templates.is_empty() {
-                println!("(no resource templates)");
+                outln!("(no resource templates)");
             } else {
                 let mut t = Table::new(&["URI TEMPLATE", "NAME", "MIME", "DESCRIPTION"]);
                 for r in &templates {
@@ -191,7 +97,7 @@ pub async fn dispatch(
                         r.description.clone().unwrap_or_default(),
                     ]);
                 }
-                print!("{}", t.render());
+                out!("{}", t.render());
             }
             Ok(())
         }
@@ -204,17 +110,17 @@ pub async fn dispatch(
             let many = result.contents.len() > 1;
             for c in &result.contents {
                 if many {
-                    println!("--- {} ({})", c.uri, c.mime_type.as_deref().unwrap_or("?"));
+                    outln!("--- {} ({})", c.uri, c.mime_type.as_deref().unwrap_or("?"));
                 }
                 match (&c.text, &c.blob) {
-                    (Some(text), _) => println!("{text}"),
-                    (None, Some(blob)) => println!(
+                    (Some(text), _) => outln!("{text}"),
+                    (None, Some(blob)) => outln!(
                         "[blob {} {}, {} bytes base64]",
                         c.uri,
                         c.mime_type.as_deref().unwrap_or(""),
                         blob.len()
                     ),
-                    (None, None) => println!("[empty {}]", c.uri),
+                    (None, None) => outln!("[empty {}]", c.uri),
                 }
             }
             Ok(())
@@ -225,7 +131,7 @@ pub async fn dispatch(
             if g.json {
                 print_json(&json!({"prompts": to_json(&prompts)}));
             } else if prompts.is_empty() {
-                println!("(no prompts)");
+                outln!("(no prompts)");
             } else {
                 let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
                 for p in &prompts {
@@ -240,7 +146,7 @@ pub async fn dispatch(
                         p.description.clone().unwrap_or_default(),
                     ]);
                 }
-                print!("{}", t.render());
+                out!("{}", t.render());
             }
             Ok(())
         }
@@ -255,10 +161,10 @@ pub async fn dispatch(
                 return Ok(());
             }
             if let Some(d) = &result.description {
-                println!("# {d}");
+                outln!("# {d}");
             }
             for m in &result.messages {
-                println!("{}: {}", m.role, content_text(&to_json(&m.content)));
+                outln!("{}: {}", m.role, content_text(&to_json(&m.content)));
             }
             Ok(())
         }
@@ -274,7 +180,7 @@ pub async fn dispatch(
                     .server_info()
                     .map(|s| s.name().to_owned())
                     .unwrap_or_default();
-                println!("pong from {name} in {ms:.1} ms");
+                outln!("pong from {name} in {ms:.1} ms");
             }
             Ok(())
         }
@@ -329,13 +235,14 @@ fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
         "capabilities".into(),
         capabilities_summary(&s.capabilities),
     ]);
-    t.row(vec![
+    // The instructions keep their line breaks (they are often several paragraphs).
+    t.row_multiline(vec![
         "instructions".into(),
         s.instructions.clone().unwrap_or_else(|| "(none)".into()),
     ]);
     // Skip the empty header line.
     let text = t.render();
-    print!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
+    out!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
     Ok(())
 }
 
@@ -379,10 +286,10 @@ async fn tools_call(
     let result = loop {
         tokio::select! {
             biased;
-            () = interrupt.fired() => {
+            caught = interrupt.fired() => {
                 view.clear();
                 // Returning drops the call: the library sends notifications/cancelled.
-                return Err(CliError::cancelled(&what));
+                return Err(CliError::signalled(&what, caught));
             }
             Some(p) = progress.recv() => view.update(&p),
             r = &mut fut => break r,
@@ -397,7 +304,7 @@ async fn tools_call(
         print_json(&to_json(&result));
     } else if !result.failed() {
         for block in &result.content {
-            println!("{}", content_text(&to_json(block)));
+            outln!("{}", content_text(&to_json(block)));
         }
         if result.content.is_empty()
             && let Some(s) = &result.structured_content
@@ -448,10 +355,10 @@ async fn complete(
         return Ok(());
     }
     for v in &result.completion.values {
-        println!("{v}");
+        outln!("{v}");
     }
     if result.completion.values.is_empty() {
-        eprintln!("mcpc: complete: no completions");
+        errln!("mcpc: complete: no completions");
     }
     if result.completion.has_more == Some(true) {
         let total = result
@@ -459,7 +366,7 @@ async fn complete(
             .total
             .map(|t| format!(" ({t} in all)"))
             .unwrap_or_default();
-        eprintln!("mcpc: complete: more values available{total}");
+        errln!("mcpc: complete: more values available{total}");
     }
     Ok(())
 }
@@ -536,23 +443,23 @@ async fn watch(
         .server_info()
         .map(|s| s.name().to_owned())
         .unwrap_or_default();
-    eprintln!("mcpc: watching notifications from {name} (Ctrl-C to stop)");
+    errln!("mcpc: watching notifications from {name} (Ctrl-C to stop)");
     loop {
         tokio::select! {
             biased;
-            () = interrupt.fired() => return Ok(()),
+            caught = interrupt.fired() => return after_signal("watch", caught),
             n = notes.recv() => match n {
                 Ok(n) => {
                     if json_out {
                         // Exactly as the server sent it.
-                        println!("{}", json!({"at": start.elapsed().as_secs_f64(),
-                            "method": n.method, "params": n.params}));
+                        out_exact(&json!({"at": start.elapsed().as_secs_f64(),
+                            "method": n.method, "params": n.params}).to_string());
                     } else {
-                        println!("{}  {}", stamp(start), notification_line(&n));
+                        outln!("{}  {}", stamp(start), notification_line(&n));
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(k)) => {
-                    eprintln!("mcpc: watch: {k} notifications were lost (output too slow)");
+                    errln!("mcpc: watch: {k} notifications were lost (output too slow)");
                 }
                 Err(broadcast::error::RecvError::Closed) => {
                     return Err(CliError::new(Exit::Transport, "watch", "the client stopped"));
@@ -564,7 +471,7 @@ async fn watch(
                         (mcp_runtime::ConnState::Backoff, Some(e)) => format!(": {e}"),
                         _ => String::new(),
                     };
-                    eprintln!("mcpc: connection {} -> {} ({}){why}", t.from(), t.to(), t.event());
+                    errln!("mcpc: connection {} -> {} ({}){why}", t.from(), t.to(), t.event());
                 }
             }
         }
@@ -579,14 +486,18 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
     // Subscribed before the driver ran (single-threaded runtime): nothing is missed.
     let mut transitions = client.transitions();
     if g.json {
-        println!("{}", json!({"at": 0.0, "state": client.state().name()}));
+        out_exact(&json!({"at": 0.0, "state": client.state().name()}).to_string());
     } else {
-        println!("{}  {}", stamp(start), client.state());
+        outln!("{}  {}", stamp(start), client.state());
     }
+    let mut ended = Ok(());
     loop {
         tokio::select! {
             biased;
-            () = interrupt.fired() => break,
+            caught = interrupt.fired() => {
+                ended = after_signal("state", caught);
+                break;
+            }
             t = transitions.recv() => match t {
                 Ok(t) => {
                     let at = t.at.saturating_duration_since(start).as_secs_f64();
@@ -600,8 +511,8 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                         _ => None,
                     };
                     if g.json {
-                        println!("{}", json!({"at": at, "from": t.from().name(), "to": t.to().name(),
-                            "event": t.event(), "row": t.step.row, "note": note}));
+                        out_exact(&json!({"at": at, "from": t.from().name(), "to": t.to().name(),
+                            "event": t.event(), "row": t.step.row, "line": t.line(), "note": note}).to_string());
                     } else {
                         let line = format!(
                             "+{at:.3}s  {:<12} -> {:<12}  event {:<18} row {:<3}{}",
@@ -611,21 +522,30 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                             t.step.row,
                             note.map(|n| format!("  ({n})")).unwrap_or_default()
                         );
-                        println!("{}", line.trim_end());
+                        outln!("{}", line.trim_end());
                     }
                     if t.to().is_terminal() {
                         break;
                     }
                 }
                 Err(broadcast::error::RecvError::Lagged(k)) => {
-                    eprintln!("mcpc: state: {k} transitions were lost (output too slow)");
+                    errln!("mcpc: state: {k} transitions were lost (output too slow)");
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
             },
         }
     }
     finish(&client).await;
-    Ok(())
+    ended
+}
+
+/// How `watch` and `state` end on a signal: Ctrl-C is their normal end (exit 0), SIGTERM and
+/// SIGHUP exit with 128 + the signal's number.
+fn after_signal(what: &str, caught: Caught) -> Result<(), CliError> {
+    match caught {
+        Caught::Interrupt => Ok(()),
+        other => Err(CliError::signalled(what, other)),
+    }
 }
 
 #[cfg(test)]

@@ -20,10 +20,10 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::capture;
-use crate::commands::Interrupt;
 use crate::error::{CliError, Exit};
 use crate::output::capabilities_summary;
 use crate::progress::{Lines, ProgressView};
+use crate::signals::Interrupt;
 
 /// The in-process server's connector; `ignore_cancel` makes the relay drop cancellations.
 fn connector(ignore_cancel: Arc<AtomicBool>) -> StreamConnector {
@@ -58,9 +58,9 @@ fn connector(ignore_cancel: Arc<AtomicBool>) -> StreamConnector {
 }
 
 fn step(n: u32, title: &str, explain: &str) {
-    println!("\n[{n}/6] {title}");
+    outln!("\n[{n}/6] {title}");
     for line in explain.lines() {
-        println!("      {line}");
+        outln!("      {line}");
     }
 }
 
@@ -94,7 +94,7 @@ async fn print_until_ready(
             }
             t = transitions.recv() => match t {
                 Ok(t) => {
-                    println!("{}", transition_line(&t, start));
+                    outln!("{}", transition_line(&t, start));
                     if t.to() == ConnState::Ready {
                         return Ok(());
                     }
@@ -131,11 +131,11 @@ pub async fn run(interrupt: &Interrupt) -> Result<(), CliError> {
         .connect_lazy();
     let result = tokio::select! {
         biased;
-        () = interrupt.fired() => Err(CliError::cancelled("demo")),
+        caught = interrupt.fired() => Err(CliError::signalled("demo", caught)),
         r = steps(&client, &ignore_cancel) => r,
     };
     if result.is_err() {
-        crate::commands::finish(&client).await;
+        crate::connect::finish(&client).await;
     }
     result
 }
@@ -144,10 +144,10 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     let begin = Instant::now();
     // Subscribed before the driver task first runs (single-threaded runtime).
     let mut transitions = client.transitions();
-    println!(
+    outln!(
         "mcpc demo: a guided run against the in-repo test server, in process (nothing to install)."
     );
-    println!(
+    outln!(
         "Each step says what the client does; state changes come live from client.transitions()."
     );
 
@@ -164,14 +164,14 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     let info = client
         .server_info()
         .ok_or_else(|| CliError::new(Exit::Connect, "demo: connect", "no server info"))?;
-    println!(
+    outln!(
         "      connected in {}: {} {}, protocol {}, era legacy (handshake)",
         ms(start.elapsed()),
         info.name(),
         info.version(),
         info.protocol_version
     );
-    println!(
+    outln!(
         "      capabilities: {}",
         capabilities_summary(&info.capabilities)
     );
@@ -187,19 +187,19 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
         .await
         .map_err(demo_err("tools/list"))?;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    println!("      {} tools: {}", tools.len(), names.join(", "));
+    outln!("      {} tools: {}", tools.len(), names.join(", "));
     let args = json!({"message": "hello from mcpc"});
     let echo = client
         .call_tool("echo", args.clone())
         .await
         .map_err(demo_err("echo"))?;
-    println!("      echo {args} -> {}", echo.text());
+    outln!("      echo {args} -> {}", echo.text());
     let args = json!({"a": 2, "b": 3});
     let add = client
         .call_tool("add", args.clone())
         .await
         .map_err(demo_err("add"))?;
-    println!(
+    outln!(
         "      add {args} -> {} (structuredContent {})",
         add.text(),
         add.structured_content.clone().unwrap_or(Value::Null)
@@ -235,7 +235,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     }
     view.finish();
     let slow = slow.map_err(demo_err("slow"))?;
-    println!(
+    outln!(
         "      -> {} ({} progress notifications)",
         slow.text(),
         view.seen()
@@ -269,14 +269,14 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
         }
     };
     match died_result {
-        Ok(r) => println!("      the die call was answered: {}", r.text()),
-        Err(e) => println!("      the die call was answered with an error: {e}"),
+        Ok(r) => outln!("      the die call was answered: {}", r.text()),
+        Err(e) => outln!("      the die call was answered with an error: {e}"),
     }
     let again = client
         .call_tool("echo", json!({"message": "still here"}))
         .await
         .map_err(demo_err("echo after the reconnect"))?;
-    println!(
+    outln!(
         "      reconnected {} after the crash; echo -> {}",
         ms(crash.elapsed()),
         again.text()
@@ -302,7 +302,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
         .await;
     match late {
         Err(e @ Error::Timeout { .. }) => {
-            println!("      after {}: error: {e}", ms(sent.elapsed()))
+            outln!("      after {}: error: {e}", ms(sent.elapsed()))
         }
         Err(e) => return Err(CliError::call("demo: late", &e)),
         Ok(r) => {
@@ -313,7 +313,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
             ));
         }
     }
-    println!("      waiting for the server's answer...");
+    outln!("      waiting for the server's answer...");
     let seen = tokio::time::timeout(Duration::from_secs(5), async {
         loop {
             match dropped.recv().await {
@@ -328,7 +328,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     .flatten();
     ignore_cancel.store(false, Ordering::SeqCst);
     match seen {
-        Some(d) => println!(
+        Some(d) => outln!(
             "      after {}: late answer for id {} dropped (kind \"{}\": its call had already ended;\n      \
              the caller was answered exactly once)",
             ms(sent.elapsed()),
@@ -355,7 +355,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     client.stop().await;
     let stopped = stopping.elapsed();
     while let Ok(t) = transitions.try_recv() {
-        println!("{}", transition_line(&t, stopping));
+        outln!("{}", transition_line(&t, stopping));
     }
     tokio::time::timeout(Duration::from_secs(5), client.closed())
         .await
@@ -366,20 +366,20 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
                 "the transport did not close in 5 s",
             )
         })?;
-    println!(
+    outln!(
         "      stop() returned in {}; state {}; transport closed after {}",
         ms(stopped),
         client.state(),
         ms(stopping.elapsed())
     );
     let after = client.ping().await;
-    println!(
+    outln!(
         "      a call now: {}",
         match after {
             Ok(()) => "answered (unexpected)".to_owned(),
             Err(e) => format!("error: {e}"),
         }
     );
-    println!("\nDone in {:.1} s.", begin.elapsed().as_secs_f64());
+    outln!("\nDone in {:.1} s.", begin.elapsed().as_secs_f64());
     Ok(())
 }

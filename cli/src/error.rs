@@ -2,6 +2,9 @@
 
 use std::fmt;
 
+use crate::sanitize::clean_line;
+use crate::signals::Caught;
+
 /// The exit code table as a literal (for `concat!`).
 macro_rules! exit_codes {
     () => {
@@ -11,10 +14,12 @@ Exit codes:
   1    the server answered with an error, or the tool reported isError
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
        schema does not have, or a transport this build does not have yet (--http, --sse)
-  3    could not connect: spawn failed, handshake failed, the server exited
+  3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
+       default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)
   5    transport or protocol failure during the call
-  130  interrupted (Ctrl-C): the call in flight is cancelled on the wire"
+  129  SIGHUP, 130 interrupted (Ctrl-C), 143 SIGTERM: the call in flight is cancelled on
+       the wire and the server is stopped first"
     };
 }
 
@@ -52,8 +57,12 @@ pub enum Exit {
     Timeout = 4,
     /// 5: transport or protocol failure during the call.
     Transport = 5,
-    /// 130: interrupted by Ctrl-C.
+    /// 129: SIGHUP (128 + 1).
+    HangUp = 129,
+    /// 130: interrupted by Ctrl-C (SIGINT, 128 + 2).
     Interrupted = 130,
+    /// 143: SIGTERM (128 + 15).
+    Terminated = 143,
 }
 
 impl Exit {
@@ -94,6 +103,20 @@ impl CliError {
         Self::new(Exit::Interrupted, what, "cancelled")
     }
 
+    /// A signal during `what`: exit 128 + its number.
+    pub fn signalled(what: impl Into<String>, caught: Caught) -> Self {
+        let stopped = format!("{}; the server was stopped", caught.name());
+        let e = match caught {
+            Caught::Interrupt => Self::cancelled(what),
+            Caught::Terminate => {
+                Self::new(Exit::Terminated, what, format!("terminated ({stopped})"))
+            }
+            Caught::HangUp => Self::new(Exit::HangUp, what, format!("hung up ({stopped})")),
+        };
+        debug_assert_eq!(e.exit.code(), 128 + caught.number());
+        e
+    }
+
     /// A failed call of the client library, mapped to its exit code.
     pub fn call(what: impl Into<String>, e: &mcp_runtime::Error) -> Self {
         use mcp_runtime::Error as E;
@@ -116,7 +139,13 @@ impl CliError {
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "mcpc: {}: {}", self.what, self.why)
+        // One line, and no server text may drive the terminal.
+        write!(
+            f,
+            "mcpc: {}: {}",
+            clean_line(&self.what),
+            clean_line(&self.why)
+        )
     }
 }
 
@@ -146,5 +175,29 @@ mod tests {
             mcp_runtime::TransportError::Eof,
         ));
         assert_eq!(CliError::call("x", &lost).exit.code(), 5);
+    }
+
+    #[test]
+    fn signals_exit_with_128_plus_their_number() {
+        for caught in [Caught::Interrupt, Caught::Terminate, Caught::HangUp] {
+            assert_eq!(
+                CliError::signalled("x", caught).exit.code(),
+                128 + caught.number()
+            );
+        }
+    }
+
+    #[test]
+    fn the_error_line_is_one_clean_line() {
+        let server = mcp_runtime::Error::Server {
+            code: 1,
+            message: "bad\x1b]0;pwned\x07\nnext\rline".into(),
+            data: None,
+        };
+        let line = CliError::call("tools call x", &server).to_string();
+        assert_eq!(
+            line,
+            "mcpc: tools call x: server error 1: bad\\x1b]0;pwned\\x07 next\\x0dline"
+        );
     }
 }

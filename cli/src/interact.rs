@@ -1,14 +1,19 @@
 //! Answering the server's requests: elicitation forms prompted on the terminal, sampling from
 //! `--sampling-reply`, roots from `--root`.
 //!
-//! Elicitation (form mode), when stdin is a terminal: the message is shown, then each flat
+//! Elicitation: mcpc declares form mode only, so a request in any other mode (`url`) is
+//! refused with JSON-RPC error -32602 (Invalid params), as the 2025-11-25 specification asks
+//! of a client that receives a mode it did not declare. A form request is never accepted
+//! without the user: when stdin is not a terminal it is declined (with a note on stderr);
+//! at a terminal the server (its `--stdio` command) and its message are shown, then each flat
 //! property of `requestedSchema` in turn, with its title, description and type; the default,
 //! if any, is shown in brackets and pressing Enter accepts it. Booleans take y/n (yes, no,
 //! true, false); enums list their choices, answered by number or by value; numbers and
 //! integers are checked and asked again when invalid. An empty answer to a field without a
 //! default leaves an optional field out and asks a required field again. `!decline` declines
-//! and `!cancel` cancels the whole form (end of input cancels too). When stdin is not a
-//! terminal the request is declined (and a note is printed on stderr).
+//! and `!cancel` cancels the whole form (end of input cancels too). Then the answer is shown
+//! and sent only on an explicit `a` (accept); `e` edits it, `d` declines, `c` cancels. A form
+//! without fields is asked the same way. All server text is cleaned before it is shown.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
@@ -16,28 +21,55 @@ use std::sync::Mutex;
 use mcp_runtime::{Handlers, RpcError};
 use serde_json::{Map, Value, json};
 
-/// The handler the CLI's client answers the server with.
-pub fn handlers(sampling_reply: Option<String>, roots: &[String]) -> Handlers {
+use crate::sanitize::clean;
+
+/// JSON-RPC "Invalid params": the answer to an elicitation mode the client did not declare.
+const INVALID_PARAMS: i64 = -32602;
+
+/// Refuses an elicitation request whose mode mcpc did not declare (it declares form only;
+/// a request without `mode` is a form request).
+pub fn check_mode(params: &Value) -> Result<(), RpcError> {
+    match params.get("mode") {
+        None => Ok(()),
+        Some(Value::String(mode)) if mode == "form" => Ok(()),
+        Some(mode) => Err(RpcError {
+            code: INVALID_PARAMS,
+            message: format!(
+                "elicitation mode {mode} was not declared by this client (mcpc declares form mode only)"
+            ),
+            data: None,
+        }),
+    }
+}
+
+/// The handler the CLI's client answers the server with; `server` names the server in the
+/// elicitation prompt (its `--stdio` command).
+pub fn handlers(sampling_reply: Option<String>, roots: &[String], server: &str) -> Handlers {
+    let server = server.to_owned();
     let mut h = Handlers::new()
-        .elicitation(|params| async move {
-            if !std::io::stdin().is_terminal() {
-                eprintln!(
-                    "mcpc: declined the server's elicitation request ({}): stdin is not a terminal",
-                    params.get("message").and_then(Value::as_str).unwrap_or("")
-                );
-                return Ok(json!({"action": "decline"}));
+        .elicitation(move |params| {
+            let server = server.clone();
+            async move {
+                check_mode(&params)?;
+                if !std::io::stdin().is_terminal() {
+                    errln!(
+                        "mcpc: declined the elicitation request of `{server}` ({}): stdin is not a terminal",
+                        params.get("message").and_then(Value::as_str).unwrap_or("")
+                    );
+                    return Ok(refuse("decline"));
+                }
+                tokio::task::spawn_blocking(move || {
+                    let stdin = std::io::stdin();
+                    let mut input = stdin.lock();
+                    ask_form(&server, &params, &mut input, &mut std::io::stderr())
+                })
+                .await
+                .map_err(|e| RpcError {
+                    code: -32603,
+                    message: format!("elicitation prompt failed: {e}"),
+                    data: None,
+                })
             }
-            tokio::task::spawn_blocking(move || {
-                let stdin = std::io::stdin();
-                let mut input = stdin.lock();
-                ask_form(&params, &mut input, &mut std::io::stderr())
-            })
-            .await
-            .map_err(|e| RpcError {
-                code: -32603,
-                message: format!("elicitation prompt failed: {e}"),
-                data: None,
-            })
         })
         .sampling(move |_params| {
             let reply = sampling_reply.clone();
@@ -130,11 +162,11 @@ enum Answer {
     Again(String),
 }
 
-fn interpret(text: &str, prop: &Value, required: bool) -> Answer {
+fn interpret(text: &str, prop: &Value, default: Option<&Value>, required: bool) -> Answer {
     let kind = prop.get("type").and_then(Value::as_str).unwrap_or("string");
     let options = choices(prop);
     if text.is_empty() {
-        return match prop.get("default") {
+        return match default {
             Some(d) => Answer::Value(d.clone()),
             None if required => {
                 Answer::Again("a value is required (or type !decline or !cancel)".into())
@@ -174,27 +206,25 @@ fn interpret(text: &str, prop: &Value, required: bool) -> Answer {
     }
 }
 
-/// Asks the form of an `elicitation/create` request on `out`, reading answers from `input`;
-/// returns the `ElicitResult`.
-pub fn ask_form(params: &Value, input: &mut impl BufRead, out: &mut impl Write) -> Value {
-    let _one_at_a_time = FORM.lock().unwrap_or_else(|e| e.into_inner());
-    let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
-    let empty = Map::new();
-    let props = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-    let _ = writeln!(out, "\nThe server asks: {message}");
-    let _ = writeln!(
-        out,
-        "  (Enter accepts the [default]; type !decline or !cancel to refuse the whole form)"
-    );
+/// Writes `text`, cleaned (see [`crate::sanitize::clean`]): the form shows server text.
+fn say(out: &mut impl Write, text: &str) {
+    let _ = out.write_all(clean(text).as_bytes());
+    let _ = out.flush();
+}
+
+/// The answer of a refused form.
+fn refuse(action: &str) -> Value {
+    json!({"action": action})
+}
+
+/// Asks each field of the form in turn; `Err` carries a decline or cancel answer.
+fn ask_fields(
+    props: &Map<String, Value>,
+    required: &[&str],
+    previous: &Map<String, Value>,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Result<Map<String, Value>, Value> {
     let mut content = Map::new();
     for (key, prop) in props {
         let is_required = required.contains(&key.as_str());
@@ -210,9 +240,10 @@ pub fn ask_form(params: &Value, input: &mut impl BufRead, out: &mut impl Write) 
             if is_required { ", required" } else { "" }
         ));
         for (i, (_, label)) in options.iter().enumerate() {
-            let _ = writeln!(out, "    {}) {label}", i + 1);
+            say(out, &format!("    {}) {label}\n", i + 1));
         }
-        let default = match (prop.get("default"), kind) {
+        let default_value = previous.get(key).or_else(|| prop.get("default"));
+        let default = match (default_value, kind) {
             (Some(Value::Bool(true)), "boolean") => " [Y/n]".to_owned(),
             (Some(Value::Bool(false)), "boolean") => " [y/N]".to_owned(),
             (None, "boolean") => " [y/n]".to_owned(),
@@ -220,35 +251,110 @@ pub fn ask_form(params: &Value, input: &mut impl BufRead, out: &mut impl Write) 
             (None, _) => String::new(),
         };
         loop {
-            let _ = write!(out, "{head}{default}: ");
-            let _ = out.flush();
-            let mut line = String::new();
-            match input.read_line(&mut line) {
-                Ok(0) | Err(_) => {
-                    let _ = writeln!(out);
-                    return json!({"action": "cancel"});
-                }
-                Ok(_) => {}
-            }
-            let text = line.trim();
-            match text {
-                "!decline" => return json!({"action": "decline"}),
-                "!cancel" => return json!({"action": "cancel"}),
+            say(out, &format!("{head}{default}: "));
+            let Some(line) = read_answer(input, out) else {
+                return Err(refuse("cancel"));
+            };
+            match line.as_str() {
+                "!decline" => return Err(refuse("decline")),
+                "!cancel" => return Err(refuse("cancel")),
                 _ => {}
             }
-            match interpret(text, prop, is_required) {
+            match interpret(&line, prop, default_value, is_required) {
                 Answer::Value(v) => {
                     content.insert(key.clone(), v);
                     break;
                 }
                 Answer::Omit => break,
-                Answer::Again(why) => {
-                    let _ = writeln!(out, "    {why}");
-                }
+                Answer::Again(why) => say(out, &format!("    {why}\n")),
             }
         }
     }
-    json!({"action": "accept", "content": content})
+    Ok(content)
+}
+
+/// One trimmed line of input; `None` at end of input (or a read error).
+fn read_answer(input: &mut impl BufRead, out: &mut impl Write) -> Option<String> {
+    let mut line = String::new();
+    match input.read_line(&mut line) {
+        Ok(0) | Err(_) => {
+            say(out, "\n");
+            None
+        }
+        Ok(_) => Some(line.trim().to_owned()),
+    }
+}
+
+/// Asks the form of an `elicitation/create` request from `server` on `out`, reading answers
+/// from `input`; returns the `ElicitResult`. Nothing is accepted without the user: after the
+/// fields (also when there are none) the answer is shown and must be sent explicitly with
+/// `a` (accept); `e` asks the fields again, `d` declines, `c` or end of input cancels.
+pub fn ask_form(
+    server: &str,
+    params: &Value,
+    input: &mut impl BufRead,
+    out: &mut impl Write,
+) -> Value {
+    let _one_at_a_time = FORM.lock().unwrap_or_else(|e| e.into_inner());
+    let schema = params.get("requestedSchema").unwrap_or(&Value::Null);
+    let empty = Map::new();
+    let props = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let message = params.get("message").and_then(Value::as_str).unwrap_or("");
+    say(out, &format!("\nThe server `{server}` asks: {message}\n"));
+    if props.is_empty() {
+        say(out, "  (no fields to fill in)\n");
+    } else {
+        say(
+            out,
+            "  (Enter accepts the [default]; type !decline or !cancel to refuse the whole form)\n",
+        );
+    }
+    let mut content = Map::new();
+    loop {
+        if !props.is_empty() {
+            content = match ask_fields(props, &required, &content, input, out) {
+                Ok(content) => content,
+                Err(refused) => return refused,
+            };
+        }
+        say(
+            out,
+            &format!(
+                "  Your answer: {}\n",
+                if content.is_empty() {
+                    "(nothing)".to_owned()
+                } else {
+                    Value::Object(content.clone()).to_string()
+                }
+            ),
+        );
+        let choices = if props.is_empty() {
+            "[a]ccept, [d]ecline or [c]ancel"
+        } else {
+            "[a]ccept, [e]dit, [d]ecline or [c]ancel"
+        };
+        loop {
+            say(out, &format!("  Send it to the server? {choices}: "));
+            let Some(line) = read_answer(input, out) else {
+                return refuse("cancel");
+            };
+            match line.to_ascii_lowercase().as_str() {
+                "a" | "accept" => return json!({"action": "accept", "content": content}),
+                "d" | "decline" | "!decline" => return refuse("decline"),
+                "c" | "cancel" | "!cancel" => return refuse("cancel"),
+                "e" | "edit" if !props.is_empty() => break,
+                _ => say(out, &format!("    answer {choices}\n")),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -265,26 +371,67 @@ mod tests {
         }, "required": ["name", "age"]}})
     }
 
-    fn answer(lines: &str) -> (Value, String) {
+    fn answer_to(params: &Value, lines: &str) -> (Value, String) {
         let mut out = Vec::new();
-        let v = ask_form(&form(), &mut lines.as_bytes(), &mut out);
+        let v = ask_form("srv", params, &mut lines.as_bytes(), &mut out);
         (v, String::from_utf8(out).unwrap())
+    }
+
+    fn answer(lines: &str) -> (Value, String) {
+        answer_to(&form(), lines)
     }
 
     #[test]
     fn defaults_types_choices_and_retries() {
-        // Properties come in key order: age, color, confirm, name, nick.
-        let (v, out) = answer("\nold\n42\n2\nn\n\n\n");
+        // Properties come in key order: age, color, confirm, name, nick; then the review.
+        let (v, out) = answer("\nold\n42\n2\nn\n\n\n\na\n");
         assert_eq!(
             v,
             json!({"action": "accept", "content":
                 {"age": 42, "color": "green", "confirm": false, "name": "Ada"}})
         );
+        assert!(out.contains("The server `srv` asks: Who?"), "{out}");
         assert!(out.contains("a value is required"), "{out}");
         assert!(out.contains("not an integer"), "{out}");
         assert!(out.contains("1) red"), "{out}");
         assert!(out.contains("  Name (string, required) [Ada]: "), "{out}");
         assert!(out.contains("  Confirm (boolean) [Y/n]: "), "{out}");
+        assert!(out.contains("answer [a]ccept, [e]dit"), "{out}");
+    }
+
+    #[test]
+    fn nothing_is_sent_without_an_explicit_accept() {
+        // The fields answered, then end of input at the review: cancelled, not accepted.
+        assert_eq!(answer("42\n\n\n\n\n").0, json!({"action": "cancel"}));
+        assert_eq!(answer("42\n\n\n\n\nd\n").0, json!({"action": "decline"}));
+        // Edit: the fields again, the previous answers as defaults.
+        let (v, out) = answer("42\n\n\n\n\ne\n43\n\n\n\n\naccept\n");
+        assert_eq!(
+            v,
+            json!({"action": "accept", "content": {"age": 43, "confirm": true, "name": "Ada"}})
+        );
+        assert!(out.contains("(integer, required) [42]: "), "{out}");
+    }
+
+    #[test]
+    fn a_form_without_fields_still_asks() {
+        for params in [
+            json!({"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}}),
+            json!({"message": "Proceed?", "requestedSchema": {"type": "object"}}),
+            json!({"message": "Proceed?"}),
+        ] {
+            let (v, out) = answer_to(&params, "");
+            assert_eq!(v, json!({"action": "cancel"}), "{params}");
+            assert!(out.contains("(no fields to fill in)"), "{out}");
+            assert_eq!(
+                answer_to(&params, "\n\nd\n").0,
+                json!({"action": "decline"})
+            );
+            assert_eq!(
+                answer_to(&params, "x\na\n").0,
+                json!({"action": "accept", "content": {}})
+            );
+        }
     }
 
     #[test]
@@ -292,6 +439,26 @@ mod tests {
         assert_eq!(answer("!decline\n").0, json!({"action": "decline"}));
         assert_eq!(answer("7\n!cancel\n").0, json!({"action": "cancel"}));
         assert_eq!(answer("7\n").0, json!({"action": "cancel"}));
+    }
+
+    #[test]
+    fn undeclared_modes_are_invalid_params() {
+        assert!(check_mode(&json!({"message": "m"})).is_ok());
+        assert!(check_mode(&json!({"mode": "form"})).is_ok());
+        for mode in [json!("url"), json!("other"), json!(1)] {
+            let e = check_mode(&json!({"mode": mode, "url": "https://x"})).unwrap_err();
+            assert_eq!(e.code, -32602);
+        }
+    }
+
+    #[test]
+    fn server_text_is_cleaned() {
+        let params = json!({"message": "hi\x1b]0;pwned\x07", "requestedSchema": {
+            "type": "object", "properties": {"x": {"type": "string",
+            "title": "X\x1b[2J", "description": "d\r\u{202e}", "default": "\x1b[31m"}}}});
+        let (_, out) = answer_to(&params, "\nc\n");
+        assert!(!out.contains('\x1b') && !out.contains('\r') && !out.contains('\u{202e}'));
+        assert!(out.contains("hi\\x1b]0;pwned\\x07"), "{out}");
     }
 
     #[test]

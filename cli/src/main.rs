@@ -7,26 +7,37 @@
 //! exit code from the table in [`error::EXIT_CODES`]. `mcpc demo` is a guided run against
 //! the in-repo test server, in process.
 
+#[macro_use]
+mod sanitize;
+
 mod args;
 mod capture;
+mod children;
 mod commands;
+mod connect;
 mod demo;
 mod error;
 mod interact;
 mod output;
 mod progress;
+mod signals;
 mod typed;
 
 use clap::{CommandFactory, Parser};
 
 use crate::args::{Cli, Command};
-use crate::commands::Interrupt;
 use crate::error::{CliError, Exit};
+use crate::signals::Interrupt;
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
-        Command::TestServer { chaos } => test_server(chaos),
+        Command::TestServer {
+            chaos,
+            linger,
+            instructions,
+            hostile,
+        } => test_server(chaos, linger, instructions, hostile),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "mcpc", &mut std::io::stdout());
             0
@@ -40,18 +51,20 @@ fn main() {
                 Ok(runtime) => {
                     let result = runtime.block_on(run(cli));
                     // A blocking read of the terminal (an elicitation prompt) may still be
-                    // under way: do not wait for it.
+                    // under way: do not wait for it. Dropping the tasks kills what is left of
+                    // the server (SIGKILL to its process group); reap it before exiting.
                     runtime.shutdown_background();
+                    children::reap(children::REAP_BOUND);
                     match result {
                         Ok(()) => Exit::Ok.code(),
                         Err(e) => {
-                            eprintln!("{e}");
+                            errln!("{e}");
                             e.exit.code()
                         }
                     }
                 }
                 Err(e) => {
-                    eprintln!("mcpc: cannot start the async runtime: {e}");
+                    errln!("mcpc: cannot start the async runtime: {e}");
                     Exit::Transport.code()
                 }
             }
@@ -70,44 +83,51 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::State => commands::state(&g, &interrupt).await,
         command => {
             let what = command.label();
-            let client = tokio::select! {
-                biased;
-                r = commands::connect(&g) => r?,
-                () = interrupt.fired() => return Err(CliError::cancelled(what)),
-            };
+            let client = connect::connect(&g, &interrupt, &what).await?;
             let result = tokio::select! {
                 biased;
                 r = commands::dispatch(&client, &g, command, &interrupt) => r,
-                () = interrupt.fired() => Err(CliError::cancelled(what)),
+                caught = interrupt.fired() => Err(CliError::signalled(what, caught)),
             };
-            commands::finish(&client).await;
+            connect::finish(&client).await;
             result
         }
     }
 }
 
-/// `mcpc __test-server [--chaos]`: the in-repo test server on stdin/stdout (for tests).
-fn test_server(chaos: bool) -> i32 {
-    let config = if chaos {
+/// `mcpc __test-server [--chaos] [--linger MODE] [--instructions TEXT] [--hostile]`: the in-repo test
+/// server on stdin/stdout (for tests).
+fn test_server(
+    chaos: bool,
+    linger: Option<mcp_testserver::Linger>,
+    instructions: Option<String>,
+    hostile: bool,
+) -> i32 {
+    let mut config = if chaos {
         mcp_testserver::ServerConfig::chaos()
     } else {
         mcp_testserver::ServerConfig::echo()
     };
+    if let Some(linger) = linger {
+        config.linger = linger;
+    }
+    if instructions.is_some() {
+        config.instructions = instructions;
+    }
+    if hostile {
+        config = config.with_hostile_text();
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("mcpc __test-server: cannot start the runtime: {e}");
+            errln!("mcpc __test-server: cannot start the runtime: {e}");
             return 1;
         }
     };
-    let ended = runtime.block_on(mcp_testserver::serve(
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-        config,
-    ));
+    let ended = runtime.block_on(mcp_testserver::cli::serve_stdio(config));
     runtime.shutdown_background();
     mcp_testserver::cli::exit_code(ended)
 }

@@ -2,11 +2,15 @@
 
 use serde_json::Value;
 
+use crate::sanitize::{clean, clean_line, out_exact};
+
 /// An aligned table: a header row and rows of cells; the last column is not padded.
 #[derive(Debug, Default)]
 pub struct Table {
     headers: Vec<String>,
     rows: Vec<Vec<String>>,
+    /// Per row: the lines of its last cell after the first (multi-line cells).
+    more: Vec<Vec<String>>,
 }
 
 impl Table {
@@ -15,20 +19,37 @@ impl Table {
         Table {
             headers: headers.iter().map(|h| (*h).to_owned()).collect(),
             rows: Vec::new(),
+            more: Vec::new(),
         }
     }
 
-    /// Adds a row (missing cells are empty; newlines become spaces).
+    /// Adds a row (missing cells are empty; newlines become spaces; control characters are
+    /// escaped, see [`clean_line`]).
     pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(
-            cells
-                .into_iter()
-                .map(|c| c.split_whitespace().collect::<Vec<_>>().join(" "))
-                .collect(),
-        );
+        self.rows
+            .push(cells.into_iter().map(|c| clean_line(&c)).collect());
+        self.more.push(Vec::new());
     }
 
-    /// The table as text, one line per row, ending with a newline.
+    /// Adds a row whose last cell keeps its line breaks: each further line is indented to
+    /// the last column (blank lines kept, trailing ones dropped; control characters escaped).
+    pub fn row_multiline(&mut self, mut cells: Vec<String>) {
+        let last = cells.pop().unwrap_or_default();
+        let cleaned = clean(&last);
+        let mut lines: Vec<String> = cleaned.lines().map(|l| l.trim_end().to_owned()).collect();
+        while lines.last().is_some_and(String::is_empty) {
+            lines.pop();
+        }
+        let mut lines = lines.into_iter();
+        cells.push(clean_line(&lines.next().unwrap_or_default()));
+        self.row(cells);
+        if let Some(more) = self.more.last_mut() {
+            *more = lines.map(|l| l.replace('\t', "    ")).collect();
+        }
+    }
+
+    /// The table as text, one line per row (and per further line of a multi-line last
+    /// cell), ending with a newline.
     pub fn render(&self) -> String {
         let columns = self.headers.len();
         let mut widths: Vec<usize> = self.headers.iter().map(|h| h.chars().count()).collect();
@@ -37,8 +58,7 @@ impl Table {
                 widths[i] = widths[i].max(cell.chars().count());
             }
         }
-        let mut out = String::new();
-        let mut line = |cells: &[String]| {
+        let line = |cells: &[String]| {
             let mut l = String::new();
             for (i, width) in widths.iter().enumerate() {
                 let cell = cells.get(i).map(String::as_str).unwrap_or("");
@@ -47,12 +67,25 @@ impl Table {
                     l.extend(std::iter::repeat_n(' ', width - cell.chars().count() + 2));
                 }
             }
-            out.push_str(l.trim_end());
-            out.push('\n');
+            let mut l = l.trim_end().to_owned();
+            l.push('\n');
+            l
         };
-        line(&self.headers);
-        for row in &self.rows {
-            line(row);
+        let indent: usize = widths
+            .iter()
+            .take(columns.saturating_sub(1))
+            .map(|w| w + 2)
+            .sum();
+        let mut out = line(&self.headers);
+        for (row, more) in self.rows.iter().zip(&self.more) {
+            out.push_str(&line(row));
+            for extra in more {
+                if !extra.is_empty() {
+                    out.extend(std::iter::repeat_n(' ', indent));
+                    out.push_str(extra);
+                }
+                out.push('\n');
+            }
         }
         out
     }
@@ -60,10 +93,7 @@ impl Table {
 
 /// Prints a JSON document, pretty, on stdout.
 pub fn print_json(v: &Value) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string())
-    );
+    out_exact(&serde_json::to_string_pretty(v).unwrap_or_else(|_| v.to_string()));
 }
 
 /// A string field of a JSON object, or "".
@@ -174,6 +204,20 @@ mod tests {
         assert_eq!(
             t.render(),
             "NAME          DESCRIPTION\necho          Echo it\nsession_info\n"
+        );
+    }
+
+    #[test]
+    fn a_multiline_last_cell_keeps_its_lines() {
+        let mut t = Table::new(&["", ""]);
+        t.row(vec!["server".into(), "x 1".into()]);
+        t.row_multiline(vec![
+            "instructions".into(),
+            "Use it well.\n\n- one\x1b[2J\n- two\n\n".into(),
+        ]);
+        assert_eq!(
+            t.render(),
+            "\nserver        x 1\ninstructions  Use it well.\n\n              - one\\x1b[2J\n              - two\n"
         );
     }
 

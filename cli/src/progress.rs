@@ -1,11 +1,14 @@
 //! Progress of a long call: an indicatif bar on stderr when it is a terminal, plain lines
-//! otherwise (on stderr, or on stdout for the demo's narrative).
+//! otherwise (on stderr, or on stdout for the demo's narrative). The server's progress
+//! messages are cleaned (see [`crate::sanitize`]) on both paths.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use mcp_runtime::Progress;
+
+use crate::sanitize::clean_line;
 
 /// Where plain progress lines go when there is no bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,8 +57,8 @@ impl ProgressView {
                 .unwrap_or_default();
             let line = format!("progress {}{total}{message}", p.progress);
             match self.lines {
-                Lines::Stderr => eprintln!("mcpc: {}: {line}", self.label),
-                Lines::Stdout => println!("      {line}"),
+                Lines::Stderr => errln!("mcpc: {}: {line}", self.label),
+                Lines::Stdout => outln!("      {line}"),
             }
             return;
         }
@@ -77,7 +80,7 @@ impl ProgressView {
                         .unwrap_or_else(|_| ProgressStyle::default_spinner()),
                     ),
             };
-            bar.set_prefix(self.label.clone());
+            bar.set_prefix(clean_line(&self.label));
             bar.enable_steady_tick(Duration::from_millis(100));
             bar
         });
@@ -85,7 +88,7 @@ impl ProgressView {
             bar.set_length(total.max(0.0) as u64);
         }
         bar.set_position(p.progress.max(0.0) as u64);
-        bar.set_message(p.message.clone().unwrap_or_default());
+        bar.set_message(clean_line(p.message.as_deref().unwrap_or_default()));
     }
 
     /// Ends the bar, leaving it on the screen.

@@ -181,7 +181,11 @@ fn an_elicitation_form_is_answered_at_the_terminal() {
             "message=Who are you?",
         ],
     );
-    let screen = tmux.wait_for("the form", |s| s.contains("The server asks: Who are you?"));
+    let screen = tmux.wait_for("the form", |s| s.contains("asks: Who are you?"));
+    assert!(
+        screen.contains("The server `"),
+        "the server is named: {screen}"
+    );
     assert!(screen.contains("!decline"), "{screen}");
     let (mut name_done, mut confirm_done) = (false, false);
     while !(name_done && confirm_done) {
@@ -199,6 +203,16 @@ fn an_elicitation_form_is_answered_at_the_terminal() {
         }
         tmux.keys(&["Enter"]);
     }
+    // Nothing is sent without an explicit accept.
+    let screen = tmux.wait_for("the review", |s| {
+        last_line(s).contains("Send it to the server? [a]ccept, [e]dit, [d]ecline or [c]ancel:")
+    });
+    assert!(
+        screen.contains(r#"Your answer: {"confirm":false,"name":"Grace"}"#),
+        "{screen}"
+    );
+    tmux.text("a");
+    tmux.keys(&["Enter"]);
     let code = tmux.exit_code();
     let screen = tmux.screen();
     assert_eq!(code, 0, "{screen}");
@@ -232,5 +246,32 @@ fn ctrl_c_cancels_a_long_call_with_exit_130() {
     assert!(
         screen.contains("mcpc: tools call slow: cancelled"),
         "{screen}"
+    );
+}
+
+#[test]
+fn a_slow_server_start_shows_a_spinner_then_the_answer() {
+    let Some(tmux) = Tmux::start("spinner") else {
+        return;
+    };
+    let slow = format!("sh -c 'sleep 3; exec {}'", server(false));
+    tmux.spawn(MCPC, &["--stdio", &slow, "info"]);
+    let screen = tmux.wait_for("the spinner", |s| {
+        s.contains("waiting for the server's initialize answer (`sh -c")
+    });
+    assert!(
+        !screen.contains("server        mcp-echo-server"),
+        "{screen}"
+    );
+    let code = tmux.exit_code();
+    let screen = tmux.screen();
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("era           legacy (handshake)"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("waiting for the server's initialize answer"),
+        "the spinner is cleared: {screen}"
     );
 }

@@ -296,6 +296,13 @@ impl Handlers for Ctx<'_> {
         self.core.server_requests.contains(&p.id)
     }
 
+    fn is_undeclared_elicitation_mode(&self, p: &ServerRequest) -> bool {
+        let caps = &self.core.config.capabilities;
+        p.method == "elicitation/create"
+            && (caps.elicitation || caps.elicitation_url)
+            && !caps.handles(&p.method, p.params.as_ref())
+    }
+
     fn has_handler(&self, p: &ServerRequest) -> bool {
         self.core
             .config
@@ -547,6 +554,21 @@ impl Handlers for Ctx<'_> {
                 "duplicate request id {} (a request with this id is in progress)",
                 p.id
             ),
+            data: None,
+        };
+        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
+    }
+
+    fn reject_undeclared_mode(&mut self, p: &ServerRequest) {
+        let mode = p
+            .params
+            .as_ref()
+            .and_then(|v| v.get("mode"))
+            .and_then(Value::as_str)
+            .unwrap_or("form");
+        let err = RpcError {
+            code: -32602,
+            message: format!("elicitation mode {mode:?} was not declared by this client"),
             data: None,
         };
         self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));

@@ -104,6 +104,7 @@ pub fn model_config() -> Config {
     Config {
         capabilities: ClientCapabilities {
             sampling: true,
+            elicitation: true,
             ..Default::default()
         },
         ..Config::default()
@@ -167,6 +168,8 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
         }
         ServerFrame::Undeclared => json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list"}),
+        ServerFrame::ElicitUrl => json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create",
+            "params": {"mode": "url", "url": "https://example.invalid", "message": "m", "elicitationId": "e"}}),
         ServerFrame::ServerCancel => json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": SAMPLING_ID}}),
         ServerFrame::Log => json!({"jsonrpc": "2.0", "method": "notifications/message",
@@ -298,6 +301,7 @@ impl Harness {
                 (Junk::Ping, ServerFrame::Ping),
                 (Junk::Sampling, ServerFrame::Sampling),
                 (Junk::Undeclared, ServerFrame::Undeclared),
+                (Junk::ElicitUrl, ServerFrame::ElicitUrl),
                 (Junk::Log, ServerFrame::Log),
             ];
             for (j, f) in singles {
@@ -430,6 +434,7 @@ impl Harness {
                     ServerFrame::Ping => Some(Junk::Ping),
                     ServerFrame::Sampling => Some(Junk::Sampling),
                     ServerFrame::SamplingAgain => Some(Junk::SamplingAgain),
+                    ServerFrame::ElicitUrl => Some(Junk::ElicitUrl),
                     ServerFrame::Undeclared => Some(Junk::Undeclared),
                     ServerFrame::Log => Some(Junk::Log),
                     ServerFrame::Progress(_) => Some(Junk::Progress),

@@ -77,6 +77,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Ping,
                     Sampling,
                     SamplingAgain,
+                    ElicitUrl,
                     ServerCancel,
                     Undeclared,
                     Log,
@@ -86,7 +87,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Oversized,
                 ]),
             },
-            pinned_unique: 1130569,
+            pinned_unique: 1655914,
         },
         Configuration {
             name: "send-retry",

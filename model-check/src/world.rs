@@ -41,6 +41,8 @@ pub enum ServerFrame {
     Undeclared,
     /// The sampling request again, with the same id, while the first is being handled.
     SamplingAgain,
+    /// An elicitation in URL mode (only form mode is declared).
+    ElicitUrl,
     /// `notifications/cancelled` for the sampling request.
     ServerCancel,
     /// A logging notification.
@@ -112,6 +114,8 @@ pub enum Junk {
     ServerCancel = 1 << 12,
     /// [`ServerFrame::SamplingAgain`] while the first is being handled.
     SamplingAgain = 1 << 13,
+    /// [`ServerFrame::ElicitUrl`].
+    ElicitUrl = 1 << 14,
 }
 
 /// The environment's view of one transport generation.

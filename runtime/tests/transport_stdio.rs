@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use common::*;
 use mcp_runtime::transport::{
-    self, Connector, SendOutcome, StdioConnector, TransportConfig, TransportError, TransportEvent,
+    self, Connector, SendOutcome, StdioConnector, StdioConnectorBuilder, TransportConfig,
+    TransportError, TransportEvent,
 };
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
@@ -472,4 +473,113 @@ async fn each_generation_spawns_its_own_process() {
         next(&mut rx).await,
         (2, TransportEvent::Down(TransportError::Closed))
     ));
+}
+
+/// The names of the variables a child saw, from a frame `{"names":"A B C "}`.
+async fn child_env_names(connector: StdioConnector) -> Vec<String> {
+    let (handle, mut rx) = start(Arc::new(connector), 1, small());
+    expect_up(&mut rx).await;
+    handle.grant_credit();
+    let frame = String::from_utf8(expect_frame(&mut rx).await).unwrap();
+    handle.close();
+    let names = frame
+        .strip_prefix("{\"names\":\"")
+        .and_then(|s| s.strip_suffix("\"}"))
+        .unwrap_or_else(|| panic!("unexpected frame {frame}"));
+    names.split_whitespace().map(str::to_owned).collect()
+}
+
+fn env_script() -> StdioConnectorBuilder {
+    StdioConnector::builder("/bin/sh")
+        .arg("-c")
+        .arg(r#"printf '{"names":"%s"}\n' "$(env | cut -d= -f1 | tr '\n' ' ')"; cat >/dev/null"#)
+}
+
+#[tokio::test]
+async fn the_child_inherits_only_the_allowlist_unless_asked() {
+    // A variable of this process that is not on the list (cargo sets these for tests).
+    let host = std::env::vars()
+        .map(|(k, _)| k)
+        .find(|k| {
+            !StdioConnector::DEFAULT_INHERITED_ENV.contains(&k.as_str()) && k.starts_with("CARGO")
+        })
+        .expect("cargo sets CARGO_* variables for tests");
+    let names = child_env_names(env_script().env("MCP_GIVEN", "1").build()).await;
+    assert!(names.contains(&"MCP_GIVEN".to_owned()), "{names:?}");
+    assert!(names.contains(&"PATH".to_owned()), "{names:?}");
+    if std::env::var_os("HOME").is_some() {
+        assert!(names.contains(&"HOME".to_owned()), "{names:?}");
+    }
+    assert!(!names.contains(&host), "{host} leaked: {names:?}");
+    assert!(
+        names.iter().all(
+            |n| StdioConnector::DEFAULT_INHERITED_ENV.contains(&n.as_str())
+                || ["MCP_GIVEN", "PWD", "SHLVL", "_", "OLDPWD"].contains(&n.as_str())
+        ),
+        "{names:?}"
+    );
+    // Opt in to everything.
+    let names = child_env_names(env_script().inherit_env().build()).await;
+    assert!(names.contains(&host), "{names:?}");
+    // Nothing at all.
+    let names = child_env_names(env_script().env_clear().env("MCP_GIVEN", "1").build()).await;
+    assert!(!names.contains(&"PATH".to_owned()), "{names:?}");
+    assert!(names.contains(&"MCP_GIVEN".to_owned()), "{names:?}");
+}
+
+/// The helper of the next test; does something only in the process that test starts, where no
+/// other test's runtime spawns or reaps children (tokio's orphan queue is process-wide).
+#[test]
+fn reap_helper_runtime_shutdown() {
+    if std::env::var_os("MCP_REAP_HELPER").is_none() {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (pid, handle, rx) = rt.block_on(async {
+        let (handle, mut rx) = start(
+            Arc::new(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#)),
+            1,
+            small(),
+        );
+        expect_up(&mut rx).await;
+        handle.grant_credit();
+        let pid = field(&expect_frame(&mut rx).await, "pid");
+        (pid, handle, rx)
+    });
+    assert_eq!(proc_state(pid).map(|s| s != 'Z'), Some(true));
+    // The transport task is dropped while the runtime shuts down: kill_now must still reap.
+    drop(rt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while let Some(state) = proc_state(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "pid {pid} left behind in state {state}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop((handle, rx));
+    println!("REAPED {pid}");
+}
+
+#[test]
+fn a_child_killed_while_the_runtime_shuts_down_is_reaped() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "reap_helper_runtime_shutdown",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("MCP_REAP_HELPER", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("REAPED "),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

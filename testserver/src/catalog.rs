@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::codes;
-use crate::config::ServerConfig;
+use crate::config::{HOSTILE_TEXT, ServerConfig};
 use crate::server::RpcError;
 
 /// Logging levels of RFC 5424 as MCP names them, least severe first.
@@ -88,7 +88,15 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
         tool_with_output(
             "elicit",
             "Ask the user for input (elicitation/create, form mode); return action and content",
-            object(json!({"message": string("what to ask")}), &["message"]),
+            object(
+                json!({
+                    "message": string("what to ask"),
+                    "mode": {"type": "string", "enum": ["form", "url"],
+                             "description": "url: a URL-mode request (default form)"},
+                    "fields": {"type": "boolean", "description": "false: a form without fields"},
+                }),
+                &["message"],
+            ),
             object(
                 json!({"action": {"type": "string"}, "content": {"type": "object"}}),
                 &["action"],
@@ -128,55 +136,68 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
         ),
     ];
     if config.chaos {
-        v.extend([
-            tool(
-                "die",
-                "Drop the connection without answering (the binary exits with code 3)",
-                object(json!({}), &[]),
-            ),
-            tool(
-                "hang",
-                "Stop reading and answering anything, forever, keeping the stream open",
-                object(json!({}), &[]),
-            ),
-            tool(
-                "garbage",
-                "Write a raw line (default `{not json`), then answer normally",
-                object(json!({"text": string("the raw line")}), &[]),
-            ),
-            tool(
-                "oversized",
-                "Write one JSON line of `bytes` bytes (newline excluded), then answer normally",
-                object(json!({"bytes": int("line length")}), &["bytes"]),
-            ),
-            tool(
-                "late",
-                "Answer after ms milliseconds (for client timeouts)",
-                object(json!({"ms": int("delay")}), &["ms"]),
-            ),
-            tool(
-                "duplicate",
-                "Answer this request twice",
-                object(json!({}), &[]),
-            ),
-            tool(
-                "unknown_id",
-                "Send a response with an id the client never used (default 987654321), then answer",
-                object(json!({"id": {"description": "the bogus id"}}), &[]),
-            ),
-            tool(
-                "flood",
-                "Send `count` notifications/message quickly (whatever the level), then answer",
-                object(json!({"count": int("how many")}), &["count"]),
-            ),
-            tool(
-                "exit_after",
-                "Answer, then stop the server after ms milliseconds (the binary exits with code 3)",
-                object(json!({"ms": int("delay")}), &["ms"]),
-            ),
-        ]);
+        v.extend(chaos_tools());
+    }
+    if config.hostile {
+        for t in &mut v {
+            if let Some(Value::String(d)) = t.get_mut("description") {
+                d.push_str(HOSTILE_TEXT);
+            }
+        }
     }
     v
+}
+
+fn chaos_tools() -> Vec<Value> {
+    let int = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    let string = |d: &str| json!({"type": "string", "description": d});
+    vec![
+        tool(
+            "die",
+            "Drop the connection without answering (the binary exits with code 3)",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "hang",
+            "Stop reading and answering anything, forever, keeping the stream open",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "garbage",
+            "Write a raw line (default `{not json`), then answer normally",
+            object(json!({"text": string("the raw line")}), &[]),
+        ),
+        tool(
+            "oversized",
+            "Write one JSON line of `bytes` bytes (newline excluded), then answer normally",
+            object(json!({"bytes": int("line length")}), &["bytes"]),
+        ),
+        tool(
+            "late",
+            "Answer after ms milliseconds (for client timeouts)",
+            object(json!({"ms": int("delay")}), &["ms"]),
+        ),
+        tool(
+            "duplicate",
+            "Answer this request twice",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "unknown_id",
+            "Send a response with an id the client never used (default 987654321), then answer",
+            object(json!({"id": {"description": "the bogus id"}}), &[]),
+        ),
+        tool(
+            "flood",
+            "Send `count` notifications/message quickly (whatever the level), then answer",
+            object(json!({"count": int("how many")}), &["count"]),
+        ),
+        tool(
+            "exit_after",
+            "Answer, then stop the server after ms milliseconds (the binary exits with code 3)",
+            object(json!({"ms": int("delay")}), &["ms"]),
+        ),
+    ]
 }
 
 /// `tools/list`, paginated when `page_size > 0`.

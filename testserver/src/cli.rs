@@ -3,12 +3,18 @@
 //! Flags (parsed by hand, `--flag value` or `--flag=value`):
 //! `--version-override V` (answer `initialize` with protocol version `V`),
 //! `--page-size N` (paginate `tools/list` by `N`), `--die-on-start` (exit 1 at once),
-//! `--stderr-noise N` (print `N` lines to stderr first), `--help`.
+//! `--stderr-noise N` (print `N` lines to stderr first), `--linger MODE` (misbehave at the end:
+//! `ignore-eof`, `ignore-term`, `stall-mid-frame`, `close-stdout`; see [`Linger`]), `--help`.
 //!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
 
-use crate::{Ended, ServerConfig, serve};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use tokio::io::AsyncWrite;
+
+use crate::{Ended, Linger, ServerConfig, serve};
 
 /// Options given on a binary's command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -21,6 +27,8 @@ pub struct CliOptions {
     pub die_on_start: bool,
     /// `--stderr-noise N`: print `N` lines to stderr before serving.
     pub stderr_noise: usize,
+    /// `--linger MODE`: how the server misbehaves at the end.
+    pub linger: Option<Linger>,
     /// `--help`: print usage and exit 0.
     pub help: bool,
 }
@@ -39,6 +47,11 @@ pub enum CliError {
         /// What it got.
         value: String,
     },
+    /// `--linger` got an unknown mode.
+    #[error(
+        "flag --linger: unknown mode {0:?} (no, ignore-eof, ignore-term, stall-mid-frame, close-stdout)"
+    )]
+    BadLinger(String),
     /// A flag (or argument) nobody knows.
     #[error("unknown argument: {0}")]
     Unknown(String),
@@ -46,7 +59,7 @@ pub enum CliError {
 
 /// Usage text of the binaries.
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
-[--die-on-start] [--stderr-noise N] [--help]\nServes one MCP connection on stdin/stdout \
+[--die-on-start] [--stderr-noise N] [--linger MODE] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC); logs go to stderr.";
 
 /// Parse the arguments after the program name.
@@ -74,6 +87,10 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
             "--version-override" => opts.version_override = Some(value(&flag)?),
             "--page-size" => opts.page_size = Some(number(&flag, value(&flag)?)?),
             "--stderr-noise" => opts.stderr_noise = number(&flag, value(&flag)?)?,
+            "--linger" => {
+                let mode = value(&flag)?;
+                opts.linger = Some(Linger::from_name(&mode).ok_or(CliError::BadLinger(mode))?);
+            }
             "--die-on-start" if inline.is_none() => opts.die_on_start = true,
             "--help" | "-h" if inline.is_none() => opts.help = true,
             _ => return Err(CliError::Unknown(arg)),
@@ -90,7 +107,63 @@ pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
     if let Some(n) = opts.page_size {
         config.page_size = n;
     }
+    if let Some(linger) = opts.linger {
+        config.linger = linger;
+    }
     config
+}
+
+/// Serves `config` on this process's stdin and stdout (inside a tokio runtime with IO and
+/// time enabled). With [`Linger::IgnoreTerm`] SIGTERM is ignored from now on; with
+/// [`Linger::CloseStdout`] closing the output closes the real stdout (fd 1 then points at
+/// `/dev/null`), so the client sees EOF while the process stays.
+pub async fn serve_stdio(config: ServerConfig) -> Ended {
+    let _ignored = match config.linger {
+        Linger::IgnoreTerm => {
+            use tokio::signal::unix::{SignalKind, signal};
+            match signal(SignalKind::terminate()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("{}: cannot ignore SIGTERM: {e}", config.name);
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    serve(
+        tokio::io::stdin(),
+        ClosableStdout(tokio::io::stdout()),
+        config,
+    )
+    .await
+}
+
+/// stdout whose shutdown really closes it: fd 1 is replaced by `/dev/null`.
+struct ClosableStdout(tokio::io::Stdout);
+
+impl AsyncWrite for ClosableStdout {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match Pin::new(&mut self.0).poll_flush(cx) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+        nix::unistd::dup2_stdout(null).map_err(std::io::Error::from)?;
+        Poll::Ready(Ok(()))
+    }
 }
 
 /// The exit code a binary uses for how its connection ended.
@@ -126,7 +199,7 @@ pub fn main(base: ServerConfig) -> i32 {
     }
     let config = apply(&opts, base);
     let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
     {
         Ok(rt) => rt,
@@ -136,7 +209,7 @@ pub fn main(base: ServerConfig) -> i32 {
         }
     };
     eprintln!("{prog}: serving MCP on stdio");
-    let ended = runtime.block_on(serve(tokio::io::stdin(), tokio::io::stdout(), config));
+    let ended = runtime.block_on(serve_stdio(config));
     // A blocking read of stdin may still be under way: do not wait for it.
     runtime.shutdown_background();
     let code = exit_code(ended);
@@ -161,12 +234,14 @@ mod tests {
             "--die-on-start",
             "--stderr-noise",
             "5",
+            "--linger=close-stdout",
         ])
         .unwrap();
         assert_eq!(o.version_override.as_deref(), Some("1999-01-01"));
         assert_eq!(o.page_size, Some(2));
         assert!(o.die_on_start);
         assert_eq!(o.stderr_noise, 5);
+        assert_eq!(o.linger, Some(Linger::CloseStdout));
         assert_eq!(parse(&[]).unwrap(), CliOptions::default());
     }
 
@@ -181,5 +256,9 @@ mod tests {
             Err(CliError::BadNumber { .. })
         ));
         assert!(matches!(parse(&["--nope"]), Err(CliError::Unknown(_))));
+        assert!(matches!(
+            parse(&["--linger", "forever"]),
+            Err(CliError::BadLinger(_))
+        ));
     }
 }

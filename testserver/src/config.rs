@@ -43,6 +43,61 @@ pub struct ServerConfig {
     /// After the client's stream hits EOF, how long requests still in flight may take to
     /// answer before they are abandoned and [`crate::serve`] returns.
     pub eof_grace: Duration,
+    /// How the server misbehaves when it should go away (default: it does not).
+    pub linger: Linger,
+    /// Hostile text: [`HOSTILE_TEXT`] is appended to the server's name, its instructions,
+    /// every tool description, every progress message and every log message (for tests that a
+    /// client never lets server text drive the terminal).
+    pub hostile: bool,
+}
+
+/// Terminal control sequences a hostile server slips into its text: set the window title,
+/// clear the screen, a carriage return, a bell, a bidi override, a C1 control.
+pub const HOSTILE_TEXT: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J\r\u{202e}\u{9b}";
+
+/// A misbehaving end of a connection, for tests of a client's shutdown: with anything but
+/// [`Linger::No`], [`crate::serve`] never returns after EOF (it keeps its streams and keeps
+/// reading, answering nothing that is written any more).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Linger {
+    /// Well behaved: EOF on input ends the connection.
+    #[default]
+    No,
+    /// `ignore-eof`: EOF on input changes nothing; the server stays.
+    IgnoreEof,
+    /// `ignore-term`: like `ignore-eof`, and the binaries ignore SIGTERM (only SIGKILL ends
+    /// them), like a server sleeping in a signal-blind call.
+    IgnoreTerm,
+    /// `stall-mid-frame`: after answering the first `tools/call`, write half of a frame, then
+    /// nothing more.
+    StallMidFrame,
+    /// `close-stdout`: after answering the first `tools/call`, close the output stream (the
+    /// binaries close their real stdout) and stay.
+    CloseStdout,
+}
+
+impl Linger {
+    /// Every mode and its command-line name (`--linger NAME`).
+    pub const ALL: [(Linger, &'static str); 5] = [
+        (Linger::No, "no"),
+        (Linger::IgnoreEof, "ignore-eof"),
+        (Linger::IgnoreTerm, "ignore-term"),
+        (Linger::StallMidFrame, "stall-mid-frame"),
+        (Linger::CloseStdout, "close-stdout"),
+    ];
+
+    /// The mode called `name` (see [`Linger::ALL`]).
+    pub fn from_name(name: &str) -> Option<Linger> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(l, _)| *l)
+    }
+
+    /// The command-line name of this mode.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(l, _)| *l == self)
+            .map_or("no", |(_, n)| n)
+    }
 }
 
 impl Default for ServerConfig {
@@ -68,7 +123,19 @@ impl ServerConfig {
             chaos: false,
             endless_cursor: false,
             eof_grace: Duration::from_secs(1),
+            linger: Linger::No,
+            hostile: false,
         }
+    }
+
+    /// This configuration with hostile text (see [`ServerConfig::hostile`]).
+    pub fn with_hostile_text(mut self) -> Self {
+        self.hostile = true;
+        self.name.push_str(HOSTILE_TEXT);
+        if let Some(i) = self.instructions.as_mut() {
+            i.push_str(HOSTILE_TEXT);
+        }
+        self
     }
 
     /// The controllable server: like [`ServerConfig::echo`] plus the chaos tools.

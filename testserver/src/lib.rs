@@ -21,7 +21,7 @@ mod config;
 mod server;
 mod tools;
 
-pub use config::ServerConfig;
+pub use config::{HOSTILE_TEXT, Linger, ServerConfig};
 pub use server::{Ended, serve};
 
 /// Protocol revisions this server accepts and echoes back in `initialize`, newest first.

@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::config::ServerConfig;
+use crate::config::{Linger, ServerConfig};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, catalog, codes, tools};
 
 /// How a served connection ended; returned by [`serve`].
@@ -92,8 +92,12 @@ pub(crate) type Handled = Result<Reply, RpcError>;
 /// What goes to the writer.
 enum Out {
     Line(String),
+    /// [`Linger::StallMidFrame`]: these bytes without a newline.
+    Partial(String),
     /// `hang`: write nothing more, keep the stream open.
     Stop,
+    /// [`Linger::CloseStdout`]: flush, shut the stream down, drop it, write nothing more.
+    Close,
     /// `exit_after` fired: flush and end with [`Ended::Exited`].
     Exit,
     /// The reader hit EOF and in-flight work is over: flush and end with [`Ended::Eof`].
@@ -310,6 +314,19 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                         return WriteEnd::Failed;
                     }
                 }
+                Out::Partial(bytes) => {
+                    if w.write_all(bytes.as_bytes()).await.is_err() {
+                        return WriteEnd::Failed;
+                    }
+                }
+                Out::Close => {
+                    let _ = w.flush().await;
+                    let _ = w.shutdown().await;
+                    drop(w);
+                    tracing::debug!("close-stdout: output closed");
+                    let never = pending::<std::convert::Infallible>().await;
+                    match never {}
+                }
                 Out::Stop => {
                     let _ = w.flush().await;
                     tracing::debug!("hang: writer stopped");
@@ -375,6 +392,10 @@ async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) -> Read
             }
         }
         while tasks.try_join_next().is_some() {}
+    }
+    if shared.config.linger != Linger::No {
+        tracing::debug!(linger = shared.config.linger.name(), "EOF ignored");
+        pending::<()>().await;
     }
     // EOF: nobody will answer our requests any more; let in-flight requests finish
     // (within the grace period), then tell the writer to finish.
@@ -484,6 +505,9 @@ fn handle_request(
     let handle = tasks.spawn(async move {
         let handled = dispatch(&sh, &method, params, &id).await;
         finish(&sh, &task_key, serial, &id, handled);
+        if method == "tools/call" {
+            after_answer(&sh);
+        }
     });
     if let Some(entry) = lock(&shared.inflight).by_id.get_mut(&key)
         && entry.0 == serial
@@ -515,6 +539,22 @@ fn finish(shared: &Shared, key: &str, serial: u64, id: &Value, handled: Handled)
             });
         }
         Err(e) => shared.respond_error(id, &e),
+    }
+}
+
+/// What a lingering server does once it answered a `tools/call`.
+fn after_answer(shared: &Shared) {
+    match shared.config.linger {
+        Linger::StallMidFrame => {
+            let _ = shared.out.send(Out::Partial(
+                r#"{"jsonrpc":"2.0","method":"notifications/mes"#.into(),
+            ));
+            let _ = shared.out.send(Out::Stop);
+        }
+        Linger::CloseStdout => {
+            let _ = shared.out.send(Out::Close);
+        }
+        Linger::No | Linger::IgnoreEof | Linger::IgnoreTerm => {}
     }
 }
 

@@ -11,6 +11,15 @@ use crate::server::{Handled, Reply, RpcError, Shared};
 /// Largest `oversized` line (1 GiB): a guard against typos, not a protocol limit.
 const MAX_OVERSIZED: u64 = 1 << 30;
 
+/// [`crate::HOSTILE_TEXT`] when the configuration is hostile, else nothing.
+fn hostile(shared: &Shared) -> &'static str {
+    if shared.config.hostile {
+        crate::HOSTILE_TEXT
+    } else {
+        ""
+    }
+}
+
 fn text_result(text: impl Into<String>) -> Value {
     json!({"content": [{"type": "text", "text": text.into()}]})
 }
@@ -94,7 +103,11 @@ async fn run(
             let max_tokens = opt_u64(args, "maxTokens", 100)?;
             sample(shared, prompt, max_tokens).await
         }
-        "elicit" => elicit(shared, arg_str(args, "message")?).await,
+        "elicit" => {
+            let url = args.get("mode").and_then(Value::as_str) == Some("url");
+            let fields = args.get("fields").and_then(Value::as_bool) != Some(false);
+            elicit(shared, arg_str(args, "message")?, url, fields).await
+        }
         "roots" => match shared.request_client("roots/list", json!({})).await {
             Ok(r) => {
                 structured_result(json!({"roots": r.get("roots").cloned().unwrap_or(json!([]))}))
@@ -115,7 +128,8 @@ async fn run(
             if passes {
                 shared.notify(
                     "notifications/message",
-                    json!({"level": level, "logger": LOGGER_NAME, "data": message}),
+                    json!({"level": level, "logger": LOGGER_NAME,
+                           "data": format!("{message}{}", hostile(shared))}),
                 );
                 text_result(format!("logged at {level}"))
             } else {
@@ -239,7 +253,7 @@ async fn slow(shared: &Shared, ms: u64, steps: u64, progress_token: Option<Value
                         "progressToken": token,
                         "progress": i,
                         "total": steps,
-                        "message": format!("step {i} of {steps}"),
+                        "message": format!("step {i} of {steps}{}", hostile(shared)),
                     }),
                 );
             }
@@ -280,20 +294,33 @@ async fn sample(shared: &Shared, prompt: &str, max_tokens: u64) -> Value {
     }
 }
 
-async fn elicit(shared: &Shared, message: &str) -> Value {
-    let mut params = json!({
-        "message": message,
-        "requestedSchema": {
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "title": "Name", "default": "Ada"},
-                "confirm": {"type": "boolean", "title": "Confirm", "default": true},
-            },
-            "required": ["name"],
-        },
-    });
+/// `elicitation/create`: a form with a name and a confirmation (or without fields), or a
+/// URL-mode request (`url`).
+async fn elicit(shared: &Shared, message: &str, url: bool, fields: bool) -> Value {
+    let properties = if fields {
+        json!({
+            "name": {"type": "string", "title": "Name", "default": "Ada"},
+            "confirm": {"type": "boolean", "title": "Confirm", "default": true},
+        })
+    } else {
+        json!({})
+    };
+    let required = if fields { json!(["name"]) } else { json!([]) };
+    let mut params = if url {
+        json!({
+            "mode": "url",
+            "message": message,
+            "url": "https://example.com/connect",
+            "elicitationId": "testserver-1",
+        })
+    } else {
+        json!({
+            "message": message,
+            "requestedSchema": {"type": "object", "properties": properties, "required": required},
+        })
+    };
     // `mode` exists since 2025-11-25 (URL mode); older clients never saw it.
-    if shared.protocol_version().as_str() >= "2025-11-25" {
+    if !url && shared.protocol_version().as_str() >= "2025-11-25" {
         params["mode"] = json!("form");
     }
     match shared.request_client("elicitation/create", params).await {
@@ -305,7 +332,7 @@ async fn elicit(shared: &Shared, message: &str) -> Value {
             }
             structured_result(out)
         }
-        Err(e) => tool_error(e.message),
+        Err(e) => tool_error(format!("client error {}: {}", e.code, e.message)),
     }
 }
 

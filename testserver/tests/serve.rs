@@ -5,7 +5,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Peer, text};
-use mcp_testserver::{Ended, ServerConfig, codes, serve};
+use mcp_testserver::{Ended, Linger, ServerConfig, codes, serve};
 use serde_json::{Value, json};
 use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
 use tokio::task::JoinHandle;
@@ -725,4 +725,102 @@ async fn unknown_response_is_recorded() {
         json!(["s-77"])
     );
     assert_eq!(info["structuredContent"]["rootsListChanged"], 1);
+}
+
+fn lingering(linger: Linger) -> ServerConfig {
+    ServerConfig {
+        linger,
+        ..ServerConfig::echo()
+    }
+}
+
+/// `serve` is still running `for` after the client closed its side.
+async fn still_serving(h: &JoinHandle<Ended>, after: Duration) {
+    tokio::time::sleep(after).await;
+    assert!(!h.is_finished(), "serve returned");
+}
+
+#[tokio::test]
+async fn linger_ignore_eof_and_ignore_term_stay_after_eof() {
+    for linger in [Linger::IgnoreEof, Linger::IgnoreTerm] {
+        let (mut p, h) = ready(lingering(linger)).await;
+        assert_eq!(
+            text(&p.call("echo", json!({"message": "hi"})).await),
+            "Echo: hi"
+        );
+        p.close().await;
+        still_serving(&h, Duration::from_millis(1500)).await;
+        // Its output stays open too: no EOF.
+        assert_eq!(p.recv_raw_within(Duration::from_millis(100)).await, Err(()));
+        h.abort();
+    }
+}
+
+#[tokio::test]
+async fn linger_stall_mid_frame_writes_half_a_frame_after_the_answer() {
+    let (mut p, h) = ready(lingering(Linger::StallMidFrame)).await;
+    assert_eq!(
+        text(&p.call("echo", json!({"message": "hi"})).await),
+        "Echo: hi"
+    );
+    // Half a frame, never finished, and the stream stays open.
+    assert_eq!(p.recv_raw_within(Duration::from_millis(300)).await, Err(()));
+    p.close().await;
+    still_serving(&h, Duration::from_millis(1500)).await;
+    h.abort();
+}
+
+#[tokio::test]
+async fn linger_close_stdout_closes_the_output_after_the_answer() {
+    let (mut p, h) = ready(lingering(Linger::CloseStdout)).await;
+    assert_eq!(
+        text(&p.call("echo", json!({"message": "hi"})).await),
+        "Echo: hi"
+    );
+    assert_eq!(p.recv_raw_within(Duration::from_secs(2)).await, Ok(None));
+    p.close().await;
+    still_serving(&h, Duration::from_millis(1500)).await;
+    h.abort();
+    assert_eq!(Linger::from_name("close-stdout"), Some(Linger::CloseStdout));
+    assert_eq!(Linger::StallMidFrame.name(), "stall-mid-frame");
+}
+
+#[tokio::test]
+async fn elicit_in_url_mode_and_without_fields() {
+    let (mut p, _h) = ready(ServerConfig::echo()).await;
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"message": "Open it", "mode": "url"}}),
+        )
+        .await;
+    let req = p.recv().await;
+    assert_eq!(req["params"]["mode"], "url");
+    assert_eq!(req["params"]["url"], "https://example.com/connect");
+    assert!(req["params"].get("requestedSchema").is_none());
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"], "error": {"code": -32602, "message": "mode not declared"}}))
+        .await;
+    let resp = p.response(&json!(id)).await;
+    assert_eq!(resp["result"]["isError"], true);
+    assert_eq!(
+        text(&resp["result"]),
+        "client error -32602: mode not declared"
+    );
+
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "elicit", "arguments": {"message": "Go?", "fields": false}}),
+        )
+        .await;
+    let req = p.recv().await;
+    assert_eq!(req["params"]["mode"], "form");
+    assert_eq!(req["params"]["requestedSchema"]["properties"], json!({}));
+    p.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "decline"}}))
+        .await;
+    let resp = p.response(&json!(id)).await;
+    assert_eq!(
+        resp["result"]["structuredContent"],
+        json!({"action": "decline"})
+    );
 }

@@ -6,12 +6,21 @@
 //!   event with target [`SERVER_STDERR_TARGET`] and fields `line` and `pid`; lines are cut at
 //!   8 KiB and at most 1000 lines per second are logged, followed by one "suppressed N lines"
 //!   event. Server stderr is a log, never an error signal.
+//! - The environment is not inherited wholesale: like the official TypeScript and Python SDKs
+//!   the child gets only [`StdioConnector::DEFAULT_INHERITED_ENV`] (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
+//!   `TERM`, `USER`, each if set and not a shell function, i.e. a value starting with `()`)
+//!   plus the variables given with [`StdioConnectorBuilder::env`]. Secrets in the host's
+//!   environment (API keys, tokens) do not leak into every server. Opt in to the whole
+//!   environment with [`StdioConnectorBuilder::inherit_env`], or start from nothing with
+//!   [`StdioConnectorBuilder::env_clear`].
 //! - The child runs in its own process group, so shutdown reaches everything it started.
 //! - Orderly shutdown (the spec's SHOULD): stdin is closed by the transport, then the closer
 //!   waits up to `grace` for an exit, sends SIGTERM to the group, waits `grace` again, sends
 //!   SIGKILL to the group and reaps the child. Whatever is left in the group after the child
 //!   exited is sent SIGKILL. Dropping the transport without closing sends SIGKILL to the group
-//!   at once and reaps the child in a background task; `kill_on_drop` is the last resort.
+//!   at once and reaps the child without the async runtime (which may be shutting down): at
+//!   once if it is already gone, else on a small reaper thread that polls it (never a zombie
+//!   left behind while this process lives).
 //!
 //! POSIX only for now (process groups and signals come from `nix`); Windows job objects are
 //! not done.
@@ -37,6 +46,9 @@ use super::{Closer, Connector, IoCause, Link, TransportError};
 /// `tracing` target of the events that carry the server's stderr lines.
 pub const SERVER_STDERR_TARGET: &str = "mcp_runtime::server_stderr";
 
+/// See [`StdioConnector::DEFAULT_INHERITED_ENV`].
+const DEFAULT_INHERITED_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
 /// Default wait for each shutdown step.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 /// Longest stderr line forwarded; the rest of the line is dropped.
@@ -60,9 +72,20 @@ struct Spec {
     program: OsString,
     args: Vec<OsString>,
     env: Vec<(OsString, OsString)>,
-    env_clear: bool,
+    base_env: BaseEnv,
     current_dir: Option<PathBuf>,
     grace: Duration,
+}
+
+/// What the server's environment starts from, before the variables given with `env`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BaseEnv {
+    /// [`StdioConnector::DEFAULT_INHERITED_ENV`] only.
+    Allowlist,
+    /// The host's whole environment.
+    Inherit,
+    /// Nothing.
+    Empty,
 }
 
 /// Builder for a [`StdioConnector`]. Not a process: nothing runs until a transport connects.
@@ -72,6 +95,11 @@ pub struct StdioConnectorBuilder {
 }
 
 impl StdioConnector {
+    /// The variables a server inherits from the host's environment by default (POSIX), as in
+    /// the official TypeScript and Python SDKs. Everything else must be given with
+    /// [`StdioConnectorBuilder::env`], or opted into with [`StdioConnectorBuilder::inherit_env`].
+    pub const DEFAULT_INHERITED_ENV: [&'static str; 6] = DEFAULT_INHERITED_ENV;
+
     /// Starts building a connector for `program` (looked up in `PATH` like `execvp`; no shell).
     pub fn builder(program: impl Into<OsString>) -> StdioConnectorBuilder {
         StdioConnectorBuilder {
@@ -79,7 +107,7 @@ impl StdioConnector {
                 program: program.into(),
                 args: Vec::new(),
                 env: Vec::new(),
-                env_clear: false,
+                base_env: BaseEnv::Allowlist,
                 current_dir: None,
                 grace: DEFAULT_GRACE,
             },
@@ -109,16 +137,27 @@ impl StdioConnectorBuilder {
         self
     }
 
-    /// Sets an environment variable for the server process.
+    /// Sets an environment variable for the server process (on top of what it inherits:
+    /// by default only [`StdioConnector::DEFAULT_INHERITED_ENV`]).
     pub fn env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
         self.spec.env.push((key.into(), value.into()));
         self
     }
 
     /// Starts the server with an empty environment plus the variables given with
-    /// [`env`](Self::env) (whatever the call order).
+    /// [`env`](Self::env) (whatever the call order). The last of `env_clear` and
+    /// [`inherit_env`](Self::inherit_env) wins.
     pub fn env_clear(mut self) -> Self {
-        self.spec.env_clear = true;
+        self.spec.base_env = BaseEnv::Empty;
+        self
+    }
+
+    /// Lets the server inherit the host's whole environment (plus the variables given with
+    /// [`env`](Self::env)) instead of only [`StdioConnector::DEFAULT_INHERITED_ENV`]. Everything in the host's
+    /// environment, secrets included, then reaches the server. The last of
+    /// [`env_clear`](Self::env_clear) and `inherit_env` wins.
+    pub fn inherit_env(mut self) -> Self {
+        self.spec.base_env = BaseEnv::Inherit;
         self
     }
 
@@ -164,8 +203,15 @@ impl Connector for StdioConnector {
 fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
-    if spec.env_clear {
-        cmd.env_clear();
+    match spec.base_env {
+        BaseEnv::Inherit => {}
+        BaseEnv::Empty => {
+            cmd.env_clear();
+        }
+        BaseEnv::Allowlist => {
+            cmd.env_clear();
+            cmd.envs(allowlisted_env(std::env::vars_os()));
+        }
     }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = &spec.current_dir {
@@ -199,6 +245,16 @@ fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
         writer: Box::new(stdin),
         closer: Some(Box::new(closer)),
     })
+}
+
+/// The variables of `vars` a server inherits by default: the names of
+/// [`StdioConnector::DEFAULT_INHERITED_ENV`], except values that are shell functions (start with `()`).
+fn allowlisted_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
+    vars.filter(|(k, v)| {
+        DEFAULT_INHERITED_ENV.iter().any(|name| k == name)
+            && !v.as_encoded_bytes().starts_with(b"()")
+    })
+    .collect()
 }
 
 /// Stops and reaps one child process. Dropping it kills the process group (see `kill_now`).
@@ -284,27 +340,17 @@ impl Closer for ChildCloser {
     }
 
     fn kill_now(&mut self) {
-        let Some(mut child) = self.child.take() else {
+        let Some(child) = self.child.take() else {
             return;
         };
         self.signal_group(Signal::SIGKILL);
-        let stderr_task = self.stderr_task.take();
-        match tokio::runtime::Handle::try_current() {
-            Ok(rt) => {
-                let pid = self.pid;
-                rt.spawn(async move {
-                    match child.wait().await {
-                        Ok(status) => tracing::debug!(pid, %status, "server process reaped after kill"),
-                        Err(e) => tracing::debug!(pid, error = %e, "waiting for the killed server process failed"),
-                    }
-                    if let Some(task) = stderr_task {
-                        drain_stderr(task).await;
-                    }
-                });
-            }
-            // No runtime: `kill_on_drop` kills the leader and tokio's orphan queue reaps it.
-            Err(_) => drop(child),
+        if let Some(task) = self.stderr_task.take()
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            // Bounded like after an orderly close (a runtime shutting down drops it at once).
+            rt.spawn(drain_stderr(task));
         }
+        reap_killed(child, self.pid);
     }
 
     fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {
@@ -325,6 +371,49 @@ impl Closer for ChildCloser {
 impl Drop for ChildCloser {
     fn drop(&mut self) {
         self.kill_now();
+    }
+}
+
+/// Reaps a child that was just sent SIGKILL, without the async runtime: the runtime may be
+/// shutting down (a task spawned then never runs, and tokio's orphan queue is only drained
+/// by later process activity). At once if the child is already gone, else on a small thread
+/// that polls it (1 ms, doubling to 100 ms) until it is reaped.
+fn reap_killed(mut child: Child, pid: Option<u32>) {
+    match child.try_wait() {
+        Ok(Some(status)) => {
+            tracing::debug!(pid, %status, "server process reaped after kill");
+            return;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            tracing::debug!(pid, error = %e, "waiting for the killed server process failed");
+            return;
+        }
+    }
+    let spawned = std::thread::Builder::new()
+        .name("mcp-stdio-reaper".into())
+        .spawn(move || {
+            let mut pause = Duration::from_millis(1);
+            loop {
+                match child.try_wait() {
+                    Ok(None) => {
+                        std::thread::sleep(pause);
+                        pause = (pause * 2).min(Duration::from_millis(100));
+                    }
+                    Ok(Some(status)) => {
+                        tracing::debug!(pid, %status, "server process reaped after kill");
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::debug!(pid, error = %e, "waiting for the killed server process failed");
+                        return;
+                    }
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        // The closure (and the child) was dropped: `kill_on_drop` and tokio's orphan queue.
+        tracing::warn!(pid, error = %e, "no reaper thread for the killed server process");
     }
 }
 

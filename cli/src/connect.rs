@@ -1,0 +1,281 @@
+//! Starting the server and ending it: the client builder from the global options, the wait
+//! for the handshake (a spinner on stderr at a terminal after 1.5 s; on timeout an error that
+//! names the bound, the flag and the server's last stderr line), and a stop that mcpc bounds so
+//! that it exits soon after its answer whatever the server does.
+//!
+//! The server's environment is the runtime's allowlist (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
+//! `TERM`, `USER`) plus `--env K=V`, or everything with `--inherit-env`. Its shutdown grace
+//! (close stdin, wait, SIGTERM to its group, wait, SIGKILL) is [`SHUTDOWN_GRACE`] per step,
+//! and [`finish`] gives up after [`FINISH_BOUND`]: what is left is killed when the runtime
+//! shuts down (SIGKILL to the group) and reaped by `main` before mcpc exits.
+
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mcp_runtime::transport::StdioConnector;
+use mcp_runtime::{Client, ClientBuilder, ConnState, Failure};
+use tokio::time::Instant;
+
+use crate::args::{Era, Global};
+use crate::error::{CliError, Exit};
+use crate::sanitize::clean_line;
+use crate::signals::Interrupt;
+use crate::{capture, interact};
+
+/// The message for the transports that come later.
+pub const HTTP_NOT_YET: &str =
+    "HTTP transports are not available yet (coming with the eras/HTTP work)";
+
+/// mcpc's wait for each step of the server's shutdown (the library's default is 2 s).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
+
+/// The longest [`finish`] waits for the client to stop and the server to be reaped.
+pub const FINISH_BOUND: Duration = Duration::from_millis(300);
+
+/// How long connecting may take before the spinner appears.
+const SPINNER_AFTER: Duration = Duration::from_millis(1500);
+
+/// The client builder for the server the global options name (stdio only for now), and the
+/// server's command line as given.
+pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
+    if let Some(url) = g.http.as_ref().or(g.sse.as_ref()) {
+        let flag = if g.http.is_some() { "--http" } else { "--sse" };
+        return Err(CliError::usage(format!("{flag} {url}"), HTTP_NOT_YET));
+    }
+    if let Some(h) = g.headers.first() {
+        return Err(CliError::usage(format!("--header {h}"), HTTP_NOT_YET));
+    }
+    if g.era == Era::Modern {
+        return Err(CliError::usage(
+            "--era modern",
+            "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
+        ));
+    }
+    let Some(line) = g.stdio.as_deref() else {
+        return Err(CliError::usage(
+            "no server",
+            "give one with --stdio 'command args…' (or try `mcpc demo`)",
+        ));
+    };
+    let words = shlex::split(line)
+        .ok_or_else(|| CliError::usage("--stdio", format!("unbalanced quotes in `{line}`")))?;
+    let Some((program, args)) = words.split_first() else {
+        return Err(CliError::usage("--stdio", "the command is empty"));
+    };
+    let mut connector = StdioConnector::builder(program)
+        .args(args)
+        .grace(SHUTDOWN_GRACE);
+    if g.inherit_env {
+        connector = connector.inherit_env();
+    }
+    for (k, v) in &g.env {
+        connector = connector.env(k, v);
+    }
+    let builder = ClientBuilder::new(connector.build())
+        .client_info("mcpc", env!("CARGO_PKG_VERSION"))
+        .handler(interact::handlers(g.sampling_reply.clone(), &g.roots, line))
+        .request_timeout(g.timeout)
+        .connect_timeout(g.connect_timeout);
+    Ok((builder, line.to_owned()))
+}
+
+/// What connecting waits for, in words.
+fn waiting_for(state: ConnState, line: &str) -> String {
+    match state {
+        ConnState::Starting => format!("starting `{line}`"),
+        _ => format!("waiting for the server's initialize answer (`{line}`)"),
+    }
+}
+
+/// The spinner shown while connecting takes long (stderr, at a terminal only).
+struct Spinner {
+    bar: Option<ProgressBar>,
+    terminal: bool,
+}
+
+impl Spinner {
+    fn new() -> Self {
+        Spinner {
+            bar: None,
+            terminal: std::io::stderr().is_terminal(),
+        }
+    }
+
+    fn show(&mut self, message: &str) {
+        if !self.terminal {
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+                ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        let mut message = clean_line(message);
+        if let Some(stderr) = capture::last_server_stderr() {
+            let stderr = clean_line(&stderr);
+            let short: String = stderr.chars().take(60).collect();
+            let more = if short.len() < stderr.len() {
+                "…"
+            } else {
+                ""
+            };
+            message.push_str(&format!(" - server stderr: {short}{more}"));
+        }
+        bar.set_message(message);
+    }
+
+    fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}
+
+/// Why connecting failed, in one sentence (with the server's last stderr line).
+fn connect_failure(g: &Global, last_error: Option<Failure>) -> String {
+    let stderr = capture::last_server_stderr();
+    if let Some(Failure::InitTimeout { .. }) = last_error {
+        let secs = g.connect_timeout.as_secs_f64();
+        return format!(
+            "no answer to initialize within {secs} s (the --connect-timeout bound; a server \
+             that installs itself first, like `npx -y …`, may need more: --connect-timeout \
+             SECS); {}",
+            match stderr {
+                Some(line) => format!("the server's last stderr line: {line}"),
+                None => "the server wrote nothing on stderr".to_owned(),
+            }
+        );
+    }
+    let mut why = last_error.map_or_else(|| "the connection failed".to_owned(), |e| e.to_string());
+    if let Some(line) = stderr {
+        why.push_str(&format!(" (server stderr: {line})"));
+    }
+    why
+}
+
+/// Connects to the server and waits for the handshake, bounded by `--connect-timeout`. A
+/// signal stops the server and ends mcpc.
+pub async fn connect(g: &Global, interrupt: &Interrupt, what: &str) -> Result<Client, CliError> {
+    let (builder, line) = builder(g)?;
+    let client = builder.connect_lazy();
+    let mut states = client.watch_state();
+    let start = Instant::now();
+    let mut spinner = Spinner::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        let state = *states.borrow_and_update();
+        match state {
+            ConnState::Ready => {
+                spinner.clear();
+                return Ok(client);
+            }
+            ConnState::Backoff | ConnState::Closing | ConnState::Closed => {
+                spinner.clear();
+                // The typed cause says whether the bound ran out.
+                let last_error = client.last_error();
+                finish(&client).await;
+                return Err(CliError::new(
+                    Exit::Connect,
+                    format!("could not connect to `{line}`"),
+                    connect_failure(g, last_error),
+                ));
+            }
+            _ => {
+                if start.elapsed() >= SPINNER_AFTER {
+                    spinner.show(&waiting_for(state, &line));
+                }
+            }
+        }
+        tokio::select! {
+            biased;
+            caught = interrupt.fired() => {
+                spinner.clear();
+                finish(&client).await;
+                return Err(CliError::signalled(what, caught));
+            }
+            changed = states.changed() => {
+                if changed.is_err() {
+                    return Err(CliError::new(Exit::Connect, what, "the client stopped"));
+                }
+            }
+            _ = tick.tick() => {}
+        }
+    }
+}
+
+/// Stops the client and waits, at most [`FINISH_BOUND`], for the server process to be gone
+/// (what is left then is killed when the runtime shuts down).
+pub async fn finish(client: &Client) {
+    let _ = tokio::time::timeout(FINISH_BOUND, async {
+        client.stop().await;
+        client.closed().await;
+    })
+    .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn global(args: &[&str]) -> Global {
+        let mut all = vec!["mcpc"];
+        all.extend_from_slice(args);
+        all.push("ping");
+        crate::args::Cli::parse_from(all).global
+    }
+
+    #[test]
+    fn a_timeout_names_the_bound_and_the_flag() {
+        let g = global(&["--connect-timeout", "2.5"]);
+        let failure = mcp_runtime::Failure::InitTimeout {
+            after: Duration::from_millis(2500),
+        };
+        let why = connect_failure(&g, Some(failure));
+        assert!(
+            why.starts_with("no answer to initialize within 2.5 s"),
+            "{why}"
+        );
+        assert!(why.contains("--connect-timeout SECS"), "{why}");
+    }
+
+    #[test]
+    fn the_phases_read_well() {
+        assert_eq!(
+            waiting_for(ConnState::Starting, "npx -y x"),
+            "starting `npx -y x`"
+        );
+        assert_eq!(
+            waiting_for(ConnState::Initializing, "srv"),
+            "waiting for the server's initialize answer (`srv`)"
+        );
+    }
+
+    #[test]
+    fn the_builder_takes_the_flags() {
+        assert!(
+            builder(&global(&[
+                "--stdio",
+                "srv --x",
+                "--env",
+                "A=b",
+                "--inherit-env"
+            ]))
+            .is_ok()
+        );
+        assert_eq!(
+            builder(&global(&["--stdio", "'x"])).unwrap_err().exit,
+            Exit::Usage
+        );
+    }
+}
