@@ -35,7 +35,7 @@ impl ClientCapabilities {
                     Some(_) => false,
                 }
             }
-            _ => false,
+            _other => false,
         }
     }
 

@@ -678,9 +678,11 @@ impl Handlers for Ctx<'_> {
 
     fn complete_call(&mut self, p: Response, w: RequestId) {
         #[cfg(feature = "checker")]
-        let w = match self.core.calls.iter().find(|(id, _)| *id != w) {
-            Some((other, _)) if mutant!(self.core, AnswerWrongCall) => other,
-            _ => w,
+        let w = if mutant!(self.core, AnswerWrongCall) {
+            let other = self.core.calls.iter().find(|(id, _)| *id != w);
+            other.map_or(w, |(other, _)| other)
+        } else {
+            w
         };
         let entry = if mutant!(self.core, ReplyKeepsEntry) {
             self.core.calls.get(w).cloned()

@@ -59,7 +59,7 @@ impl ServerRequestId {
                 Some(i) => ServerRequestId::Int(i),
                 None => ServerRequestId::Number(n.to_string()),
             }),
-            _ => None,
+            Value::Null | Value::Bool(_) | Value::Array(_) | Value::Object(_) => None,
         }
     }
 

@@ -38,7 +38,7 @@ pub(crate) fn request(
         (p, Some(token)) => {
             let mut obj = match p {
                 Some(Value::Object(obj)) => obj,
-                _ => Map::new(),
+                Some(_) | None => Map::new(),
             };
             let meta = obj
                 .entry("_meta")
