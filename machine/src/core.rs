@@ -18,7 +18,9 @@ use crate::event::{
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{Handlers, State, TimerKind};
-use crate::io::{Action, CallError, CallId, Generation, Report, RequestId, RpcError, SendToken};
+use crate::io::{
+    Action, CallError, CallId, CallOptions, Generation, Report, RequestId, RpcError, SendToken,
+};
 use crate::protocol;
 use crate::rng::Rng;
 use crate::timers::{TimerKey, Timers};
@@ -149,30 +151,49 @@ impl Ctx<'_> {
 
     /// Sends a request of the client's own that changes the session (a restore).
     fn send_session_request(&mut self, change: SessionChange) {
-        let id = self.core.next_id;
-        self.core.next_id += 1;
         let (method, params) = match &change {
             SessionChange::Subscribe(uri) => ("resources/subscribe", json!({ "uri": uri })),
             SessionChange::Unsubscribe(uri) => ("resources/unsubscribe", json!({ "uri": uri })),
             SessionChange::SetLogLevel(level) => ("logging/setLevel", json!({ "level": level })),
         };
-        let frame = protocol::request(id, method, Some(params), None);
-        let timeout = self.core.config.request_timeout;
+        let options = CallOptions::default();
+        self.issue(None, method, Some(params), options, Some(change));
+    }
+
+    /// Gives a request the next id, records it, arms its timeout and sends its frame: a caller's
+    /// call, or (`call: None`) a request of the client's own.
+    fn issue(
+        &mut self,
+        call: Option<CallId>,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions,
+        session: Option<SessionChange>,
+    ) {
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        let timeout = options.timeout.unwrap_or(self.core.config.request_timeout);
+        let mut deadline = timeout;
+        if let Some(total) = options.max_total_timeout {
+            deadline = deadline.min(total);
+        }
+        let token = options.progress.then_some(id);
+        let frame = protocol::request(id, method, params, token);
         self.core.calls.insert(
             id,
             Entry {
-                call: None,
-                session: Some(change),
+                call,
+                session,
                 frame: frame.clone(),
                 phase: Phase::Sending { attempt: 1 },
                 started: self.core.now,
                 timeout,
-                progress: false,
-                reset_on_progress: false,
-                max_total: None,
+                progress: options.progress,
+                reset_on_progress: options.reset_timeout_on_progress,
+                max_total: options.max_total_timeout,
             },
         );
-        let at = later(self.core.now, timeout);
+        let at = later(self.core.now, deadline);
         self.core
             .timers
             .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
@@ -645,35 +666,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn start_call(&mut self, p: CallRequest) {
-        let id = self.core.next_id;
-        self.core.next_id += 1;
-        let options = p.options;
-        let timeout = options.timeout.unwrap_or(self.core.config.request_timeout);
-        let mut deadline = timeout;
-        if let Some(total) = options.max_total_timeout {
-            deadline = deadline.min(total);
-        }
-        let token = options.progress.then_some(id);
-        let frame = protocol::request(id, &p.method, p.params, token);
-        self.core.calls.insert(
-            id,
-            Entry {
-                call: Some(p.call),
-                session: p.session,
-                frame: frame.clone(),
-                phase: Phase::Sending { attempt: 1 },
-                started: self.core.now,
-                timeout,
-                progress: options.progress,
-                reset_on_progress: options.reset_timeout_on_progress,
-                max_total: options.max_total_timeout,
-            },
-        );
-        let at = later(self.core.now, deadline);
-        self.core
-            .timers
-            .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
-        self.send(SendToken::Request(id), frame);
+        self.issue(Some(p.call), &p.method, p.params, p.options, p.session);
     }
 
     fn complete_call(&mut self, p: Response, w: RequestId) {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::*;
 use mcp_runtime::transport::{
     self, Connector, SendOutcome, StdioConnector, StdioConnectorBuilder, TransportConfig,
-    TransportError, TransportEvent,
+    TransportError, TransportEvent, TransportHandle,
 };
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
@@ -40,6 +40,19 @@ fn field(frame: &[u8], key: &str) -> u32 {
         .collect::<String>()
         .parse()
         .unwrap()
+}
+
+/// A child that says its pid and then sleeps: its transport is up and the pid is read.
+async fn sleeping_child() -> (TransportHandle, Events, u32) {
+    let (handle, mut rx) = start(
+        Arc::new(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#)),
+        1,
+        small(),
+    );
+    expect_up(&mut rx).await;
+    handle.grant_credit();
+    let pid = field(&expect_frame(&mut rx).await, "pid");
+    (handle, rx, pid)
 }
 
 fn proc_state(pid: u32) -> Option<char> {
@@ -327,14 +340,7 @@ async fn close_escalates_to_sigkill_for_a_stubborn_child_and_reaps_it() {
 
 #[tokio::test]
 async fn dropping_the_handle_kills_and_reaps_the_child() {
-    let (handle, mut rx) = start(
-        Arc::new(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#)),
-        1,
-        small(),
-    );
-    expect_up(&mut rx).await;
-    handle.grant_credit();
-    let pid = field(&expect_frame(&mut rx).await, "pid");
+    let (handle, mut rx, pid) = sleeping_child().await;
     assert!(proc_state(pid).is_some());
     drop(handle);
     // The generation still ends with exactly one Down.
@@ -538,17 +544,7 @@ fn reap_helper_runtime_shutdown() {
         .enable_all()
         .build()
         .unwrap();
-    let (pid, handle, rx) = rt.block_on(async {
-        let (handle, mut rx) = start(
-            Arc::new(sh(r#"echo "{\"pid\":$$}"; exec sleep 30"#)),
-            1,
-            small(),
-        );
-        expect_up(&mut rx).await;
-        handle.grant_credit();
-        let pid = field(&expect_frame(&mut rx).await, "pid");
-        (pid, handle, rx)
-    });
+    let (handle, rx, pid) = rt.block_on(sleeping_child());
     assert_eq!(proc_state(pid).map(|s| s != 'Z'), Some(true));
     // The transport task is dropped while the runtime shuts down: kill_now must still reap.
     drop(rt);
