@@ -8,15 +8,16 @@
 //! [`harness::Harness`]; it reports row coverage, and a mutation self-test shows each property
 //! can fail. It is not a test of the runtime's IO: only the lifecycle core is explored.
 
+pub mod explore;
 pub mod harness;
 pub mod mutants;
 pub mod walk;
 pub mod world;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mcp_machine::ROWS;
-use stateright::{Checker, HasDiscoveries, Model};
+use stateright::Model;
 
 use crate::harness::{Bounds, Coverage, Harness, Variant};
 use crate::world::{Junk, Move, World};
@@ -56,7 +57,7 @@ pub fn configurations() -> Vec<Configuration> {
                 busy: 0,
                 gens: 2,
                 notifies: 0,
-                depth: 14,
+                depth: 13,
                 subscriptions: 0,
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
             },
@@ -71,7 +72,7 @@ pub fn configurations() -> Vec<Configuration> {
                 busy: 1,
                 gens: 1,
                 notifies: 1,
-                depth: 12,
+                depth: 11,
                 subscriptions: 0,
                 junk: junk(&[
                     Ping,
@@ -98,7 +99,7 @@ pub fn configurations() -> Vec<Configuration> {
                 busy: 3,
                 gens: 2,
                 notifies: 0,
-                depth: 13,
+                depth: 12,
                 subscriptions: 0,
                 junk: junk(&[SendFailed, Duplicate]),
             },
@@ -113,7 +114,7 @@ pub fn configurations() -> Vec<Configuration> {
                 busy: 0,
                 gens: 3,
                 notifies: 0,
-                depth: 14,
+                depth: 13,
                 subscriptions: 1,
                 junk: junk(&[Duplicate]),
             },
@@ -134,7 +135,7 @@ pub fn small_configuration() -> Configuration {
             busy: 1,
             gens: 2,
             notifies: 0,
-            depth: 9,
+            depth: 8,
             subscriptions: 0,
             junk: junk(&[InitError, Duplicate, Ping]),
         },
@@ -150,7 +151,7 @@ pub struct Outcome {
     pub states: usize,
     /// Unique states.
     pub unique: usize,
-    /// Deepest level reached.
+    /// The most moves of any checked state (every state up to it was checked).
     pub depth: usize,
     /// Wall time.
     pub elapsed: Duration,
@@ -163,8 +164,9 @@ pub struct Outcome {
     pub done: bool,
 }
 
-/// Runs BFS over one configuration and variant, merging row coverage into `coverage`.
-/// With `stop_at_first_failure`, the search ends as soon as any property fails (mutants).
+/// Explores one configuration and variant breadth-first, merging row coverage into
+/// `coverage`. With `stop_at_first_failure`, the search ends after the level in which a
+/// property first fails (mutants).
 pub fn check(
     config: &Configuration,
     variant: Variant,
@@ -173,62 +175,58 @@ pub fn check(
 ) -> Outcome {
     let model = Harness::new(config.bounds, variant);
     let props = model.properties();
-    let start = Instant::now();
-    let mut builder = model
-        .clone()
-        .checker()
-        .target_max_depth(config.bounds.depth)
-        .threads(threads());
-    if stop_at_first_failure {
-        builder = builder.finish_when(HasDiscoveries::AnyFailures);
-    }
-    let checker = builder.spawn_bfs().join();
-    let elapsed = start.elapsed();
+    let run = explore::explore(
+        &model,
+        config.bounds.depth,
+        threads(),
+        stop_at_first_failure,
+    );
     coverage.merge(&model.coverage);
-    let found = checker.discoveries();
     let mut failures = Vec::new();
     let mut guards_met = Vec::new();
     for p in &props {
         let run_guard = harness::RUN_GUARDS.iter().any(|(name, _)| *name == p.name);
-        let discovered = found.contains_key(p.name);
+        let discovered = run.discoveries.get(p.name);
         if run_guard {
-            if discovered {
+            if discovered.is_some() {
                 guards_met.push(p.name);
             }
             continue;
         }
         // A search stopped at the first counterexample proves nothing about examples not found.
-        let missing_example = !discovered && !p.expectation.discovery_is_failure();
+        let missing_example = discovered.is_none() && !p.expectation.discovery_is_failure();
         if stop_at_first_failure && missing_example {
             continue;
         }
-        if discovered == p.expectation.discovery_is_failure() {
-            let trace = found
-                .get(p.name)
-                .map(|path| render_trace(&model, path.clone().into_actions()))
+        if discovered.is_some() == p.expectation.discovery_is_failure() {
+            let trace = discovered
+                .map(|path| render_trace(&model, path.clone()))
                 .unwrap_or_else(|| "  (no example found within the bounds)".to_string());
             failures.push((p.name.to_string(), trace));
-            if stop_at_first_failure {
-                break;
-            }
         }
+    }
+    if stop_at_first_failure {
+        failures.truncate(1);
     }
     Outcome {
         name: config.name,
-        states: checker.state_count(),
-        unique: checker.unique_state_count(),
-        depth: checker.max_depth(),
-        elapsed,
+        states: run.generated,
+        unique: run.unique,
+        depth: run.depth,
+        elapsed: run.elapsed,
         failures,
         guards_met,
-        done: checker.is_done(),
+        done: run.complete || stop_at_first_failure,
     }
 }
 
-/// One thread: stateright's multi-threaded BFS does not visit levels in lockstep, so with a
-/// depth bound the unique-state count varies from run to run and could not be pinned.
+/// Worker threads: every core. The explorer is level-synchronous, so the counts do not depend
+/// on it; `MODEL_CHECK_THREADS` overrides.
 fn threads() -> usize {
-    1
+    std::env::var("MODEL_CHECK_THREADS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// Replays a path from the initial state, describing each step: the state, the event, the row
