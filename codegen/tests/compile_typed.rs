@@ -135,7 +135,8 @@ fn dispatch_and_the_interpreter_agree_everywhere() {
                 let kind = a.kind();
                 let (mut by_dispatch, mut by_table) = (recorder(bits), recorder(bits));
                 let fired: Fired = generated::dispatch(&mut by_dispatch, state, a);
-                let interpreted = generated::interpret(&mut by_table, &generated::ROWS, state, b);
+                let interpreted =
+                    generated::interpret(&mut by_table, &generated::ROWS, &[], state, b);
                 assert_eq!(fired, interpreted, "{state:?} {kind:?} guards {bits:#b}");
                 assert_eq!(
                     by_dispatch.log, by_table.log,

@@ -63,9 +63,15 @@ pub(crate) struct Core {
     pub(crate) timers: Timers,
     /// What the server keeps for us and a new server must be asked for again.
     pub(crate) session: Session,
+    /// Frames owed to the server (responses, rejections, cancels) not yet taken by the
+    /// transport, in order; the head is being offered or waits for the owed retry timer.
+    pub(crate) outbox: VecDeque<Vec<u8>>,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
+
+/// The most frames the outbox holds; more are dropped (reported).
+pub(crate) const MAX_OWED: usize = 1024;
 
 impl Core {
     pub(crate) fn new(config: Arc<Config>, seed: u64, now: Duration) -> Self {
@@ -85,6 +91,7 @@ impl Core {
             backoff: Backoff::default(),
             timers: Timers::default(),
             session: Session::default(),
+            outbox: VecDeque::new(),
             #[cfg(feature = "checker")]
             mutant: None,
         }
@@ -120,6 +127,23 @@ impl Ctx<'_> {
             token,
             frame,
         });
+    }
+
+    /// Queues a frame owed to the server in the outbox, offering it at once when nothing is
+    /// ahead of it (the outbox keeps a copy until the transport takes it). A full outbox (a
+    /// server that floods requests and does not read) drops the frame, reported.
+    fn owe(&mut self, frame: Vec<u8>) {
+        if self.core.outbox.len() >= MAX_OWED {
+            self.push(Action::Report(Report::OwedDropped { bytes: frame.len() }));
+            return;
+        }
+        let first = self.core.outbox.is_empty();
+        if first {
+            self.core.outbox.push_back(frame.clone());
+            self.send(SendToken::Owed, frame);
+        } else {
+            self.core.outbox.push_back(frame);
+        }
     }
 
     fn reply(
@@ -221,7 +245,7 @@ impl Ctx<'_> {
         let entry = self.core.calls.remove(id)?;
         self.cancel_call_timers(id);
         if entry.phase == Phase::Sent || mutant!(self.core, CancelUnsent) {
-            self.send(SendToken::Other, protocol::cancelled(id, reason));
+            self.owe(protocol::cancelled(id, reason));
         }
         if !mutant!(self.core, NoTombstoneOnEnd) {
             self.tombstone(id);
@@ -360,6 +384,14 @@ impl Handlers for Ctx<'_> {
             .filter(|s| s.attempt < self.core.config.send_attempts)
     }
 
+    fn is_owed_send(&self, p: &SendToken) -> bool {
+        *p == SendToken::Owed
+    }
+
+    fn is_initialized_send(&self, p: &SendToken) -> bool {
+        *p == SendToken::Initialized
+    }
+
     fn is_init_send(&self, p: &SendToken) -> bool {
         matches!(*p, SendToken::Request(id) if Some(id) == self.core.init_id)
     }
@@ -367,7 +399,7 @@ impl Handlers for Ctx<'_> {
     fn is_notify_send(&self, p: &SendToken) -> Option<CallId> {
         match *p {
             SendToken::Notify(call) => Some(call),
-            SendToken::Request(_) | SendToken::Other => None,
+            SendToken::Request(_) | SendToken::Initialized | SendToken::Owed => None,
         }
     }
 
@@ -403,6 +435,8 @@ impl Handlers for Ctx<'_> {
     // Whether the transport is open is the table's business (the model checker proves credit
     // only goes to the open transport and each generation is closed once): no hidden guard here.
     fn close_transport(&mut self) {
+        // What was owed to this transport's server ends with it.
+        self.core.outbox.clear();
         let generation = self.core.generation;
         self.push(Action::CloseTransport { generation });
     }
@@ -460,6 +494,35 @@ impl Handlers for Ctx<'_> {
         };
         self.note(failure.clone());
         self.push(Action::Report(Report::InitRejected(failure)));
+    }
+
+    fn send_next_owed(&mut self) {
+        self.core.outbox.pop_front();
+        if let Some(next) = self.core.outbox.front() {
+            let frame = next.clone();
+            self.send(SendToken::Owed, frame);
+        }
+    }
+
+    fn schedule_owed_retry(&mut self) {
+        let c = &self.core.config;
+        let delay = self.core.rng.jitter(c.retry_delay, c.retry_jitter_pct);
+        self.arm(TimerKind::OwedRetry, delay);
+    }
+
+    fn resend_owed(&mut self) {
+        if let Some(head) = self.core.outbox.front() {
+            let frame = head.clone();
+            self.send(SendToken::Owed, frame);
+        }
+    }
+
+    fn drop_owed(&mut self) {
+        self.core.outbox.clear();
+    }
+
+    fn note_initialized_refused(&mut self) {
+        self.note(Failure::InitializedNotSent);
     }
 
     fn fail_init_send(&mut self) {
@@ -530,7 +593,7 @@ impl Handlers for Ctx<'_> {
 
     fn send_initialized(&mut self) {
         self.send(
-            SendToken::Other,
+            SendToken::Initialized,
             protocol::notification("notifications/initialized", None),
         );
     }
@@ -547,7 +610,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn answer_ping(&mut self, p: &ServerRequest) {
-        self.send(SendToken::Other, protocol::response(&p.id, Ok(&json!({}))));
+        self.owe(protocol::response(&p.id, Ok(&json!({}))));
     }
 
     fn reject_server_request(&mut self, p: &ServerRequest) {
@@ -556,7 +619,7 @@ impl Handlers for Ctx<'_> {
             message: format!("method not found: {}", p.method),
             data: None,
         };
-        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
+        self.owe(protocol::response(&p.id, Err(&err)));
     }
 
     fn reject_early_server_request(&mut self, p: &ServerRequest) {
@@ -565,7 +628,7 @@ impl Handlers for Ctx<'_> {
             message: format!("method not found: {} (client not initialized)", p.method),
             data: None,
         };
-        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
+        self.owe(protocol::response(&p.id, Err(&err)));
     }
 
     fn reject_duplicate_server_request(&mut self, p: &ServerRequest) {
@@ -577,7 +640,7 @@ impl Handlers for Ctx<'_> {
             ),
             data: None,
         };
-        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
+        self.owe(protocol::response(&p.id, Err(&err)));
     }
 
     fn reject_undeclared_mode(&mut self, p: &ServerRequest) {
@@ -592,7 +655,7 @@ impl Handlers for Ctx<'_> {
             message: format!("elicitation mode {mode:?} was not declared by this client"),
             data: None,
         };
-        self.send(SendToken::Other, protocol::response(&p.id, Err(&err)));
+        self.owe(protocol::response(&p.id, Err(&err)));
     }
 
     fn dispatch_server_request(&mut self, p: ServerRequest) {
@@ -607,7 +670,7 @@ impl Handlers for Ctx<'_> {
     fn send_handler_reply(&mut self, p: HandlerReply) {
         self.core.server_requests.remove(&p.id);
         let frame = protocol::response(&p.id, p.result.as_ref());
-        self.send(SendToken::Other, frame);
+        self.owe(frame);
     }
 
     fn abort_server_request(&mut self, w: ServerRequestId) {

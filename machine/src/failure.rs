@@ -170,6 +170,10 @@ pub enum Failure {
     /// `initialize` could not be handed to the transport.
     #[error("could not send initialize")]
     InitNotSent,
+    /// `notifications/initialized` could not be handed to the transport right after the
+    /// handshake.
+    #[error("could not send notifications/initialized")]
+    InitializedNotSent,
     /// The client itself failed (its driver task panicked or was cancelled); a bug, reported.
     #[error("internal error: {0}")]
     Internal(String),

@@ -71,8 +71,11 @@ pub enum SendToken {
     Request(RequestId),
     /// A caller's notification: its caller is answered by the outcome.
     Notify(CallId),
-    /// A frame we owe the server (a response, `initialized`, a cancel).
-    Other,
+    /// `notifications/initialized`.
+    Initialized,
+    /// The frame at the head of the outbox: one we owe the server (a response to its request,
+    /// a rejection, a cancel).
+    Owed,
 }
 
 /// How a transport took a frame.
@@ -215,6 +218,12 @@ pub enum Report {
         id: RequestId,
         /// Sends tried so far.
         attempt: u8,
+    },
+    /// The outbox of frames owed to the server was full (a server that sends requests and
+    /// does not read its input): a frame was dropped.
+    OwedDropped {
+        /// Its size.
+        bytes: usize,
     },
     /// The handshake failed.
     InitRejected(Failure),

@@ -26,7 +26,7 @@ pub struct Machine {
     /// The send whose outcome is due before anything else (debug builds check the contract).
     awaiting: Option<SendToken>,
     #[cfg(feature = "checker")]
-    rows: Option<Arc<Vec<generated::Row>>>,
+    rows: Option<Arc<(Vec<generated::Row>, Vec<u16>)>>,
 }
 
 impl PartialEq for Machine {
@@ -257,7 +257,10 @@ impl Machine {
         let state = self.state;
         match self.rows.clone() {
             None => generated::dispatch(&mut self.ctx(), state, event),
-            Some(rows) => generated::interpret(&mut self.ctx(), &rows, state, event),
+            Some(table) => {
+                let (rows, negated) = &*table;
+                generated::interpret(&mut self.ctx(), rows, negated, state, event)
+            }
         }
     }
 }
@@ -268,6 +271,7 @@ fn timer_event(key: TimerKey) -> Event {
         (TimerKind::InitTimeout, _) => Event::InitTimeout,
         (TimerKind::Reconnect, _) => Event::Reconnect,
         (TimerKind::ClosingExit, _) => Event::ClosingExit,
+        (TimerKind::OwedRetry, _) => Event::OwedRetry,
         (TimerKind::TombstoneSweep, _) => Event::TombstoneSweep,
         (TimerKind::RequestTimeout, id) => Event::RequestTimeout(id.unwrap_or(u64::MAX)),
         (TimerKind::SendRetry, id) => Event::SendRetry(id.unwrap_or(u64::MAX)),
@@ -278,9 +282,10 @@ fn timer_event(key: TimerKey) -> Event {
 #[cfg(feature = "checker")]
 impl Machine {
     /// The same machine running a replacement table (a mutated copy of [`generated::ROWS`]),
-    /// dispatched by interpretation.
-    pub fn with_rows(mut self, rows: Vec<generated::Row>) -> Self {
-        self.rows = Some(Arc::new(rows));
+    /// dispatched by interpretation; the rows whose index is in `negated_guards` fire when
+    /// their guard does *not* hold.
+    pub fn with_rows(mut self, rows: Vec<generated::Row>, negated_guards: Vec<u16>) -> Self {
+        self.rows = Some(Arc::new((rows, negated_guards)));
         self
     }
 

@@ -391,7 +391,8 @@ fn an_unsupported_version_backs_off_with_the_reason() {
 #[test]
 fn compiled_dispatch_equals_the_interpreted_table() {
     let mut a = Machine::new(Config::default(), 5, Duration::ZERO);
-    let mut b = Machine::new(Config::default(), 5, Duration::ZERO).with_rows(ROWS.to_vec());
+    let mut b =
+        Machine::new(Config::default(), 5, Duration::ZERO).with_rows(ROWS.to_vec(), Vec::new());
     let inputs = [
         Input::TransportUp { generation: 1 },
         Input::Frame {

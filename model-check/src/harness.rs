@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use mcp_machine::generated::EventKind;
 use mcp_machine::{
     Action, CallError, CallId, CallOptions, CallRequest, ClientCapabilities, Config, HandlerReply,
     Input, Machine, NotifyRequest, ROWS, Report, RequestId, ResponseId, SendOutcome, SendToken,
@@ -36,6 +37,9 @@ pub struct Bounds {
     pub depth: usize,
     /// A subscriber that subscribes once, and another caller that may end it (0 or 1).
     pub subscriptions: u8,
+    /// The bound of the first connect (the default is 60 s, the tombstone sweep's period: a
+    /// longer one lets a sweep fall inside the first handshake).
+    pub first_connect: Duration,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -45,41 +49,69 @@ pub enum Variant {
     Real,
     /// A handler bug.
     Handler(mcp_machine::Mutant),
-    /// A mutated copy of the table.
-    Table(Vec<mcp_machine::Row>),
+    /// A mutated copy of the table, and the rows (by index) whose guard is negated.
+    Table(Vec<mcp_machine::Row>, Vec<u16>),
 }
 
-/// Rows fired during exploration (a bitset over the table's rows).
+/// Rows and (state, event) cells fired during exploration (bitsets).
 #[derive(Debug, Default)]
-pub struct Coverage(Vec<AtomicU64>);
+pub struct Coverage {
+    rows: Vec<AtomicU64>,
+    cells: Vec<AtomicU64>,
+}
+
+fn bits(n: usize) -> Vec<AtomicU64> {
+    (0..n.div_ceil(64)).map(|_| AtomicU64::new(0)).collect()
+}
+
+fn set(bits: &[AtomicU64], i: usize) {
+    if let Some(word) = bits.get(i / 64) {
+        word.fetch_or(1 << (i % 64), Ordering::Relaxed);
+    }
+}
+
+fn get(bits: &[AtomicU64], i: usize) -> bool {
+    bits.get(i / 64)
+        .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (i % 64)) != 0)
+}
+
+/// The index of a (state, event) cell in [`Coverage`].
+pub fn cell_index(state: State, event: EventKind) -> usize {
+    let s = State::ALL.iter().position(|x| *x == state).unwrap_or(0);
+    let e = EventKind::ALL.iter().position(|x| *x == event).unwrap_or(0);
+    s * EventKind::ALL.len() + e
+}
 
 impl Coverage {
-    /// An empty coverage with one bit per row of the table.
+    /// An empty coverage with one bit per row and per cell of the table.
     pub fn for_table() -> Self {
-        Coverage(
-            (0..ROWS.len().div_ceil(64))
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-        )
+        Coverage {
+            rows: bits(ROWS.len()),
+            cells: bits(State::ALL.len() * EventKind::ALL.len()),
+        }
     }
 
-    fn mark(&self, row: u16) {
-        let row = usize::from(row);
-        if let Some(word) = self.0.get(row / 64) {
-            word.fetch_or(1 << (row % 64), Ordering::Relaxed);
-        }
+    fn mark(&self, step: &Step) {
+        set(&self.rows, usize::from(step.row));
+        set(&self.cells, cell_index(step.from, step.event));
     }
 
     /// Whether the row fired.
     pub fn fired(&self, row: usize) -> bool {
-        self.0
-            .get(row / 64)
-            .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (row % 64)) != 0)
+        get(&self.rows, row)
+    }
+
+    /// Whether some row fired in the cell.
+    pub fn cell_fired(&self, state: State, event: EventKind) -> bool {
+        get(&self.cells, cell_index(state, event))
     }
 
     /// Adds another coverage into this one.
     pub fn merge(&self, other: &Coverage) {
-        for (a, b) in self.0.iter().zip(&other.0) {
+        for (a, b) in self.rows.iter().zip(&other.rows) {
+            a.fetch_or(b.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        for (a, b) in self.cells.iter().zip(&other.cells) {
             a.fetch_or(b.load(Ordering::Relaxed), Ordering::Relaxed);
         }
     }
@@ -99,14 +131,15 @@ pub struct Harness {
 }
 
 /// The machine configuration used in the model: defaults, with sampling declared so that
-/// server requests reach the handler.
-pub fn model_config() -> Config {
+/// server requests reach the handler, and the first connect bound of `bounds`.
+pub fn model_config(bounds: &Bounds) -> Config {
     Config {
         capabilities: ClientCapabilities {
             sampling: true,
             elicitation: true,
             ..Default::default()
         },
+        connect_timeout: bounds.first_connect,
         ..Config::default()
     }
 }
@@ -204,17 +237,18 @@ impl Harness {
 
     /// The initial world (with the machine's initial actions carried out).
     pub fn initial(&self) -> World {
-        let mut m = Machine::new(model_config(), 0x5eed, Duration::ZERO);
+        let mut m = Machine::new(model_config(&self.bounds), 0x5eed, Duration::ZERO);
         m = match &self.variant {
             Variant::Real => m,
             Variant::Handler(mutant) => m.with_mutant(*mutant),
-            Variant::Table(rows) => m.with_rows(rows.clone()),
+            Variant::Table(rows, negated) => m.with_rows(rows.clone(), negated.clone()),
         };
         let mut w = World {
             m,
             env: Default::default(),
             ghost: Default::default(),
         };
+        w.ghost.phase_deadline = Some(self.bounds.first_connect);
         self.drain(&mut w, None, None);
         w
     }
@@ -321,11 +355,17 @@ impl Harness {
         for &(generation, id) in &w.env.server_requests {
             out.push(Move::HandlerReply(generation, id));
         }
-        for (key, _) in w.m.armed_timers() {
-            // The generation bound: no reconnect beyond the last generation allowed.
-            if key.kind == TimerKind::Reconnect && w.m.generation() >= self.bounds.gens {
-                continue;
-            }
+        if tick_target(w).is_some() {
+            out.push(Move::Tick);
+        }
+        // Timers fire in deadline order (all those due at one instant together), as the
+        // driver fires them; no reconnect beyond the last generation allowed.
+        if let Some((key, _)) =
+            w.m.armed_timers()
+                .into_iter()
+                .min_by_key(|(k, at)| (*at, *k))
+            && (key.kind != TimerKind::Reconnect || w.m.generation() < b.gens)
+        {
             out.push(Move::Timer(key));
         }
     }
@@ -337,10 +377,11 @@ impl Harness {
         let now = n.m.now();
         let stale_gen = |g: u64| g != w.m.generation();
         let mut stale = false;
+        let mut expect_answer = None;
         let step: Option<Step> = match mv {
             Move::Call(c) => {
                 n.env.calls = c;
-                n.ghost.calls.insert(c, CallGhost::default());
+                n.ghost.calls.insert(c, call_ghost(&n.m, &call_options(c)));
                 Some(n.m.handle(
                     Input::Call(CallRequest {
                         call: CallId(u64::from(c)),
@@ -353,12 +394,16 @@ impl Harness {
                 ))
             }
             Move::Subscribe => {
-                n.ghost.calls.insert(SUBSCRIBER, CallGhost::default());
+                n.ghost
+                    .calls
+                    .insert(SUBSCRIBER, call_ghost(&n.m, &CallOptions::default()));
                 let change = SessionChange::Subscribe(URI.into());
                 Some(n.m.handle(session_call(SUBSCRIBER, change), now))
             }
             Move::Unsubscribe => {
-                n.ghost.calls.insert(UNSUBSCRIBER, CallGhost::default());
+                n.ghost
+                    .calls
+                    .insert(UNSUBSCRIBER, call_ghost(&n.m, &CallOptions::default()));
                 n.ghost.unsubscribed = true;
                 n.ghost.sub_live = false;
                 let change = SessionChange::Unsubscribe(URI.into());
@@ -375,7 +420,9 @@ impl Harness {
             }
             Move::Notify(k) => {
                 n.env.notifies = k;
-                n.ghost.calls.insert(NOTIFY_BASE + k, CallGhost::default());
+                n.ghost
+                    .calls
+                    .insert(NOTIFY_BASE + k, call_ghost(&n.m, &CallOptions::default()));
                 let input = Input::Notify(NotifyRequest {
                     call: CallId(u64::from(NOTIFY_BASE + k)),
                     method: "notifications/roots/list_changed".into(),
@@ -422,6 +469,23 @@ impl Harness {
             }
             Move::Frame(g, f) => {
                 stale = stale_gen(g);
+                let live = !stale
+                    && live_generation(w, g)
+                    && matches!(w.m.state(), State::Initializing | State::Ready);
+                if live && let Some(id) = server_request_id(f) {
+                    *n.ghost.owed.entry((g, id)).or_default() += 1;
+                }
+                if live
+                    && f == ServerFrame::ServerCancel
+                    && w.env.server_requests.contains(&(g, SAMPLING_ID))
+                    && n.ghost.server_cancelled.insert((g, SAMPLING_ID))
+                {
+                    // A cancelled server request is owed nothing more (cancelled once).
+                    if let Some(c) = n.ghost.owed.get_mut(&(g, SAMPLING_ID)) {
+                        *c = c.saturating_sub(1);
+                    }
+                }
+                expect_answer = live.then(|| expected_answer(w, f)).flatten();
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.credit -= 1;
                 }
@@ -494,7 +558,21 @@ impl Harness {
                     now,
                 ))
             }
-            Move::Timer(key) => n.m.fire_timer(key),
+            Move::Timer(key) => {
+                if let Some((_, at)) = n.m.armed_timers().into_iter().find(|(k, _)| *k == key) {
+                    self.advance_to(&mut n, at, log.as_deref_mut());
+                }
+                None
+            }
+            Move::Tick => {
+                if let Some(target) = tick_target(&n) {
+                    if let Some(log) = log.as_deref_mut() {
+                        log.push(format!("  silence until {target:?}"));
+                    }
+                    self.advance_to(&mut n, target, log.as_deref_mut());
+                }
+                None
+            }
         };
         if let Some(step) = step {
             self.observe(&mut n, step, &format!("{mv:?}"), log.as_deref_mut());
@@ -503,13 +581,47 @@ impl Harness {
         if stale && (emitted > 0 || n.m != w.m) {
             n.ghost.violations |= violation::STALE_CHANGED;
         }
+        match expect_answer {
+            Some(Expected::Reply(c)) => {
+                let ok = n.ghost.calls.get(&c).is_some_and(|g| g.replies == 1);
+                if !ok {
+                    n.ghost.violations |= violation::ANSWER_LOST;
+                }
+            }
+            Some(Expected::Ready) => {
+                let sent_ok = w.env.send_mode.is_none();
+                if n.m.state() == State::Initializing || (sent_ok && n.m.state() != State::Ready) {
+                    n.ghost.violations |= violation::ANSWER_LOST;
+                }
+            }
+            None => {}
+        }
         self.after_step(w, &mut n, mv);
         n
     }
 
+    /// Time passes until `target`: every timer due on the way fires, earliest first (as the
+    /// driver fires them), each followed by its actions.
+    fn advance_to(&self, n: &mut World, target: Duration, mut log: Option<&mut Vec<String>>) {
+        loop {
+            let at =
+                n.m.poll_timeout()
+                    .filter(|at| *at <= target)
+                    .unwrap_or(target);
+            for step in n.m.handle_timeout(at) {
+                let what = format!("time {at:?}");
+                self.observe(n, step, &what, log.as_deref_mut());
+            }
+            self.drain(n, None, log.as_deref_mut());
+            if at >= target {
+                break;
+            }
+        }
+    }
+
     /// Coverage, impossible rows and the trace line of one row that fired.
     fn observe(&self, n: &mut World, step: Step, what: &str, log: Option<&mut Vec<String>>) {
-        self.coverage.mark(step.row);
+        self.coverage.mark(&step);
         if ROWS
             .get(usize::from(step.row))
             .is_some_and(|r| r.impossible)
@@ -540,13 +652,22 @@ impl Harness {
             }
             let send = match &action {
                 Action::Send {
-                    generation, token, ..
-                } => Some((*generation, *token)),
+                    generation,
+                    token,
+                    frame,
+                } => Some((*generation, *token, frame.clone())),
                 _ => None,
             };
             interpret(n, mv, action);
-            if let Some((generation, token)) = send {
+            if let Some((generation, token, frame)) = send {
                 let outcome = n.env.send_mode.unwrap_or(SendOutcome::Ok);
+                match outcome {
+                    SendOutcome::Ok => delivered(n, generation, &frame),
+                    SendOutcome::Failed => {
+                        n.ghost.refused.insert(generation);
+                    }
+                    SendOutcome::Busy => {}
+                }
                 match (outcome, token) {
                     (SendOutcome::Busy, SendToken::Request(id)) => mark_busy(n, id),
                     (SendOutcome::Ok, SendToken::Request(id)) => {
@@ -569,6 +690,7 @@ impl Harness {
     }
 
     fn after_step(&self, w: &World, n: &mut World, mv: Move) {
+        self.obligations(w, n);
         // A cancelled call is answered at once.
         if let Move::Cancel(c) = mv
             && n.ghost.calls.get(&c).is_some_and(|g| g.replies == 0)
@@ -626,11 +748,229 @@ impl Harness {
     }
 }
 
+/// A new call's ghost: its deadline from its options (the configured default timeout, or its
+/// own).
+fn call_ghost(m: &Machine, options: &CallOptions) -> CallGhost {
+    let mut timeout = options.timeout.unwrap_or(m.config().request_timeout);
+    if let Some(total) = options.max_total_timeout {
+        timeout = timeout.min(total);
+    }
+    CallGhost {
+        started: m.now(),
+        deadline: m.now().saturating_add(timeout),
+        ..CallGhost::default()
+    }
+}
+
+/// Whether generation `g` is the current one and open: up, neither closed nor down, and it
+/// has not refused a frame for good.
+fn live_generation(w: &World, g: u64) -> bool {
+    g == w.m.generation()
+        && !w.ghost.refused.contains(&g)
+        && w.env
+            .gens
+            .get(&g)
+            .is_some_and(|e| e.up && !e.closed && !e.down)
+}
+
+/// The id of a server request frame (-1 for the ping's string id).
+fn server_request_id(f: ServerFrame) -> Option<i64> {
+    match f {
+        ServerFrame::Ping => Some(-1),
+        ServerFrame::Sampling | ServerFrame::SamplingAgain => Some(SAMPLING_ID),
+        ServerFrame::Undeclared => Some(8),
+        ServerFrame::ElicitUrl => Some(9),
+        ServerFrame::InitOk(_)
+        | ServerFrame::InitBadVersion(_)
+        | ServerFrame::InitError(_)
+        | ServerFrame::Answer(_)
+        | ServerFrame::Unknown
+        | ServerFrame::Malformed
+        | ServerFrame::Oversized
+        | ServerFrame::ServerCancel
+        | ServerFrame::Log
+        | ServerFrame::Progress(_) => None,
+    }
+}
+
+/// What a frame on the live transport must bring about in the same step.
+#[derive(Clone, Copy, Debug)]
+enum Expected {
+    /// The caller gets its answer.
+    Reply(u8),
+    /// The handshake completes.
+    Ready,
+}
+
+fn expected_answer(w: &World, f: ServerFrame) -> Option<Expected> {
+    match f {
+        ServerFrame::Answer(id) if w.m.state() == State::Ready => {
+            let first = w
+                .env
+                .on_wire
+                .get(&id)
+                .is_some_and(|(_, answers)| *answers == 0);
+            match w.ghost.owners.get(&id) {
+                Some(Owner::Call(c))
+                    if first
+                        && !w.ghost.ended.contains_key(&id)
+                        && w.ghost.calls.get(c).is_some_and(|g| g.replies == 0) =>
+                {
+                    Some(Expected::Reply(*c))
+                }
+                _ => None,
+            }
+        }
+        ServerFrame::InitOk(id) if w.m.state() == State::Initializing => {
+            let first = w
+                .env
+                .on_wire
+                .get(&id)
+                .is_some_and(|(_, answers)| *answers == 0);
+            let this_generation = w.ghost.owners.get(&id) == Some(&Owner::Init(w.m.generation()));
+            (first && this_generation).then_some(Expected::Ready)
+        }
+        _ => None,
+    }
+}
+
+/// The earliest deadline the machine owes: an unanswered call's, or its state's bound.
+fn earliest_deadline(w: &World) -> Option<Duration> {
+    w.ghost
+        .calls
+        .values()
+        .filter(|g| g.replies == 0)
+        .map(|g| g.deadline)
+        .chain(w.ghost.phase_deadline)
+        .min()
+}
+
+/// Where [`Move::Tick`] moves the clock: just past the earliest deadline owed, if no timer
+/// that could meet it (any but the periodic sweep) is armed at or before it.
+fn tick_target(w: &World) -> Option<Duration> {
+    let due = earliest_deadline(w)?;
+    let guarded =
+        w.m.armed_timers()
+            .iter()
+            .any(|(k, at)| k.kind != TimerKind::TombstoneSweep && *at <= due);
+    let target = due.saturating_add(Duration::from_millis(1));
+    (!guarded && target > w.m.now()).then_some(target)
+}
+
+/// A frame the transport took: what the server now sees.
+fn delivered(n: &mut World, generation: u64, frame: &[u8]) {
+    let v: Value = serde_json::from_slice(frame).unwrap_or(Value::Null);
+    let method = v.get("method").and_then(Value::as_str);
+    match method {
+        Some("notifications/initialized") => {
+            let count = n.ghost.initialized.entry(generation).or_default();
+            *count += 1;
+            if *count > 1 {
+                n.ghost.violations |= violation::INITIALIZED;
+            }
+        }
+        Some("notifications/cancelled") => {
+            let id = v["params"]["requestId"].as_u64().unwrap_or(u64::MAX);
+            if !n.env.on_wire.contains_key(&id) || !n.ghost.cancels.insert(id) {
+                n.ghost.violations |= violation::BAD_CANCEL;
+            }
+            n.ghost.cancel_owed.remove(&id);
+        }
+        Some(_) => {}
+        None => {
+            // A response to a server request.
+            let id = match &v["id"] {
+                Value::String(_) => -1,
+                other => other.as_i64().unwrap_or(i64::MIN),
+            };
+            // A transport that refused a frame for good owes nothing any more; the model's
+            // environment may still take frames on it.
+            match n.ghost.owed.get_mut(&(generation, id)) {
+                Some(count) if *count > 0 => *count -= 1,
+                _ if n.ghost.refused.contains(&generation) => {}
+                _ => n.ghost.violations |= violation::OWED,
+            }
+        }
+    }
+}
+
 fn mark_busy(n: &mut World, id: RequestId) {
     if let Some(Owner::Call(c)) = n.ghost.owners.get(&id).copied()
         && let Some(g) = n.ghost.calls.get_mut(&c)
     {
         g.busy_seen = true;
+    }
+}
+
+impl Harness {
+    /// The deadlines and debts of the step's end state: the bound of a newly entered state,
+    /// a read credit on an open transport, and what is owed to the server either on the wire
+    /// or being retried.
+    fn obligations(&self, w: &World, n: &mut World) {
+        let c = n.m.config();
+        let now = n.m.now();
+        let state = n.m.state();
+        if state != w.m.state() {
+            n.ghost.phase_deadline = match state {
+                // The init bound covers spawning and the handshake together.
+                State::Starting => {
+                    let bound = if n.m.generation() <= 1 {
+                        c.connect_timeout
+                    } else {
+                        c.init_timeout
+                    };
+                    Some(now.saturating_add(bound))
+                }
+                State::Initializing => n.ghost.phase_deadline,
+                State::Backoff => {
+                    let factor = 1u32 << n.ghost.backoff_n.min(20);
+                    let base = c.backoff_min.saturating_mul(factor).min(c.backoff_max);
+                    let most = base * (100 + c.backoff_jitter_pct) / 100;
+                    Some(now.saturating_add(most))
+                }
+                State::Closing => Some(now.saturating_add(c.closing_exit)),
+                State::Ready | State::Closed => None,
+            };
+        }
+        let g = n.m.generation();
+        // Debts die with their transport, and an answered call has no deadline: forget them,
+        // so that histories differing only there are one state.
+        let live = live_generation(n, g);
+        n.ghost
+            .owed
+            .retain(|(on, _), count| live && *on == g && *count > 0);
+        let on_wire = &n.env.on_wire;
+        n.ghost
+            .cancel_owed
+            .retain(|id| live && on_wire.get(id).is_some_and(|(on, _)| *on == g));
+        n.ghost.refused.retain(|on| *on == g);
+        n.ghost.server_cancelled.retain(|(on, _)| live && *on == g);
+        for call in n.ghost.calls.values_mut().filter(|c| c.replies > 0) {
+            call.started = Duration::ZERO;
+            call.deadline = Duration::ZERO;
+        }
+        if matches!(state, State::Initializing | State::Ready) && live {
+            if n.env.gens.get(&g).is_some_and(|e| e.credit == 0) {
+                n.ghost.violations |= violation::DEAF;
+            }
+            let retrying =
+                n.m.armed_timers()
+                    .iter()
+                    .any(|(k, _)| k.kind == TimerKind::OwedRetry);
+            let handed = |id: i64| u8::from(n.env.server_requests.contains(&(g, id)));
+            let unpaid = n
+                .ghost
+                .owed
+                .iter()
+                .any(|(&(gen_, id), &count)| gen_ == g && count > handed(id))
+                || n.ghost
+                    .cancel_owed
+                    .iter()
+                    .any(|id| n.env.on_wire.get(id).is_some_and(|(on, _)| *on == g));
+            if unpaid && !retrying {
+                n.ghost.violations |= violation::OWED;
+            }
+        }
     }
 }
 
@@ -712,19 +1052,6 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                     n.ghost.violations |= violation::INITIALIZED;
                 }
             }
-            if method == "notifications/initialized" {
-                let count = n.ghost.initialized.entry(generation).or_default();
-                *count += 1;
-                if *count > 1 {
-                    n.ghost.violations |= violation::INITIALIZED;
-                }
-            }
-            if method == "notifications/cancelled" {
-                let id = v["params"]["requestId"].as_u64().unwrap_or(u64::MAX);
-                if !n.env.on_wire.contains_key(&id) || !n.ghost.cancels.insert(id) {
-                    n.ghost.violations |= violation::BAD_CANCEL;
-                }
-            }
         }
         Action::Reply {
             call,
@@ -768,6 +1095,12 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
             if !from_server && let Some(id) = request {
                 n.ghost.ended.insert(id, now);
+                if !n.ghost.cancels.contains(&id)
+                    && n.env.on_wire.get(&id).is_some_and(|(g, _)| *g == current)
+                    && live_generation(n, current)
+                {
+                    n.ghost.cancel_owed.insert(id);
+                }
             }
         }
         Action::StopDone { call, already } => {
@@ -790,6 +1123,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 ServerRequestId::Str(_) | ServerRequestId::Number(_) => -1,
             };
             n.env.server_requests.insert((generation, id));
+            n.ghost.server_cancelled.remove(&(generation, id));
         }
         // An abort races the handler: its answer may still come, and must change nothing.
         Action::AbortServerRequest { .. } | Action::AbortServerRequests { .. } => {}
@@ -800,6 +1134,20 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 .is_none_or(|g| g.replies > 0);
             if replied {
                 n.ghost.violations |= violation::PROGRESS_AFTER_REPLY;
+            }
+            // Progress moves the deadline of a call that asked for it, never past its cap.
+            let now = n.m.now();
+            let timeout = n.m.config().request_timeout;
+            if let Ok(c) = u8::try_from(call.0)
+                && let options = call_options(c)
+                && options.reset_timeout_on_progress
+                && let Some(g) = n.ghost.calls.get_mut(&c)
+            {
+                let cap = options
+                    .max_total_timeout
+                    .map_or(Duration::MAX, |t| g.started.saturating_add(t));
+                let moved = now.saturating_add(options.timeout.unwrap_or(timeout));
+                g.deadline = moved.min(cap);
             }
         }
         Action::Report(Report::LateResponse { .. }) => n.ghost.seen |= seen::LATE_DROPPED,
@@ -815,58 +1163,6 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
         }
         Action::Report(_) | Action::Notification(_) | Action::Exit => {}
     }
-}
-
-/// Liveness, bounded: if the environment falls silent from here (every pending send taken,
-/// the server answers nothing, no one calls or stops), timers alone answer every call.
-pub fn silence_answers_every_call(w: &World) -> bool {
-    if w.all_calls_answered() {
-        return true;
-    }
-    let mut m = w.m.clone();
-    let mut open: std::collections::BTreeSet<u64> = w
-        .ghost
-        .calls
-        .iter()
-        .filter(|(_, g)| g.replies == 0)
-        .map(|(c, _)| u64::from(*c))
-        .collect();
-    // Every send is taken at once; only the replies matter.
-    let mut drain = |m: &mut Machine| {
-        while let Some(a) = m.poll_action() {
-            match a {
-                Action::Reply { call, .. } => {
-                    open.remove(&call.0);
-                }
-                Action::Send {
-                    generation, token, ..
-                } => {
-                    let now = m.now();
-                    let outcome = SendOutcome::Ok;
-                    m.handle(
-                        Input::SendResult {
-                            generation,
-                            token,
-                            outcome,
-                        },
-                        now,
-                    );
-                }
-                _ => {}
-            }
-        }
-        open.is_empty()
-    };
-    for _ in 0..64 {
-        let Some(at) = m.poll_timeout() else {
-            return false;
-        };
-        m.handle_timeout(at);
-        if drain(&mut m) {
-            return true;
-        }
-    }
-    false
 }
 
 /// One line for an action in a trace.
@@ -988,9 +1284,25 @@ impl Model for Harness {
                     },
                 })
             }),
-            Property::<Self>::always("every call is eventually answered", |_, w| {
-                silence_answers_every_call(w)
+            Property::<Self>::always("no call is pending past its deadline", |_, w| {
+                let now = w.m.now();
+                w.ghost
+                    .calls
+                    .values()
+                    .all(|g| g.replies > 0 || now <= g.deadline)
             }),
+            Property::<Self>::always(
+                "starting, initializing, backoff and closing end within their bounds",
+                |_, w| w.ghost.phase_deadline.is_none_or(|d| w.m.now() <= d),
+            ),
+            Property::<Self>::always("a live answer reaches its caller at once", |_, w| {
+                ok(w, v::ANSWER_LOST)
+            }),
+            Property::<Self>::always("an open transport is always read", |_, w| ok(w, v::DEAF)),
+            Property::<Self>::always(
+                "what is owed to the server goes on the wire once, or is being retried",
+                |_, w| ok(w, v::OWED),
+            ),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
             Property::<Self>::sometimes("a call succeeds", |_, w| {
                 w.ghost.seen & seen::CALL_OK != 0

@@ -59,9 +59,10 @@ pub fn configurations() -> Vec<Configuration> {
                 notifies: 0,
                 depth: 13,
                 subscriptions: 0,
+                first_connect: Duration::from_secs(65),
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
             },
-            pinned_unique: 3452499,
+            pinned_unique: 1378072,
         },
         Configuration {
             name: "server-traffic",
@@ -74,6 +75,7 @@ pub fn configurations() -> Vec<Configuration> {
                 notifies: 1,
                 depth: 11,
                 subscriptions: 0,
+                first_connect: Duration::from_secs(60),
                 junk: junk(&[
                     Ping,
                     Sampling,
@@ -88,7 +90,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Oversized,
                 ]),
             },
-            pinned_unique: 1655914,
+            pinned_unique: 2817094,
         },
         Configuration {
             name: "send-retry",
@@ -101,9 +103,10 @@ pub fn configurations() -> Vec<Configuration> {
                 notifies: 0,
                 depth: 12,
                 subscriptions: 0,
+                first_connect: Duration::from_secs(60),
                 junk: junk(&[SendFailed, Duplicate]),
             },
-            pinned_unique: 2047349,
+            pinned_unique: 1163590,
         },
         Configuration {
             name: "session",
@@ -116,9 +119,10 @@ pub fn configurations() -> Vec<Configuration> {
                 notifies: 0,
                 depth: 13,
                 subscriptions: 1,
+                first_connect: Duration::from_secs(60),
                 junk: junk(&[Duplicate]),
             },
-            pinned_unique: 1120295,
+            pinned_unique: 250230,
         },
     ]
 }
@@ -137,9 +141,10 @@ pub fn small_configuration() -> Configuration {
             notifies: 0,
             depth: 8,
             subscriptions: 0,
+            first_connect: Duration::from_secs(60),
             junk: junk(&[InitError, Duplicate, Ping]),
         },
-        pinned_unique: 36921,
+        pinned_unique: 18714,
     }
 }
 
@@ -162,6 +167,8 @@ pub struct Outcome {
     pub guards_met: Vec<&'static str>,
     /// Whether the search finished.
     pub done: bool,
+    /// Whether an `always` property failed and the search stopped there.
+    pub invariant_failed: bool,
 }
 
 /// Explores one configuration and variant breadth-first, merging row coverage into
@@ -195,7 +202,7 @@ pub fn check(
         }
         // A search stopped at the first counterexample proves nothing about examples not found.
         let missing_example = discovered.is_none() && !p.expectation.discovery_is_failure();
-        if stop_at_first_failure && missing_example {
+        if !run.complete && missing_example {
             continue;
         }
         if discovered.is_some() == p.expectation.discovery_is_failure() {
@@ -205,6 +212,12 @@ pub fn check(
             failures.push((p.name.to_string(), trace));
         }
     }
+    // Failed invariants first: a mutant is reported by what breaks, not by a missing example.
+    failures.sort_by_key(|(name, _)| {
+        props
+            .iter()
+            .any(|p| p.name == name && !p.expectation.discovery_is_failure())
+    });
     if stop_at_first_failure {
         failures.truncate(1);
     }
@@ -217,6 +230,9 @@ pub fn check(
         failures,
         guards_met,
         done: run.complete || stop_at_first_failure,
+        invariant_failed: props
+            .iter()
+            .any(|p| p.expectation.discovery_is_failure() && run.discoveries.contains_key(p.name)),
     }
 }
 
@@ -240,6 +256,30 @@ pub fn render_trace(model: &Harness, moves: Vec<Move>) -> String {
         lines.extend(log);
     }
     lines.join("\n")
+}
+
+/// The cells that must fire (those with a row not marked impossible) and those that did not.
+pub fn cell_summary(coverage: &Coverage) -> (usize, usize, Vec<String>) {
+    let mut fired = 0;
+    let mut total = 0;
+    let mut missing = Vec::new();
+    for state in mcp_machine::State::ALL {
+        for event in mcp_machine::generated::EventKind::ALL {
+            let possible = ROWS
+                .iter()
+                .any(|r| r.from.contains(&state) && r.on.contains(&event) && !r.impossible);
+            if !possible {
+                continue;
+            }
+            total += 1;
+            if coverage.cell_fired(state, event) {
+                fired += 1;
+            } else {
+                missing.push(format!("cell ({}, {})", state.name(), event.name()));
+            }
+        }
+    }
+    (fired, total, missing)
 }
 
 /// The rows that must fire (all but those marked impossible) and those that did.

@@ -8,8 +8,8 @@ use crate::harness::Variant;
 
 /// One mutant: a name saying what is broken, and the broken machine.
 pub struct Case {
-    /// What is broken.
-    pub name: &'static str,
+    /// What is broken; for a generated mutant also its stable identity (see [`generated`]).
+    pub name: String,
     /// The broken machine.
     pub variant: Variant,
 }
@@ -41,7 +41,7 @@ fn edit(
     f(&mut actions);
     rows[i].actions = leak(actions);
     rows[i].ignore = false;
-    Variant::Table(rows)
+    Variant::Table(rows, Vec::new())
 }
 
 fn without(state: State, event: EventKind, guard: Option<GuardId>, action: ActionId) -> Variant {
@@ -55,41 +55,41 @@ fn without(state: State, event: EventKind, guard: Option<GuardId>, action: Actio
     })
 }
 
-/// Every mutant.
-pub fn all() -> Vec<Case> {
+/// The hand-written mutants: realistic bugs, each named for what it breaks.
+pub fn hand_written() -> Vec<Case> {
     use ActionId as A;
     use EventKind as E;
     use State as S;
     let mut cases = vec![
         Case {
-            name: "table: stop answers in-flight calls twice",
+            name: "table: stop answers in-flight calls twice".into(),
             variant: edit(S::Ready, E::Stop, None, |a| {
                 a.insert(1, A::FailCallsShutdown)
             }),
         },
         Case {
-            name: "table: backoff not reset on ready",
+            name: "table: backoff not reset on ready".into(),
             variant: without(
-                S::Initializing,
-                E::Response,
-                Some(GuardId::IsInitAccepted),
+                S::Ready,
+                E::SendOk,
+                Some(GuardId::IsInitializedSend),
                 A::ResetBackoff,
             ),
         },
         Case {
-            name: "table: calls not failed when the transport goes down",
+            name: "table: calls not failed when the transport goes down".into(),
             variant: without(S::Ready, E::TransportDown, None, A::FailCallsLost),
         },
         Case {
-            name: "table: stop in backoff not answered",
+            name: "table: stop in backoff not answered".into(),
             variant: without(S::Backoff, E::Stop, None, A::ReplyStopped),
         },
         Case {
-            name: "table: calls sent while closing",
+            name: "table: calls sent while closing".into(),
             variant: edit(S::Closing, E::Call, None, |a| *a = vec![A::StartCall]),
         },
         Case {
-            name: "table: notifications/initialized never sent",
+            name: "table: notifications/initialized never sent".into(),
             variant: without(
                 S::Initializing,
                 E::Response,
@@ -98,34 +98,34 @@ pub fn all() -> Vec<Case> {
             ),
         },
         Case {
-            name: "table: cancel of a live call ignored",
+            name: "table: cancel of a live call ignored".into(),
             variant: {
                 let mut rows: Vec<Row> = ROWS.to_vec();
                 let i = find(S::Ready, E::Cancel, Some(GuardId::IsLiveCall));
                 rows[i].ignore = true;
                 rows[i].actions = &[];
-                Variant::Table(rows)
+                Variant::Table(rows, Vec::new())
             },
         },
         Case {
-            name: "table: transport left open on init timeout",
+            name: "table: transport left open on init timeout".into(),
             variant: without(S::Initializing, E::InitTimeout, None, A::CloseTransport),
         },
         Case {
-            name: "table: credit granted to the closed transport in backoff",
+            name: "table: credit granted to the closed transport in backoff".into(),
             variant: edit(S::Backoff, E::Response, None, |a| *a = vec![A::GrantCredit]),
         },
         Case {
-            name: "table: the session is not restored after a reconnect",
+            name: "table: the session is not restored after a reconnect".into(),
             variant: without(
-                S::Initializing,
-                E::Response,
-                Some(GuardId::IsInitAccepted),
+                S::Ready,
+                E::SendOk,
+                Some(GuardId::IsInitializedSend),
                 A::RestoreSession,
             ),
         },
         Case {
-            name: "table: an unsubscribe during an outage does not end the subscription",
+            name: "table: an unsubscribe during an outage does not end the subscription".into(),
             variant: without(
                 S::Backoff,
                 E::Call,
@@ -134,7 +134,7 @@ pub fn all() -> Vec<Case> {
             ),
         },
         Case {
-            name: "table: acknowledged subscriptions not recorded",
+            name: "table: acknowledged subscriptions not recorded".into(),
             variant: without(
                 S::Ready,
                 E::Response,
@@ -143,7 +143,7 @@ pub fn all() -> Vec<Case> {
             ),
         },
         Case {
-            name: "table: transport left open after an oversized frame",
+            name: "table: transport left open after an oversized frame".into(),
             variant: without(S::Ready, E::OversizedFrame, None, A::CloseTransport),
         },
     ];
@@ -183,8 +183,179 @@ pub fn all() -> Vec<Case> {
         ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
-        name,
+        name: name.to_string(),
         variant: Variant::Handler(m),
     }));
     cases
+}
+
+/// Every mutant: the hand-written ones, then those generated from the table.
+pub fn all() -> Vec<Case> {
+    let mut cases = hand_written();
+    cases.extend(generated());
+    cases
+}
+
+/// A row's stable identity: its cells and guard, not its position or line (which move when
+/// the table is edited), e.g. `ready×response[is_live_response]`.
+pub fn row_key(row: &Row) -> String {
+    let from: Vec<_> = row.from.iter().map(|s| s.name()).collect();
+    let on: Vec<_> = row.on.iter().map(|e| e.name()).collect();
+    let guard = row
+        .guard
+        .map_or(String::new(), |g| format!("[{}]", g.name()));
+    format!("{}×{}{guard}", from.join("|"), on.join("|"))
+}
+
+fn table(rows: Vec<Row>) -> Variant {
+    Variant::Table(rows, Vec::new())
+}
+
+/// The mutants generated from the table: every single-action deletion in every row, every
+/// other target state of every row, every guard negated, every pair of guarded rows adjacent
+/// in some cell swapped, and every `do` row turned into an ignore row. Rows marked impossible
+/// are left alone (they never fire, so mutating them cannot change behaviour).
+pub fn generated() -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (i, row) in ROWS.iter().enumerate() {
+        if row.impossible {
+            continue;
+        }
+        let key = row_key(row);
+        if !row.ignore {
+            for (k, action) in row.actions.iter().enumerate() {
+                let mut rows = ROWS.to_vec();
+                let mut actions = row.actions.to_vec();
+                actions.remove(k);
+                rows[i].actions = leak(actions);
+                cases.push(Case {
+                    name: format!("{key}: without {}", action.name()),
+                    variant: table(rows),
+                });
+            }
+            let mut rows = ROWS.to_vec();
+            rows[i].ignore = true;
+            rows[i].to = None;
+            cases.push(Case {
+                name: format!("{key}: ignored"),
+                variant: table(rows),
+            });
+        }
+        for to in State::ALL {
+            if row.to == Some(to) || (row.to.is_none() && row.from == [to]) {
+                continue;
+            }
+            let mut rows = ROWS.to_vec();
+            rows[i].to = Some(to);
+            cases.push(Case {
+                name: format!("{key}: to {}", to.name()),
+                variant: table(rows),
+            });
+        }
+        if row.guard.is_some() {
+            let index = u16::try_from(i).unwrap_or(u16::MAX);
+            cases.push(Case {
+                name: format!("{key}: guard negated"),
+                variant: Variant::Table(ROWS.to_vec(), vec![index]),
+            });
+        }
+    }
+    // Guarded rows adjacent in some cell, swapped (each pair once).
+    let mut pairs = std::collections::BTreeSet::new();
+    for state in State::ALL {
+        for event in EventKind::ALL {
+            let cell: Vec<usize> = ROWS
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.from.contains(&state) && r.on.contains(&event))
+                .map(|(i, _)| i)
+                .collect();
+            for w in cell.windows(2) {
+                if ROWS[w[0]].guard.is_some() && ROWS[w[1]].guard.is_some() {
+                    pairs.insert((w[0], w[1]));
+                }
+            }
+        }
+    }
+    for (a, b) in pairs {
+        let mut rows = ROWS.to_vec();
+        let moved = rows.remove(b);
+        rows.insert(a, moved);
+        cases.push(Case {
+            name: format!("{} before {}", row_key(&ROWS[b]), row_key(&ROWS[a])),
+            variant: table(rows),
+        });
+    }
+    cases
+}
+
+/// The reviewed list of mutants that cannot be caught because they change nothing a caller or
+/// a server can observe, each with the argument why.
+pub const EQUIVALENT_FILE: &str = "model-check/equivalent-mutants.txt";
+
+/// The names of the mutants argued equivalent in [`EQUIVALENT_FILE`]: every line that starts
+/// with neither `#`, a space nor a tab (the argument is indented below it).
+pub fn equivalent() -> std::collections::BTreeSet<String> {
+    include_str!("../equivalent-mutants.txt")
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with(['#', ' ', '\t']))
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+/// Depth of the first, shallow pass over every configuration: most mutants break an
+/// invariant within a few moves, and a shallow pass finds them in any configuration quickly.
+const SHALLOW: usize = 8;
+
+/// Runs a mutant against every configuration (only the shallow pass with `shallow_only`, a
+/// quick survey); `Some(what caught it)` or `None` (survived).
+/// Caught means: an invariant fails (a shallow pass over every configuration first, then the
+/// full bounds), the machine panics, a configuration misses an example it must find, a run
+/// guard is met by no configuration, or a row or cell of the real table never fires.
+pub fn judge(case: &Case, shallow_only: bool) -> Option<String> {
+    use crate::harness::{Coverage, RUN_GUARDS};
+    let run = |config: &crate::Configuration, coverage: &Coverage| {
+        let variant = case.variant.clone();
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::check(config, variant, coverage, true)
+        }))
+    };
+    let configs = crate::configurations();
+    for config in &configs {
+        let mut shallow = *config;
+        shallow.bounds.depth = config.bounds.depth.min(SHALLOW);
+        match run(&shallow, &Coverage::for_table()) {
+            Err(_) => return Some(format!("a panic in {}", config.name)),
+            Ok(out) if out.invariant_failed => {
+                let (name, _) = out.failures.into_iter().next()?;
+                return Some(format!("\"{name}\" in {} (shallow)", config.name));
+            }
+            Ok(_) => {}
+        }
+    }
+    if shallow_only {
+        return None;
+    }
+    let coverage = Coverage::for_table();
+    let mut guards = Vec::new();
+    for config in &configs {
+        match run(config, &coverage) {
+            Err(_) => return Some(format!("a panic in {}", config.name)),
+            Ok(out) => {
+                if let Some((name, _)) = out.failures.into_iter().next() {
+                    return Some(format!("\"{name}\" in {}", config.name));
+                }
+                guards.extend(out.guards_met);
+            }
+        }
+    }
+    if let Some((name, _)) = RUN_GUARDS.iter().find(|(n, _)| !guards.contains(n)) {
+        return Some(format!("run guard \"{name}\""));
+    }
+    let (_, _, rows) = crate::coverage_summary(&coverage);
+    let (_, _, cells) = crate::cell_summary(&coverage);
+    rows.into_iter()
+        .chain(cells)
+        .next()
+        .map(|m| format!("coverage: {m} never fired"))
 }

@@ -1,6 +1,8 @@
 //! Beyond the exhaustive bound: seeded random walks through the same model, with larger
 //! budgets and repeatable junk, checking every safety property after every step.
 
+use std::time::Duration;
+
 use stateright::{Expectation, Model};
 
 use crate::harness::{Bounds, Harness, Variant};
@@ -18,6 +20,7 @@ pub fn walk_bounds() -> Bounds {
         junk: u16::MAX,
         depth: 0,
         subscriptions: 1,
+        first_connect: Duration::from_secs(60),
     }
 }
 

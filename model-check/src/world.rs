@@ -80,6 +80,11 @@ pub enum Move {
     Subscribe,
     /// The subscriber's subscription is ended by another caller's unsubscribe.
     Unsubscribe,
+    /// The world falls silent until just past the earliest deadline the machine owes (a
+    /// caller's, or its state's bound), firing every timer due on the way. Enabled only when
+    /// no timer that could meet that deadline is armed before it: a machine that forgot one
+    /// is caught past its deadline.
+    Tick,
 }
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
@@ -178,6 +183,11 @@ pub struct CallGhost {
     pub request: Option<RequestId>,
     /// One of its sends was busy.
     pub busy_seen: bool,
+    /// When it was made (model time).
+    pub started: Duration,
+    /// When it must be answered by (model time): its timeout from the call, moved by progress
+    /// when it asked for that, never past its total cap.
+    pub deadline: Duration,
 }
 
 /// Properties that were broken (bits).
@@ -208,6 +218,14 @@ pub mod violation {
     pub const STOP_REPLY: u32 = 1 << 11;
     /// An answer went to a caller that never called.
     pub const PHANTOM_REPLY: u32 = 1 << 12;
+    /// A server answer to a live call did not reach its caller at once, or a good
+    /// `initialize` answer did not make the connection ready.
+    pub const ANSWER_LOST: u32 = 1 << 19;
+    /// A transport open in initializing or ready had no read credit.
+    pub const DEAF: u32 = 1 << 20;
+    /// A server request (or a cancel we owe) is neither on the wire nor being retried, or
+    /// went on the wire twice.
+    pub const OWED: u32 = 1 << 21;
     /// Progress delivered for a call already answered.
     pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
     /// A row marked impossible in the table fired.
@@ -222,7 +240,7 @@ pub mod violation {
     pub const LEAKED_TRANSPORT: u32 = 1 << 16;
 
     /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u32; 19] = [
+    pub const ALL: [u32; 22] = [
         DOUBLE_REPLY,
         LATE_DELIVERED,
         SENT_AFTER_STOP,
@@ -242,6 +260,9 @@ pub mod violation {
         LEAKED_TRANSPORT,
         RESTORE,
         WRONG_CALLER,
+        ANSWER_LOST,
+        DEAF,
+        OWED,
     ];
 
     #[cfg(test)]
@@ -303,6 +324,17 @@ pub struct Ghost {
     pub unsubscribed: bool,
     /// Restore requests for the subscription sent, per generation.
     pub restores: BTreeMap<u64, u8>,
+    /// Answers the server is owed for its requests, per (generation, id; -1 for a string id).
+    pub owed: BTreeMap<(u64, i64), u8>,
+    /// Ids of requests the server saw that ended early on a live transport: a cancel is owed.
+    pub cancel_owed: BTreeSet<RequestId>,
+    /// Server requests of the handler the server cancelled (owed nothing any more).
+    pub server_cancelled: BTreeSet<(u64, i64)>,
+    /// Generations whose transport refused a frame for good.
+    pub refused: BTreeSet<u64>,
+    /// The bound of the current state (starting and initializing: the init bound; backoff:
+    /// its jittered delay at most; closing: its exit bound), as a model-time deadline.
+    pub phase_deadline: Option<Duration>,
     /// Broken properties (bits of [`violation`]).
     pub violations: u32,
     /// Vacuity guards met (bits of [`seen`]).

@@ -255,18 +255,30 @@ fn interpret() -> TokenStream {
     quote! {
         /// Table-driven dispatch over a (possibly mutated) copy of the rows: the rows covering
         /// (state, event kind) in slice order; the first whose guard holds (or that has none)
-        /// runs its actions (unless it is an ignore row) and fires. No row fires: `u16::MAX`,
+        /// runs its actions (unless it is an ignore row) and fires. A row whose index is in
+        /// `negated` has its guard negated (a mutant): it fires when the guard does not hold,
+        /// without a witness, so actions that need one do nothing. No row fires: `u16::MAX`,
         /// and the state stays.
-        pub fn interpret<H: Handlers + ?Sized>(h: &mut H, rows: &[Row], state: State, event: Event) -> Fired {
+        pub fn interpret<H: Handlers + ?Sized>(
+            h: &mut H,
+            rows: &[Row],
+            negated: &[u16],
+            state: State,
+            event: Event,
+        ) -> Fired {
             let kind = event.kind();
             let mut event = Some(event);
             for row in rows.iter().filter(|r| r.from.contains(&state) && r.on.contains(&kind)) {
                 let mut witness = match row.guard {
                     None => None,
-                    Some(guard) => match event.as_ref().and_then(|e| eval_guard(h, guard, e)) {
-                        Some(found) => Some(found),
-                        None => continue,
-                    },
+                    Some(guard) => {
+                        let found = event.as_ref().and_then(|e| eval_guard(h, guard, e));
+                        match (found, negated.contains(&row.index)) {
+                            (Some(found), false) => Some(found),
+                            (None, true) => None,
+                            (Some(_), true) | (None, false) => continue,
+                        }
+                    }
                 };
                 if !row.ignore {
                     for &action in row.actions {
