@@ -14,7 +14,7 @@ use mcp_machine::{
 use serde_json::{Value, json};
 use stateright::{Model, Property};
 
-use crate::world::{CallGhost, Junk, Move, Owner, ServerFrame, World, seen, violation};
+use crate::world::{CallGhost, Cause, Junk, Move, Owner, ServerFrame, World, seen, violation};
 
 /// Bounds of one exhaustive configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,8 +201,11 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
         }
         ServerFrame::Undeclared => json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list"}),
-        ServerFrame::ElicitUrl => json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create",
-            "params": {"mode": "url", "url": "https://example.invalid", "message": "m", "elicitationId": "e"}}),
+        // The sampling request's id: while that is being handled, this is a duplicate.
+        ServerFrame::ElicitUrl => {
+            json!({"jsonrpc": "2.0", "id": SAMPLING_ID, "method": "elicitation/create",
+            "params": {"mode": "url", "url": "https://example.invalid", "message": "m", "elicitationId": "e"}})
+        }
         ServerFrame::ServerCancel => json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
             "params": {"requestId": SAMPLING_ID}}),
         ServerFrame::Log => json!({"jsonrpc": "2.0", "method": "notifications/message",
@@ -378,6 +381,7 @@ impl Harness {
         let stale_gen = |g: u64| g != w.m.generation();
         let mut stale = false;
         let mut expect_answer = None;
+        let mut record = StepLog::default();
         let step: Option<Step> = match mv {
             Move::Call(c) => {
                 n.env.calls = c;
@@ -452,6 +456,9 @@ impl Harness {
             }
             Move::Down(g) => {
                 stale = stale_gen(g);
+                if w.env.server_requests.iter().any(|(on, _)| *on == g) {
+                    n.ghost.seen |= seen::CRASH_WITH_SERVER_REQUEST;
+                }
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.down = true;
                     if !e.closed {
@@ -560,7 +567,7 @@ impl Harness {
             }
             Move::Timer(key) => {
                 if let Some((_, at)) = n.m.armed_timers().into_iter().find(|(k, _)| *k == key) {
-                    self.advance_to(&mut n, at, log.as_deref_mut());
+                    record.absorb(self.advance_to(&mut n, at, log.as_deref_mut()));
                 }
                 None
             }
@@ -569,7 +576,7 @@ impl Harness {
                     if let Some(log) = log.as_deref_mut() {
                         log.push(format!("  silence until {target:?}"));
                     }
-                    self.advance_to(&mut n, target, log.as_deref_mut());
+                    record.absorb(self.advance_to(&mut n, target, log.as_deref_mut()));
                 }
                 None
             }
@@ -577,7 +584,9 @@ impl Harness {
         if let Some(step) = step {
             self.observe(&mut n, step, &format!("{mv:?}"), log.as_deref_mut());
         }
-        let emitted = self.drain(&mut n, Some(mv), log);
+        record.absorb(self.drain(&mut n, Some(mv), log));
+        let emitted = record.count;
+        self.expectations(w, &mut n, mv, &record);
         if stale && (emitted > 0 || n.m != w.m) {
             n.ghost.violations |= violation::STALE_CHANGED;
         }
@@ -602,7 +611,13 @@ impl Harness {
 
     /// Time passes until `target`: every timer due on the way fires, earliest first (as the
     /// driver fires them), each followed by its actions.
-    fn advance_to(&self, n: &mut World, target: Duration, mut log: Option<&mut Vec<String>>) {
+    fn advance_to(
+        &self,
+        n: &mut World,
+        target: Duration,
+        mut log: Option<&mut Vec<String>>,
+    ) -> StepLog {
+        let mut record = StepLog::default();
         loop {
             let at =
                 n.m.poll_timeout()
@@ -612,9 +627,129 @@ impl Harness {
                 let what = format!("time {at:?}");
                 self.observe(n, step, &what, log.as_deref_mut());
             }
-            self.drain(n, None, log.as_deref_mut());
+            record.absorb(self.drain(n, None, log.as_deref_mut()));
             if at >= target {
                 break;
+            }
+        }
+        record
+    }
+
+    /// What the move must have brought about, judged from what the machine did in it: frames
+    /// dropped are reported, notifications and progress reach the application, server
+    /// requests are answered as the protocol says (or reach the handler), a caller whose
+    /// request could not be handed over is answered or its send retried in time.
+    fn expectations(&self, w: &World, n: &mut World, mv: Move, record: &StepLog) {
+        let before = w.m.state();
+        let fail = |n: &mut World| n.ghost.violations |= violation::UNREPORTED;
+        if let Move::Frame(g, f) = mv
+            && g == w.m.generation()
+            && live_generation(w, g)
+            && matches!(before, State::Initializing | State::Ready)
+        {
+            let reported = |kind: &str| record.reports.contains(&kind);
+            let ready = before == State::Ready;
+            let handling = w.env.server_requests.contains(&(g, SAMPLING_ID))
+                && !w.ghost.server_cancelled.contains(&(g, SAMPLING_ID));
+            // Owed frames wait behind others while the outbox is retrying, or a busy transport.
+            let quiet = w.env.send_mode.is_some()
+                || w.m
+                    .armed_timers()
+                    .iter()
+                    .any(|(k, _)| k.kind == TimerKind::OwedRetry);
+            let ttl = w.m.config().tombstone_ttl;
+            let code = |id: i64| record.response_code(id);
+            let ok = match f {
+                ServerFrame::Malformed => reported("malformed"),
+                ServerFrame::Oversized => reported("oversized"),
+                ServerFrame::Unknown => reported("unknown"),
+                // Within its tombstone's TTL an ended id is known as late; after it, the
+                // sweep may have forgotten it.
+                ServerFrame::Answer(id) if ready && w.ghost.ended.contains_key(&id) => {
+                    let fresh = w
+                        .ghost
+                        .ended
+                        .get(&id)
+                        .is_some_and(|at| w.m.now() < *at + ttl);
+                    reported("late") || (!fresh && reported("unknown"))
+                }
+                ServerFrame::Log => record.notifications == 1,
+                ServerFrame::ServerCancel => !ready || record.notifications == 1,
+                ServerFrame::Progress(id) => {
+                    let asked = match w.ghost.owners.get(&id) {
+                        Some(Owner::Call(c)) => {
+                            call_options(*c).progress
+                                && w.ghost.calls.get(c).is_some_and(|g| g.replies == 0)
+                                && !w.ghost.ended.contains_key(&id)
+                        }
+                        _ => false,
+                    };
+                    if ready && asked {
+                        record.progress.len() == 1 && record.notifications == 0
+                    } else {
+                        record.progress.is_empty() && (!ready || record.notifications == 1)
+                    }
+                }
+                // Answers are judged by the code they carry, when they went out at once.
+                ServerFrame::Ping => quiet || code(-1) == Some(0),
+                ServerFrame::Sampling | ServerFrame::SamplingAgain if ready && handling => {
+                    quiet || code(SAMPLING_ID) == Some(-32600)
+                }
+                ServerFrame::Sampling | ServerFrame::SamplingAgain if ready => {
+                    record.server_requests == [SAMPLING_ID]
+                }
+                ServerFrame::ElicitUrl if ready && handling => {
+                    quiet || code(SAMPLING_ID) == Some(-32600)
+                }
+                ServerFrame::ElicitUrl if ready => quiet || code(SAMPLING_ID) == Some(-32602),
+                ServerFrame::Undeclared if ready => quiet || code(8) == Some(-32601),
+                ServerFrame::Sampling
+                | ServerFrame::SamplingAgain
+                | ServerFrame::ElicitUrl
+                | ServerFrame::Undeclared => {
+                    record.server_requests.is_empty()
+                        && (quiet || server_request_id(f).and_then(code).is_some_and(|c| c < 0))
+                }
+                ServerFrame::Answer(_)
+                | ServerFrame::InitOk(_)
+                | ServerFrame::InitBadVersion(_)
+                | ServerFrame::InitError(_) => true,
+            };
+            if !ok {
+                fail(n);
+            }
+        }
+        // A caller's request the transport refused is answered at once; a busy one is
+        // answered at once when its sends are spent, and otherwise offered again in time.
+        let attempts = n.m.config().send_attempts;
+        let c = n.m.config();
+        let bound = c.retry_delay * (100 + c.retry_jitter_pct) / 100;
+        let now = n.m.now();
+        for (id, outcome) in &record.request_outcomes {
+            let Some(Owner::Call(caller)) = n.ghost.owners.get(id).copied() else {
+                continue;
+            };
+            let resent = record
+                .sends
+                .iter()
+                .filter(|(_, t, _)| *t == SendToken::Request(*id))
+                .count()
+                > 1;
+            let Some(g) = n.ghost.calls.get_mut(&caller) else {
+                continue;
+            };
+            match outcome {
+                SendOutcome::Failed if g.replies == 0 => fail(n),
+                SendOutcome::Busy => {
+                    g.busy += 1;
+                    if g.replies == 0 && g.busy >= attempts {
+                        fail(n);
+                    } else if g.replies == 0 && !resent {
+                        g.resend_due = Some(now.saturating_add(bound));
+                    }
+                }
+                SendOutcome::Ok => g.resend_due = None,
+                SendOutcome::Failed => {}
             }
         }
     }
@@ -643,10 +778,21 @@ impl Harness {
     /// Carries out every queued action, recording ghost history; a send gets its outcome at
     /// once, from the transport's mode (the machine's send contract, as in the driver).
     /// Returns how many actions there were.
-    fn drain(&self, n: &mut World, mv: Option<Move>, mut log: Option<&mut Vec<String>>) -> usize {
-        let mut count = 0;
+    fn drain(&self, n: &mut World, mv: Option<Move>, mut log: Option<&mut Vec<String>>) -> StepLog {
+        let mut record = StepLog::default();
         while let Some(action) = n.m.poll_action() {
-            count += 1;
+            record.count += 1;
+            match &action {
+                Action::Report(r) => record.reports.push(report_kind(r)),
+                Action::Notification(_) => record.notifications += 1,
+                Action::Progress { call, .. } => record.progress.push(call.0),
+                Action::ServerRequest { request, .. } => {
+                    if let ServerRequestId::Int(i) = request.id {
+                        record.server_requests.push(i);
+                    }
+                }
+                _ => {}
+            }
             if let Some(log) = log.as_deref_mut() {
                 log.push(format!("      {}", describe(&action)));
             }
@@ -661,6 +807,11 @@ impl Harness {
             interpret(n, mv, action);
             if let Some((generation, token, frame)) = send {
                 let outcome = n.env.send_mode.unwrap_or(SendOutcome::Ok);
+                let parsed: Value = serde_json::from_slice(&frame).unwrap_or(Value::Null);
+                record.sends.push((generation, token, parsed));
+                if let SendToken::Request(id) = token {
+                    record.request_outcomes.push((id, outcome));
+                }
                 match outcome {
                     SendOutcome::Ok => delivered(n, generation, &frame),
                     SendOutcome::Failed => {
@@ -686,11 +837,20 @@ impl Harness {
                 self.observe(n, step, &what, log.as_deref_mut());
             }
         }
-        count
+        record
     }
 
     fn after_step(&self, w: &World, n: &mut World, mv: Move) {
-        self.obligations(w, n);
+        self.obligations(w, n, mv);
+        let in_flight = n
+            .ghost
+            .calls
+            .iter()
+            .filter(|(c, g)| **c < NOTIFY_BASE && g.replies == 0 && g.request.is_some())
+            .count();
+        if in_flight >= 3 {
+            n.ghost.seen |= seen::THREE_IN_FLIGHT;
+        }
         // A cancelled call is answered at once.
         if let Move::Cancel(c) = mv
             && n.ghost.calls.get(&c).is_some_and(|g| g.replies == 0)
@@ -744,7 +904,104 @@ impl Harness {
             if n.m.generation() >= 2 {
                 n.ghost.seen |= seen::RECONNECT_READY;
             }
+            if n.m.generation() >= 3 {
+                n.ghost.seen |= seen::SECOND_RECONNECT_READY;
+            }
         }
+    }
+}
+
+/// What one move made the machine do, for the checks at its end (not part of the state).
+#[derive(Debug, Default)]
+pub struct StepLog {
+    /// Actions carried out.
+    pub count: usize,
+    /// Frames offered to the transport: generation, token, the frame parsed.
+    pub sends: Vec<(u64, SendToken, Value)>,
+    /// Reports, by kind.
+    pub reports: Vec<&'static str>,
+    /// Server notifications handed to the application.
+    pub notifications: usize,
+    /// Callers that got progress.
+    pub progress: Vec<u64>,
+    /// Server requests handed to the handler (ids).
+    pub server_requests: Vec<i64>,
+    /// Send outcomes of callers' request frames: the id and the outcome.
+    pub request_outcomes: Vec<(RequestId, SendOutcome)>,
+}
+
+impl StepLog {
+    fn absorb(&mut self, other: StepLog) {
+        self.count += other.count;
+        self.sends.extend(other.sends);
+        self.reports.extend(other.reports);
+        self.notifications += other.notifications;
+        self.progress.extend(other.progress);
+        self.server_requests.extend(other.server_requests);
+        self.request_outcomes.extend(other.request_outcomes);
+    }
+
+    /// The error code of the response to server request `id` sent in this step, or `Some(0)`
+    /// for a result.
+    fn response_code(&self, id: i64) -> Option<i64> {
+        self.sends.iter().find_map(|(_, _, v)| {
+            let matches = match &v["id"] {
+                Value::String(_) => id == -1,
+                other => other.as_i64() == Some(id),
+            };
+            (matches && v.get("method").is_none()).then(|| {
+                v.get("error")
+                    .map_or(0, |e| e["code"].as_i64().unwrap_or(i64::MIN))
+            })
+        })
+    }
+}
+
+/// Why a move that sent the machine to backoff ended the attempt (`None`: not judged).
+fn cause_of(mv: Move, from: State) -> Option<Cause> {
+    match (mv, from) {
+        (Move::Down(_), _) => Some(Cause::Down),
+        (Move::Frame(_, ServerFrame::Oversized), _) => Some(Cause::Oversized),
+        (Move::Frame(_, ServerFrame::InitError(_)), _) => Some(Cause::Refused),
+        (Move::Frame(_, ServerFrame::InitBadVersion(_)), _) => Some(Cause::UnsupportedVersion),
+        (Move::Frame(_, ServerFrame::InitOk(_)), _) => Some(Cause::InitializedNotSent),
+        (Move::Up(_), _) => Some(Cause::InitNotSent),
+        (Move::Timer(_) | Move::Tick, State::Starting | State::Initializing) => {
+            Some(Cause::InitTimeout)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a failure the machine gave a caller is the cause the environment brought about.
+fn same_cause(failure: Option<&mcp_machine::Failure>, cause: Option<Cause>) -> bool {
+    use mcp_machine::Failure as F;
+    match (failure, cause) {
+        (None, None) => true,
+        (Some(F::Transport(_)), Some(Cause::Down))
+        | (Some(F::InitTimeout { .. }), Some(Cause::InitTimeout))
+        | (Some(F::Oversized { .. }), Some(Cause::Oversized))
+        | (Some(F::Refused(_)), Some(Cause::Refused))
+        | (Some(F::UnsupportedVersion { .. }), Some(Cause::UnsupportedVersion))
+        | (Some(F::InitNotSent), Some(Cause::InitNotSent))
+        | (Some(F::InitializedNotSent), Some(Cause::InitializedNotSent)) => true,
+        _ => false,
+    }
+}
+
+/// A report's kind, as the expectations name it.
+fn report_kind(r: &Report) -> &'static str {
+    match r {
+        Report::Malformed { .. } => "malformed",
+        Report::Oversized { .. } => "oversized",
+        Report::LateResponse { .. } => "late",
+        Report::UnknownResponse { .. } => "unknown",
+        Report::SendRetry { .. } => "send retry",
+        Report::OwedDropped { .. } => "owed dropped",
+        Report::InitRejected(_) => "init rejected",
+        Report::RestoreFailed(_) => "restore failed",
+        Report::ImpossibleRow { .. } => "impossible row",
+        _ => "other",
     }
 }
 
@@ -777,9 +1034,10 @@ fn live_generation(w: &World, g: u64) -> bool {
 fn server_request_id(f: ServerFrame) -> Option<i64> {
     match f {
         ServerFrame::Ping => Some(-1),
-        ServerFrame::Sampling | ServerFrame::SamplingAgain => Some(SAMPLING_ID),
+        ServerFrame::Sampling | ServerFrame::SamplingAgain | ServerFrame::ElicitUrl => {
+            Some(SAMPLING_ID)
+        }
         ServerFrame::Undeclared => Some(8),
-        ServerFrame::ElicitUrl => Some(9),
         ServerFrame::InitOk(_)
         | ServerFrame::InitBadVersion(_)
         | ServerFrame::InitError(_)
@@ -840,7 +1098,8 @@ fn earliest_deadline(w: &World) -> Option<Duration> {
         .calls
         .values()
         .filter(|g| g.replies == 0)
-        .map(|g| g.deadline)
+        .flat_map(|g| [Some(g.deadline), g.resend_due])
+        .flatten()
         .chain(w.ghost.phase_deadline)
         .min()
 }
@@ -906,10 +1165,13 @@ impl Harness {
     /// The deadlines and debts of the step's end state: the bound of a newly entered state,
     /// a read credit on an open transport, and what is owed to the server either on the wire
     /// or being retried.
-    fn obligations(&self, w: &World, n: &mut World) {
+    fn obligations(&self, w: &World, n: &mut World, mv: Move) {
         let c = n.m.config();
         let now = n.m.now();
         let state = n.m.state();
+        if state == State::Backoff && w.m.state() != State::Backoff {
+            n.ghost.cause = cause_of(mv, w.m.state());
+        }
         if state != w.m.state() {
             n.ghost.phase_deadline = match state {
                 // The init bound covers spawning and the handshake together.
@@ -921,7 +1183,10 @@ impl Harness {
                     };
                     Some(now.saturating_add(bound))
                 }
-                State::Initializing => n.ghost.phase_deadline,
+                // Only a transport coming up starts a handshake; from anywhere else the
+                // machine owes leaving at once.
+                State::Initializing if w.m.state() == State::Starting => n.ghost.phase_deadline,
+                State::Initializing => Some(now),
                 State::Backoff => {
                     let factor = 1u32 << n.ghost.backoff_n.min(20);
                     let base = c.backoff_min.saturating_mul(factor).min(c.backoff_max);
@@ -948,6 +1213,14 @@ impl Harness {
         for call in n.ghost.calls.values_mut().filter(|c| c.replies > 0) {
             call.started = Duration::ZERO;
             call.deadline = Duration::ZERO;
+            call.busy = 0;
+            call.resend_due = None;
+        }
+        if matches!(state, State::Closing | State::Closed) && !n.ghost.stop_accepted {
+            n.ghost.violations |= violation::UNASKED_CLOSE;
+        }
+        if state == State::Closed && (!n.ghost.exited || n.env.gens.values().any(|e| !e.closed)) {
+            n.ghost.violations |= violation::UNASKED_CLOSE;
         }
         if matches!(state, State::Initializing | State::Ready) && live {
             if n.env.gens.get(&g).is_some_and(|e| e.credit == 0) {
@@ -979,7 +1252,9 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
     let current = n.m.generation();
     match action {
         Action::SpawnTransport { generation } => {
-            if n.env.gens.values().any(|g| !g.closed && !g.down) {
+            // Every older transport was closed by the machine (a dead one too: closing is
+            // what reaps it).
+            if n.env.gens.values().any(|g| !g.closed) {
                 n.ghost.violations |= violation::LEAKED_TRANSPORT;
             }
             n.env.gens.insert(generation, Default::default());
@@ -1071,6 +1346,11 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             if g.replies > 1 {
                 n.ghost.violations |= violation::DOUBLE_REPLY;
             }
+            if let Err(CallError::Unavailable { last_error, .. }) = &outcome
+                && !same_cause(last_error.as_ref(), n.ghost.cause)
+            {
+                n.ghost.violations |= violation::WRONG_CAUSE;
+            }
             if let Ok(body) = &outcome
                 && let Some(answered) = body.get("for").and_then(Value::as_u64)
                 && g.request != Some(answered)
@@ -1161,7 +1441,13 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 n.ghost.violations |= violation::LATE_MISREPORTED;
             }
         }
-        Action::Report(_) | Action::Notification(_) | Action::Exit => {}
+        Action::Exit => {
+            if n.ghost.exited || !n.ghost.stop_accepted {
+                n.ghost.violations |= violation::UNASKED_CLOSE;
+            }
+            n.ghost.exited = true;
+        }
+        Action::Report(_) | Action::Notification(_) => {}
     }
 }
 
@@ -1303,6 +1589,25 @@ impl Model for Harness {
                 "what is owed to the server goes on the wire once, or is being retried",
                 |_, w| ok(w, v::OWED),
             ),
+            Property::<Self>::always(
+                "every frame is reported, delivered or answered as the protocol says",
+                |_, w| ok(w, v::UNREPORTED),
+            ),
+            Property::<Self>::always("a busy request is offered again in time", |_, w| {
+                let now = w.m.now();
+                w.ghost
+                    .calls
+                    .values()
+                    .all(|g| g.replies > 0 || g.resend_due.is_none_or(|d| now <= d))
+            }),
+            Property::<Self>::always(
+                "the connection closes only when stopped, with its exit, every transport closed",
+                |_, w| ok(w, v::UNASKED_CLOSE),
+            ),
+            Property::<Self>::always(
+                "a caller turned away is told the cause of the last failure",
+                |_, w| ok(w, v::WRONG_CAUSE),
+            ),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
             Property::<Self>::sometimes("a call succeeds", |_, w| {
                 w.ghost.seen & seen::CALL_OK != 0
@@ -1325,13 +1630,31 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[5].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[5].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[6].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[6].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[7].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[7].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[8].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[8].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u32); 6] = [
+pub const RUN_GUARDS: [(&str, u32); 9] = [
+    (
+        "two full reconnect cycles reach ready",
+        seen::SECOND_RECONNECT_READY,
+    ),
+    (
+        "a transport dies while the handler holds a server request",
+        seen::CRASH_WITH_SERVER_REQUEST,
+    ),
+    ("three calls are in flight at once", seen::THREE_IN_FLIGHT),
     ("a busy send later succeeds", seen::BUSY_THEN_OK),
     ("a reconnect reaches ready", seen::RECONNECT_READY),
     ("a late response is dropped", seen::LATE_DROPPED),

@@ -62,7 +62,7 @@ pub fn configurations() -> Vec<Configuration> {
                 first_connect: Duration::from_secs(65),
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
             },
-            pinned_unique: 1378072,
+            pinned_unique: 1392683,
         },
         Configuration {
             name: "server-traffic",
@@ -90,7 +90,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Oversized,
                 ]),
             },
-            pinned_unique: 2817094,
+            pinned_unique: 2932616,
         },
         Configuration {
             name: "send-retry",
@@ -106,7 +106,39 @@ pub fn configurations() -> Vec<Configuration> {
                 first_connect: Duration::from_secs(60),
                 junk: junk(&[SendFailed, Duplicate]),
             },
-            pinned_unique: 1163590,
+            pinned_unique: 1163660,
+        },
+        Configuration {
+            name: "server-crash",
+            bounds: Bounds {
+                calls: 1,
+                stops: 1,
+                crashes: 1,
+                busy: 1,
+                gens: 2,
+                notifies: 0,
+                depth: 11,
+                subscriptions: 0,
+                first_connect: Duration::from_secs(60),
+                junk: junk(&[Ping, Sampling, ServerCancel, Progress]),
+            },
+            pinned_unique: 235049,
+        },
+        Configuration {
+            name: "three-callers",
+            bounds: Bounds {
+                calls: 3,
+                stops: 1,
+                crashes: 1,
+                busy: 0,
+                gens: 2,
+                notifies: 0,
+                depth: 12,
+                subscriptions: 0,
+                first_connect: Duration::from_secs(60),
+                junk: junk(&[Duplicate]),
+            },
+            pinned_unique: 538065,
         },
         Configuration {
             name: "session",
@@ -122,7 +154,7 @@ pub fn configurations() -> Vec<Configuration> {
                 first_connect: Duration::from_secs(60),
                 junk: junk(&[Duplicate]),
             },
-            pinned_unique: 250230,
+            pinned_unique: 250496,
         },
     ]
 }
@@ -144,7 +176,7 @@ pub fn small_configuration() -> Configuration {
             first_connect: Duration::from_secs(60),
             junk: junk(&[InitError, Duplicate, Ping]),
         },
-        pinned_unique: 18714,
+        pinned_unique: 18715,
     }
 }
 

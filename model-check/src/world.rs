@@ -163,6 +163,25 @@ pub struct Env {
     pub junk_used: u16,
 }
 
+/// Why a transport attempt ended, as the environment caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Cause {
+    /// The transport died.
+    Down,
+    /// Spawning plus the handshake ran out of time.
+    InitTimeout,
+    /// An oversized frame.
+    Oversized,
+    /// `initialize` answered with an error.
+    Refused,
+    /// `initialize` answered with an unknown version.
+    UnsupportedVersion,
+    /// `initialize` could not be sent.
+    InitNotSent,
+    /// `notifications/initialized` could not be sent.
+    InitializedNotSent,
+}
+
 /// Who an id was issued for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Owner {
@@ -188,6 +207,10 @@ pub struct CallGhost {
     /// When it must be answered by (model time): its timeout from the call, moved by progress
     /// when it asked for that, never past its total cap.
     pub deadline: Duration,
+    /// Busy outcomes of its request frame.
+    pub busy: u8,
+    /// A busy request frame must be offered again by then (model time).
+    pub resend_due: Option<Duration>,
 }
 
 /// Properties that were broken (bits).
@@ -226,6 +249,15 @@ pub mod violation {
     /// A server request (or a cancel we owe) is neither on the wire nor being retried, or
     /// went on the wire twice.
     pub const OWED: u32 = 1 << 21;
+    /// A move did not bring about what it must: a dropped frame reported, a notification or
+    /// progress delivered, a server request answered with the right code or handed to the
+    /// handler, a refused or spent request answered, a busy one offered again in time.
+    pub const UNREPORTED: u32 = 1 << 22;
+    /// The connection closed without a stop, or closed without its exit, or a transport
+    /// generation was never closed.
+    pub const UNASKED_CLOSE: u32 = 1 << 23;
+    /// A call told the connection is unavailable was not given the cause of the last failure.
+    pub const WRONG_CAUSE: u32 = 1 << 24;
     /// Progress delivered for a call already answered.
     pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
     /// A row marked impossible in the table fired.
@@ -240,7 +272,7 @@ pub mod violation {
     pub const LEAKED_TRANSPORT: u32 = 1 << 16;
 
     /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u32; 22] = [
+    pub const ALL: [u32; 25] = [
         DOUBLE_REPLY,
         LATE_DELIVERED,
         SENT_AFTER_STOP,
@@ -263,6 +295,9 @@ pub mod violation {
         ANSWER_LOST,
         DEAF,
         OWED,
+        UNREPORTED,
+        UNASKED_CLOSE,
+        WRONG_CAUSE,
     ];
 
     #[cfg(test)]
@@ -297,6 +332,12 @@ pub mod seen {
     pub const STOP_WITH_CALLS: u32 = 1 << 6;
     /// A subscription was restored after a reconnect.
     pub const RESTORED: u32 = 1 << 7;
+    /// Ready on a third or later generation (two full reconnect cycles).
+    pub const SECOND_RECONNECT_READY: u32 = 1 << 8;
+    /// A transport died while a server request was with the handler.
+    pub const CRASH_WITH_SERVER_REQUEST: u32 = 1 << 9;
+    /// Three calls were in flight at once.
+    pub const THREE_IN_FLIGHT: u32 = 1 << 10;
 }
 
 /// Ghost history.
@@ -335,6 +376,10 @@ pub struct Ghost {
     /// The bound of the current state (starting and initializing: the init bound; backoff:
     /// its jittered delay at most; closing: its exit bound), as a model-time deadline.
     pub phase_deadline: Option<Duration>,
+    /// The machine asked the driver to exit.
+    pub exited: bool,
+    /// Why the last transport attempt ended, as the machine must tell callers it turns away.
+    pub cause: Option<Cause>,
     /// Broken properties (bits of [`violation`]).
     pub violations: u32,
     /// Vacuity guards met (bits of [`seen`]).
