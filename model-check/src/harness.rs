@@ -195,7 +195,8 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
         ServerFrame::Unknown => json!({"jsonrpc": "2.0", "id": 999, "result": {}}),
         ServerFrame::Malformed => return b"{not json".to_vec(),
         ServerFrame::Oversized => return Vec::new(),
-        ServerFrame::Ping => json!({"jsonrpc": "2.0", "id": "p", "method": "ping"}),
+        // The sampling request's id: while that is being handled, this is a duplicate.
+        ServerFrame::Ping => json!({"jsonrpc": "2.0", "id": SAMPLING_ID, "method": "ping"}),
         ServerFrame::Sampling | ServerFrame::SamplingAgain => {
             json!({"jsonrpc": "2.0", "id": SAMPLING_ID,
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
@@ -665,13 +666,18 @@ impl Harness {
                 ServerFrame::Unknown => reported("unknown"),
                 // Within its tombstone's TTL an ended id is known as late; after it, the
                 // sweep may have forgotten it.
+                // after it and one more sweep, it must be forgotten (memory stays bounded).
                 ServerFrame::Answer(id) if ready && w.ghost.ended.contains_key(&id) => {
-                    let fresh = w
-                        .ghost
-                        .ended
-                        .get(&id)
-                        .is_some_and(|at| w.m.now() < *at + ttl);
-                    reported("late") || (!fresh && reported("unknown"))
+                    let at = w.ghost.ended.get(&id).copied().unwrap_or_default();
+                    let now = w.m.now();
+                    let sweep = w.m.config().tombstone_sweep;
+                    if now < at + ttl {
+                        reported("late")
+                    } else if now >= at + ttl + sweep {
+                        reported("unknown")
+                    } else {
+                        reported("late") || reported("unknown")
+                    }
                 }
                 ServerFrame::Log => record.notifications == 1,
                 ServerFrame::ServerCancel => !ready || record.notifications == 1,
@@ -691,7 +697,10 @@ impl Harness {
                     }
                 }
                 // Answers are judged by the code they carry, when they went out at once.
-                ServerFrame::Ping => quiet || code(-1) == Some(0),
+                ServerFrame::Ping if ready && handling => {
+                    quiet || code(SAMPLING_ID) == Some(-32600)
+                }
+                ServerFrame::Ping => quiet || code(SAMPLING_ID) == Some(0),
                 ServerFrame::Sampling | ServerFrame::SamplingAgain if ready && handling => {
                     quiet || code(SAMPLING_ID) == Some(-32600)
                 }
@@ -719,14 +728,52 @@ impl Harness {
                 fail(n);
             }
         }
+        // A transport that dies is left at once (closing: closed at once).
+        if let Move::Down(g) = mv
+            && g == w.m.generation()
+        {
+            let left = match before {
+                State::Starting | State::Initializing | State::Ready => {
+                    n.m.state() == State::Backoff
+                }
+                State::Closing => n.m.state() == State::Closed,
+                State::Backoff | State::Closed => true,
+            };
+            if !left {
+                fail(n);
+            }
+        }
+        // The handler's requests of a generation that ends are aborted with it.
+        let g = w.m.generation();
+        let held = w
+            .env
+            .server_requests
+            .iter()
+            .any(|(on, id)| *on == g && !w.ghost.server_cancelled.contains(&(g, *id)));
+        if held
+            && before == State::Ready
+            && n.m.state() != State::Ready
+            && !record.aborted.contains(&g)
+        {
+            fail(n);
+        }
         // A caller's request the transport refused is answered at once; a busy one is
         // answered at once when its sends are spent, and otherwise offered again in time.
         let attempts = n.m.config().send_attempts;
         let c = n.m.config();
         let bound = c.retry_delay * (100 + c.retry_jitter_pct) / 100;
         let now = n.m.now();
+        let replied_before = |c: u8| w.ghost.calls.get(&c).map_or(0, |g| g.replies);
         for (id, outcome) in &record.request_outcomes {
-            let Some(Owner::Call(caller)) = n.ghost.owners.get(id).copied() else {
+            let owner = n.ghost.owners.get(id).copied();
+            // A refused `initialize` ends the attempt at once.
+            if let Some(Owner::Init(_)) = owner
+                && *outcome != SendOutcome::Ok
+                && n.m.state() != State::Backoff
+            {
+                fail(n);
+            }
+            let Some(Owner::Call(caller)) = owner else {
                 continue;
             };
             let resent = record
@@ -742,7 +789,9 @@ impl Harness {
                 SendOutcome::Failed if g.replies == 0 => fail(n),
                 SendOutcome::Busy => {
                     g.busy += 1;
-                    if g.replies == 0 && g.busy >= attempts {
+                    let answered_now = g.replies > replied_before(caller);
+                    if (g.replies == 0 && g.busy >= attempts) || (answered_now && g.busy < attempts)
+                    {
                         fail(n);
                     } else if g.replies == 0 && !resent {
                         g.resend_due = Some(now.saturating_add(bound));
@@ -791,6 +840,7 @@ impl Harness {
                         record.server_requests.push(i);
                     }
                 }
+                Action::AbortServerRequests { generation } => record.aborted.push(*generation),
                 _ => {}
             }
             if let Some(log) = log.as_deref_mut() {
@@ -928,6 +978,8 @@ pub struct StepLog {
     pub server_requests: Vec<i64>,
     /// Send outcomes of callers' request frames: the id and the outcome.
     pub request_outcomes: Vec<(RequestId, SendOutcome)>,
+    /// Generations whose handler requests were all aborted.
+    pub aborted: Vec<u64>,
 }
 
 impl StepLog {
@@ -939,6 +991,7 @@ impl StepLog {
         self.progress.extend(other.progress);
         self.server_requests.extend(other.server_requests);
         self.request_outcomes.extend(other.request_outcomes);
+        self.aborted.extend(other.aborted);
     }
 
     /// The error code of the response to server request `id` sent in this step, or `Some(0)`
@@ -976,17 +1029,20 @@ fn cause_of(mv: Move, from: State) -> Option<Cause> {
 /// Whether a failure the machine gave a caller is the cause the environment brought about.
 fn same_cause(failure: Option<&mcp_machine::Failure>, cause: Option<Cause>) -> bool {
     use mcp_machine::Failure as F;
-    match (failure, cause) {
-        (None, None) => true,
-        (Some(F::Transport(_)), Some(Cause::Down))
-        | (Some(F::InitTimeout { .. }), Some(Cause::InitTimeout))
-        | (Some(F::Oversized { .. }), Some(Cause::Oversized))
-        | (Some(F::Refused(_)), Some(Cause::Refused))
-        | (Some(F::UnsupportedVersion { .. }), Some(Cause::UnsupportedVersion))
-        | (Some(F::InitNotSent), Some(Cause::InitNotSent))
-        | (Some(F::InitializedNotSent), Some(Cause::InitializedNotSent)) => true,
-        _ => false,
-    }
+    matches!(
+        (failure, cause),
+        (None, None)
+            | (Some(F::Transport(_)), Some(Cause::Down))
+            | (Some(F::InitTimeout { .. }), Some(Cause::InitTimeout))
+            | (Some(F::Oversized { .. }), Some(Cause::Oversized))
+            | (Some(F::Refused(_)), Some(Cause::Refused))
+            | (
+                Some(F::UnsupportedVersion { .. }),
+                Some(Cause::UnsupportedVersion)
+            )
+            | (Some(F::InitNotSent), Some(Cause::InitNotSent))
+            | (Some(F::InitializedNotSent), Some(Cause::InitializedNotSent))
+    )
 }
 
 /// A report's kind, as the expectations name it.
@@ -1033,10 +1089,10 @@ fn live_generation(w: &World, g: u64) -> bool {
 /// The id of a server request frame (-1 for the ping's string id).
 fn server_request_id(f: ServerFrame) -> Option<i64> {
     match f {
-        ServerFrame::Ping => Some(-1),
-        ServerFrame::Sampling | ServerFrame::SamplingAgain | ServerFrame::ElicitUrl => {
-            Some(SAMPLING_ID)
-        }
+        ServerFrame::Ping
+        | ServerFrame::Sampling
+        | ServerFrame::SamplingAgain
+        | ServerFrame::ElicitUrl => Some(SAMPLING_ID),
         ServerFrame::Undeclared => Some(8),
         ServerFrame::InitOk(_)
         | ServerFrame::InitBadVersion(_)
@@ -1583,6 +1639,9 @@ impl Model for Harness {
             ),
             Property::<Self>::always("a live answer reaches its caller at once", |_, w| {
                 ok(w, v::ANSWER_LOST)
+            }),
+            Property::<Self>::always("ready knows the server the handshake accepted", |_, w| {
+                w.m.state() != State::Ready || w.m.server().is_some_and(|s| s.name() == "model")
             }),
             Property::<Self>::always("an open transport is always read", |_, w| ok(w, v::DEAF)),
             Property::<Self>::always(

@@ -90,7 +90,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Oversized,
                 ]),
             },
-            pinned_unique: 2932616,
+            pinned_unique: 2994142,
         },
         Configuration {
             name: "send-retry",
@@ -120,9 +120,9 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 11,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(60),
-                junk: junk(&[Ping, Sampling, ServerCancel, Progress]),
+                junk: junk(&[Ping, Sampling, ServerCancel, Progress, SendFailed]),
             },
-            pinned_unique: 235049,
+            pinned_unique: 456067,
         },
         Configuration {
             name: "three-callers",
