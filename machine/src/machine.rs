@@ -289,6 +289,13 @@ impl Machine {
         self
     }
 
+    /// Every jitter at its lowest (`false`) or highest (`true`) instead of from the seed: the
+    /// model checker explores both extremes.
+    pub fn with_jitter_extreme(mut self, high: bool) -> Self {
+        self.core.rng.1 = Some(high);
+        self
+    }
+
     /// Turns on one deliberate handler bug.
     pub fn with_mutant(mut self, mutant: crate::mutant::Mutant) -> Self {
         self.core.mutant = Some(mutant);

@@ -5,11 +5,20 @@
 
 /// A seeded pseudo-random sequence; the same seed gives the same jitter everywhere.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Rng(u64);
+pub(crate) struct Rng(
+    u64,
+    /// The model checker's choice: every jitter at its lowest (`false`) or highest (`true`).
+    #[cfg(feature = "checker")]
+    pub(crate) Option<bool>,
+);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed)
+        Rng(
+            seed,
+            #[cfg(feature = "checker")]
+            None,
+        )
     }
 
     pub(crate) fn next_u64(&mut self) -> u64 {
@@ -26,6 +35,12 @@ impl Rng {
         let nanos = base.as_nanos().min(u128::from(u64::MAX)) as u64;
         // A factor in per-mille, from 1000 - 10*pct to 1000 + 10*pct inclusive.
         let span = 20 * pct + 1;
+        #[cfg(feature = "checker")]
+        let factor = match self.1 {
+            Some(high) => 1000 - 10 * pct + if high { span - 1 } else { 0 },
+            None => 1000 - 10 * pct + self.next_u64() % span,
+        };
+        #[cfg(not(feature = "checker"))]
         let factor = 1000 - 10 * pct + self.next_u64() % span;
         let scaled = u128::from(nanos) * u128::from(factor) / 1000;
         std::time::Duration::from_nanos(scaled.min(u128::from(u64::MAX)) as u64)

@@ -440,3 +440,77 @@ fn compiled_dispatch_equals_the_interpreted_table() {
         );
     }
 }
+
+#[test]
+fn owed_frames_wait_out_a_busy_transport_in_order_and_are_never_dropped() {
+    let mut m = ready(Config::default());
+    // Two pings while the transport is busy: the first answer is offered and found busy, the
+    // second waits behind it; nothing is lost.
+    let ping = |id: u64| Input::Frame {
+        generation: 1,
+        bytes: frame(json!({"jsonrpc": "2.0", "id": id, "method": "ping"})),
+    };
+    let acts = feed(&mut m, ping(10), 10 * MS, SendOutcome::Busy);
+    assert_eq!(sent(&acts).len(), 1, "{acts:?}");
+    let acts = feed(&mut m, ping(11), 11 * MS, SendOutcome::Busy);
+    assert!(sent(&acts).is_empty(), "the second answer waits: {acts:?}");
+    // The owed retry timer offers the head again; once taken, the next follows at once.
+    let at = m.poll_timeout().expect("the owed retry timer is armed");
+    assert!(at <= 10 * MS + Duration::from_millis(15), "{at:?}");
+    m.handle_timeout(at);
+    let acts = settle(&mut m, at, SendOutcome::Ok);
+    let ids: Vec<_> = sent(&acts).iter().map(|v| v["id"].clone()).collect();
+    assert_eq!(ids, [json!(10), json!(11)], "{acts:?}");
+    // A cancel owed for a timed-out call goes the same way.
+    let acts = feed(
+        &mut m,
+        Input::Call(CallRequest {
+            call: CallId(1),
+            method: "tools/call".into(),
+            params: None,
+            options: CallOptions {
+                timeout: Some(Duration::from_secs(1)),
+                ..CallOptions::default()
+            },
+            session: None,
+        }),
+        20 * MS,
+        SendOutcome::Ok,
+    );
+    assert_eq!(sent(&acts).len(), 1);
+    m.handle_timeout(20 * MS + Duration::from_secs(1));
+    let acts = settle(&mut m, 20 * MS + Duration::from_secs(1), SendOutcome::Busy);
+    assert_eq!(sent(&acts)[0]["method"], "notifications/cancelled");
+    let at = m.poll_timeout().expect("retry armed");
+    m.handle_timeout(at);
+    let acts = settle(&mut m, at, SendOutcome::Ok);
+    assert_eq!(
+        sent(&acts)[0]["method"],
+        "notifications/cancelled",
+        "{acts:?}"
+    );
+}
+
+#[test]
+fn initialized_refused_ends_the_attempt() {
+    let mut m = Machine::new(Config::default(), 42, Duration::ZERO);
+    drain(&mut m);
+    feed(
+        &mut m,
+        Input::TransportUp { generation: 1 },
+        MS,
+        SendOutcome::Ok,
+    );
+    let result = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
+    let acts = feed(
+        &mut m,
+        Input::Frame {
+            generation: 1,
+            bytes: frame(result),
+        },
+        2 * MS,
+        SendOutcome::Failed,
+    );
+    assert_eq!(m.state(), State::Backoff, "{acts:?}");
+    assert!(acts.contains(&Action::CloseTransport { generation: 1 }));
+}

@@ -68,8 +68,9 @@ pub struct Exploration<A> {
     /// The most moves of any checked state's shortest trace.
     pub depth: usize,
     /// Per property: for `always`, a shortest trace to a violation; for `sometimes`, a shortest
-    /// trace to an example. Properties without an entry had none within the bound.
-    pub discoveries: BTreeMap<&'static str, Vec<A>>,
+    /// trace to an example: the index of its initial state and its moves. Properties without an
+    /// entry had none within the bound.
+    pub discoveries: BTreeMap<&'static str, (usize, Vec<A>)>,
     /// Whether every level up to the bound was explored (false when stopped at a failure).
     pub complete: bool,
     /// Wall time.
@@ -230,8 +231,8 @@ where
     }
 }
 
-/// The moves from an initial state to the state with fingerprint `target`.
-fn trace_to<M: Model>(model: &M, seen: &Seen, target: Fingerprint) -> Vec<M::Action>
+/// The initial state (its index) and the moves from it to the state with fingerprint `target`.
+fn trace_to<M: Model>(model: &M, seen: &Seen, target: Fingerprint) -> (usize, Vec<M::Action>)
 where
     M::State: Hash,
     M::Action: Clone,
@@ -246,12 +247,13 @@ where
         at = parent;
     }
     chain.reverse();
-    let Some(mut state) = model
+    let Some((init, mut state)) = model
         .init_states()
         .into_iter()
-        .find(|s| fingerprint(s) == chain[0])
+        .enumerate()
+        .find(|(_, s)| fingerprint(s) == chain[0])
     else {
-        return Vec::new();
+        return (0, Vec::new());
     };
     let mut trace = Vec::new();
     for want in &chain[1..] {
@@ -269,7 +271,7 @@ where
             None => break,
         }
     }
-    trace
+    (init, trace)
 }
 
 #[cfg(test)]
@@ -311,10 +313,10 @@ mod tests {
         assert_eq!(e.levels, vec![1, 2, 2]);
         assert_eq!(e.depth, 2);
         assert!(!e.discoveries.contains_key("below five"));
-        assert_eq!(e.discoveries["four"], vec![2, 2]);
+        assert_eq!(e.discoveries["four"], (0, vec![2, 2]));
         // Three moves reach 5 on the last level: the violation is found there.
         let e = explore(&Counter, 3, 2, false);
-        assert_eq!(e.discoveries["below five"].len(), 3);
+        assert_eq!(e.discoveries["below five"].1.len(), 3);
         assert!(e.complete);
     }
 

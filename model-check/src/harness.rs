@@ -40,6 +40,10 @@ pub struct Bounds {
     /// The bound of the first connect (the default is 60 s, the tombstone sweep's period: a
     /// longer one lets a sweep fall inside the first handshake).
     pub first_connect: Duration,
+    /// Explore every jitter at both extremes (two initial states) instead of the seed's.
+    pub jitter_extremes: bool,
+    /// Long silences ([`Move::Wait`]).
+    pub waits: u8,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -239,9 +243,31 @@ impl Harness {
         self.bounds.junk & bit != 0 && (self.repeat_junk || w.env.junk_used & bit == 0)
     }
 
-    /// The initial world (with the machine's initial actions carried out).
+    /// The initial world (with the machine's initial actions carried out), jitter from the
+    /// seed.
     pub fn initial(&self) -> World {
+        self.initial_with(None)
+    }
+
+    /// The initial worlds: with [`Bounds::jitter_extremes`], one with every jitter at its
+    /// lowest and one at its highest (a nondeterministic choice the search explores both
+    /// ways); otherwise the seeded one.
+    pub fn initials(&self) -> Vec<World> {
+        if self.bounds.jitter_extremes {
+            vec![
+                self.initial_with(Some(false)),
+                self.initial_with(Some(true)),
+            ]
+        } else {
+            vec![self.initial()]
+        }
+    }
+
+    fn initial_with(&self, extreme: Option<bool>) -> World {
         let mut m = Machine::new(model_config(&self.bounds), 0x5eed, Duration::ZERO);
+        if let Some(high) = extreme {
+            m = m.with_jitter_extreme(high);
+        }
         m = match &self.variant {
             Variant::Real => m,
             Variant::Handler(mutant) => m.with_mutant(*mutant),
@@ -361,6 +387,17 @@ impl Harness {
         }
         if tick_target(w).is_some() {
             out.push(Move::Tick);
+        }
+        let reconnect_armed =
+            w.m.armed_timers()
+                .iter()
+                .any(|(k, _)| k.kind == TimerKind::Reconnect);
+        // A long silence matters only once an id has ended: it is when its tombstone must go.
+        let quiet = w.m.state() == State::Ready
+            && w.all_calls_answered()
+            && !w.ghost.ended.is_empty();
+        if w.env.waits < b.waits && !reconnect_armed && quiet {
+            out.push(Move::Wait);
         }
         // Timers fire in deadline order (all those due at one instant together), as the
         // driver fires them; no reconnect beyond the last generation allowed.
@@ -570,6 +607,16 @@ impl Harness {
                 if let Some((_, at)) = n.m.armed_timers().into_iter().find(|(k, _)| *k == key) {
                     record.absorb(self.advance_to(&mut n, at, log.as_deref_mut()));
                 }
+                None
+            }
+            Move::Wait => {
+                n.env.waits += 1;
+                let c = n.m.config();
+                let target =
+                    n.m.now()
+                        .saturating_add(c.tombstone_ttl)
+                        .saturating_add(c.tombstone_sweep);
+                record.absorb(self.advance_to(&mut n, target, log.as_deref_mut()));
                 None
             }
             Move::Tick => {
@@ -1540,7 +1587,7 @@ impl Model for Harness {
     type Action = Move;
 
     fn init_states(&self) -> Vec<World> {
-        vec![self.initial()]
+        self.initials()
     }
 
     fn actions(&self, w: &World, out: &mut Vec<Move>) {

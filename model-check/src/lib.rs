@@ -60,9 +60,11 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 13,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(65),
+                jitter_extremes: false,
+                waits: 1,
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
             },
-            pinned_unique: 1392683,
+            pinned_unique: 2216876,
         },
         Configuration {
             name: "server-traffic",
@@ -76,6 +78,8 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 11,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(60),
+                jitter_extremes: false,
+                waits: 0,
                 junk: junk(&[
                     Ping,
                     Sampling,
@@ -104,9 +108,11 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 12,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(60),
+                jitter_extremes: true,
+                waits: 0,
                 junk: junk(&[SendFailed, Duplicate]),
             },
-            pinned_unique: 1163660,
+            pinned_unique: 2234458,
         },
         Configuration {
             name: "server-crash",
@@ -120,6 +126,8 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 11,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(60),
+                jitter_extremes: false,
+                waits: 0,
                 junk: junk(&[Ping, Sampling, ServerCancel, Progress, SendFailed]),
             },
             pinned_unique: 456067,
@@ -136,6 +144,8 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 12,
                 subscriptions: 0,
                 first_connect: Duration::from_secs(60),
+                jitter_extremes: false,
+                waits: 0,
                 junk: junk(&[Duplicate]),
             },
             pinned_unique: 538065,
@@ -152,9 +162,11 @@ pub fn configurations() -> Vec<Configuration> {
                 depth: 13,
                 subscriptions: 1,
                 first_connect: Duration::from_secs(60),
+                jitter_extremes: true,
+                waits: 0,
                 junk: junk(&[Duplicate]),
             },
-            pinned_unique: 250496,
+            pinned_unique: 500992,
         },
     ]
 }
@@ -174,6 +186,8 @@ pub fn small_configuration() -> Configuration {
             depth: 8,
             subscriptions: 0,
             first_connect: Duration::from_secs(60),
+            jitter_extremes: false,
+            waits: 0,
             junk: junk(&[InitError, Duplicate, Ping]),
         },
         pinned_unique: 18715,
@@ -239,7 +253,7 @@ pub fn check(
         }
         if discovered.is_some() == p.expectation.discovery_is_failure() {
             let trace = discovered
-                .map(|path| render_trace(&model, path.clone()))
+                .map(|(init, path)| render_trace(&model, *init, path.clone()))
                 .unwrap_or_else(|| "  (no example found within the bounds)".to_string());
             failures.push((p.name.to_string(), trace));
         }
@@ -277,11 +291,23 @@ fn threads() -> usize {
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
-/// Replays a path from the initial state, describing each step: the state, the event, the row
-/// that fired and the actions.
-pub fn render_trace(model: &Harness, moves: Vec<Move>) -> String {
-    let mut w: World = model.initial();
-    let mut lines = vec![format!("  start in {}", w.m.state().name())];
+/// Replays a path from initial state `init` (an index into [`Harness::initials`]), describing
+/// each step: the state, the event, the row that fired and the actions.
+pub fn render_trace(model: &Harness, init: usize, moves: Vec<Move>) -> String {
+    let mut w: World = model
+        .initials()
+        .into_iter()
+        .nth(init)
+        .unwrap_or_else(|| model.initial());
+    let jitter = match (init, model.bounds.jitter_extremes) {
+        (_, false) => "seeded",
+        (0, true) => "at its lowest",
+        (_, true) => "at its highest",
+    };
+    let mut lines = vec![format!(
+        "  start in {} (jitter {jitter})",
+        w.m.state().name()
+    )];
     for mv in moves {
         let mut log = Vec::new();
         w = model.apply(&w, mv, Some(&mut log));

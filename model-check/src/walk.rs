@@ -21,6 +21,8 @@ pub fn walk_bounds() -> Bounds {
         depth: 0,
         subscriptions: 1,
         first_connect: Duration::from_secs(60),
+        jitter_extremes: false,
+        waits: 5,
     }
 }
 
@@ -68,7 +70,7 @@ pub fn run(seed: u64, walks: usize, steps: usize) -> Result<WalkReport, String> 
                         "walk {walk} of seed {seed}: \"{}\" violated after {} steps\n{}",
                         p.name,
                         path.len(),
-                        crate::render_trace(&model, path)
+                        crate::render_trace(&model, 0, path)
                     ));
                 }
             }

@@ -85,6 +85,9 @@ pub enum Move {
     /// no timer that could meet that deadline is armed before it: a machine that forgot one
     /// is caught past its deadline.
     Tick,
+    /// A long silence: time runs for a tombstone's TTL plus one sweep period, every timer due
+    /// on the way firing in order (bounded per configuration).
+    Wait,
 }
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
@@ -159,6 +162,8 @@ pub struct Env {
     pub crashes: u8,
     /// Switches to the busy mode so far.
     pub busy: u8,
+    /// Long silences so far.
+    pub waits: u8,
     /// Junk already used (bits of [`Junk`]).
     pub junk_used: u16,
 }
