@@ -13,6 +13,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::driver::{Command, Driver, Outputs, ProgressSink};
 use crate::handler::{ClientHandler, Handlers};
+use crate::trace::{TraceRecorder, TraceSink};
 use crate::transport::{Connector, StdioConnector, TransportConfig};
 use crate::types::*;
 use crate::{ConnState, Error, PaginationStop, Result};
@@ -96,6 +97,7 @@ pub struct ClientBuilder {
     handler: Arc<dyn ClientHandler>,
     seed: Option<u64>,
     limits: Limits,
+    trace: Option<TraceRecorder>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -120,6 +122,7 @@ impl ClientBuilder {
             handler: Arc::new(Handlers::new()),
             seed: None,
             limits: Limits::default(),
+            trace: None,
         }
     }
 
@@ -201,6 +204,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Record this client's trace into `recorder`: the machine's configuration and seed, and
+    /// every input, timeout, row fired and action, for [`crate::trace::replay`] to check that
+    /// the run is one the machine allows. For tests and diagnosis: the trace is held in memory
+    /// (bounded by the recorder's limit) and costs a copy of every input and action; without
+    /// this option nothing is recorded. One recorder per client.
+    pub fn record_trace(mut self, recorder: TraceRecorder) -> Self {
+        self.trace = Some(recorder);
+        self
+    }
+
     fn update_ttl(&mut self) {
         let c = &mut self.config;
         c.tombstone_ttl = Config::ttl_for(c.request_timeout, c.init_timeout, c.backoff_max);
@@ -248,6 +261,9 @@ impl ClientBuilder {
             capabilities: caps,
             ..self.config
         };
+        if let Some(recorder) = &self.trace {
+            recorder.begin(&config, seed);
+        }
         let machine = Machine::new(config, seed, std::time::Duration::ZERO);
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
@@ -269,6 +285,7 @@ impl ClientBuilder {
             transport,
             self.handler,
             Arc::clone(&out),
+            self.trace.map(TraceSink::new),
         );
         let task = tokio::spawn(driver.run(commands_rx));
         let monitor_out = Arc::clone(&out);

@@ -17,6 +17,7 @@ use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::handler::{ClientHandler, route};
+use crate::trace::{Record, TraceSink};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
 use crate::types::{Notification, Progress, ServerInfo, ServerNotification};
 use crate::{ConnState, Error};
@@ -85,6 +86,8 @@ pub(crate) struct Driver {
     pending: HashMap<CallId, Pending>,
     out: Arc<Outputs>,
     exited: bool,
+    /// The trace being recorded, if asked for: the records of the current turn.
+    trace: Option<TraceSink>,
 }
 
 impl Driver {
@@ -95,6 +98,7 @@ impl Driver {
         transport_config: TransportConfig,
         handler: Arc<dyn ClientHandler>,
         out: Arc<Outputs>,
+        trace: Option<TraceSink>,
     ) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
@@ -113,6 +117,7 @@ impl Driver {
             pending: HashMap::new(),
             out,
             exited: false,
+            trace,
         }
     }
 
@@ -123,6 +128,7 @@ impl Driver {
     /// Runs until the machine exits and every transport task has ended.
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
         self.drain();
+        self.end_turn();
         let mut commands_open = true;
         while !(self.exited && self.transports.is_empty()) {
             let deadline = self.machine.poll_timeout().map(|d| self.epoch + d);
@@ -133,13 +139,7 @@ impl Driver {
                     self.server_tasks.remove(&(generation, reply.id.clone()));
                     self.input(Input::HandlerReply { generation, reply });
                 }
-                () = sleep_until(deadline), if deadline.is_some() => {
-                    let now = self.now();
-                    for step in self.machine.handle_timeout(now) {
-                        self.observe(step);
-                    }
-                    self.drain();
-                }
+                () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
                 cmd = commands.recv(), if commands_open => match cmd {
                     Some(cmd) => self.command(cmd),
                     None => {
@@ -219,14 +219,46 @@ impl Driver {
         self.input(input);
     }
 
+    /// One turn: an input, its row, and every action it queued.
     fn input(&mut self, input: Input) {
         let now = self.now();
+        self.record(|| Record::Input {
+            input: input.clone(),
+            now,
+        });
         let step = self.machine.handle(input, now);
         self.observe(step);
         self.drain();
+        self.end_turn();
+    }
+
+    /// One turn: the timers due now, their rows, and every action they queued.
+    fn timeout(&mut self) {
+        let now = self.now();
+        self.record(|| Record::Timeout { now });
+        for step in self.machine.handle_timeout(now) {
+            self.observe(step);
+        }
+        self.drain();
+        self.end_turn();
+    }
+
+    /// Records into the trace, if one is recorded (`record` is not called otherwise).
+    fn record(&mut self, record: impl FnOnce() -> Record) {
+        if let Some(trace) = &mut self.trace {
+            trace.push(record());
+        }
+    }
+
+    /// Hands the turn's records to the recorder, if there is one.
+    fn end_turn(&mut self) {
+        if let Some(trace) = &mut self.trace {
+            trace.end_turn();
+        }
     }
 
     fn observe(&mut self, step: Step) {
+        self.record(|| Record::Step(step));
         tracing::trace!(target: "mcp::row", row = step.row, line = step.line, state = step.from.name(), event = step.event.name(), "row fired");
         if step.from == step.to {
             return;
@@ -258,6 +290,7 @@ impl Driver {
 
     fn drain(&mut self) {
         while let Some(action) = self.machine.poll_action() {
+            self.record(|| Record::Action(action.clone()));
             self.execute(action);
         }
     }
@@ -292,14 +325,16 @@ impl Driver {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
                 }
                 let now = self.now();
-                let step = self.machine.handle(
-                    Input::SendResult {
-                        generation,
-                        token,
-                        outcome,
-                    },
+                let input = Input::SendResult {
+                    generation,
+                    token,
+                    outcome,
+                };
+                self.record(|| Record::Input {
+                    input: input.clone(),
                     now,
-                );
+                });
+                let step = self.machine.handle(input, now);
                 self.observe(step);
             }
             Action::GrantCredit { generation } => {

@@ -12,6 +12,9 @@
 //! it on the wire; a crashed server is respawned with exponential backoff; [`Client::stop`]
 //! answers every call in flight and returns within about 100 ms even when the server hangs.
 //!
+//! [`trace`] checks that a run of the runtime is a behaviour of the machine: record it with
+//! [`ClientBuilder::record_trace`], replay it with [`trace::replay`].
+//!
 //! ```no_run
 //! # async fn demo() -> mcp_runtime::Result<()> {
 //! use mcp_runtime::ClientBuilder;
@@ -33,6 +36,7 @@ mod driver;
 mod error;
 mod handler;
 mod state;
+pub mod trace;
 pub mod transport;
 pub mod types;
 

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod traced;
+
 use std::sync::Arc;
 use std::time::Duration;
 
