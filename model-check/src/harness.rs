@@ -393,9 +393,8 @@ impl Harness {
                 .iter()
                 .any(|(k, _)| k.kind == TimerKind::Reconnect);
         // A long silence matters only once an id has ended: it is when its tombstone must go.
-        let quiet = w.m.state() == State::Ready
-            && w.all_calls_answered()
-            && !w.ghost.ended.is_empty();
+        let quiet =
+            w.m.state() == State::Ready && w.all_calls_answered() && !w.ghost.ended.is_empty();
         if w.env.waits < b.waits && !reconnect_armed && quiet {
             out.push(Move::Wait);
         }
