@@ -119,6 +119,12 @@ impl Tombstones {
     pub(crate) fn len(&self) -> usize {
         self.live.len()
     }
+
+    /// When the oldest tombstone held expired (or expires).
+    #[cfg(feature = "checker")]
+    pub(crate) fn oldest_expiry(&self) -> Option<Duration> {
+        self.order.front().map(|(exp, _)| *exp)
+    }
 }
 
 #[cfg(test)]

@@ -289,6 +289,12 @@ impl Machine {
         self
     }
 
+    /// When the oldest tombstone the machine still holds expired: memory the model checker
+    /// bounds (a tombstone must be gone within one sweep period of its expiry).
+    pub fn oldest_tombstone_expiry(&self) -> Option<Duration> {
+        self.core.tombstones.oldest_expiry()
+    }
+
     /// Every jitter at its lowest (`false`) or highest (`true`) instead of from the seed: the
     /// model checker explores both extremes.
     pub fn with_jitter_extreme(mut self, high: bool) -> Self {

@@ -1686,6 +1686,14 @@ impl Model for Harness {
             Property::<Self>::always("a live answer reaches its caller at once", |_, w| {
                 ok(w, v::ANSWER_LOST)
             }),
+            Property::<Self>::always(
+                "no tombstone is held past its expiry plus one sweep period",
+                |_, w| {
+                    let sweep = w.m.config().tombstone_sweep;
+                    w.m.oldest_tombstone_expiry()
+                        .is_none_or(|exp| w.m.now() <= exp.saturating_add(sweep))
+                },
+            ),
             Property::<Self>::always("ready knows the server the handshake accepted", |_, w| {
                 w.m.state() != State::Ready || w.m.server().is_some_and(|s| s.name() == "model")
             }),
