@@ -114,7 +114,7 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
 
 /// Generated mutants run by `--mutants` (CI): a fixed, seeded sample; `--mutants all` runs
 /// every one.
-const SAMPLE: usize = 48;
+const SAMPLE: usize = 200;
 const SAMPLE_SEED: u64 = 0x6d75_7461_6e74;
 
 fn run_mutants(all: bool, filter: Option<&str>, shallow: bool) -> ExitCode {
