@@ -8,7 +8,9 @@
 use serde_json::Value;
 
 pub use crate::event::ResponseId;
-use crate::event::{Malformed, Notification, Oversized, Response, ServerRequest, ServerRequestId};
+use crate::event::{
+    Malformed, Notification, Oversized, Response, ResponseError, ServerRequest, ServerRequestId,
+};
 use crate::io::RpcError;
 
 /// What a frame is: the payload of the event it becomes.
@@ -39,7 +41,13 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     }
     let value: Value = match serde_json::from_slice(bytes) {
         Ok(v) => v,
-        Err(e) => return malformed(format!("invalid JSON: {e}")),
+        // A lone UTF-16 surrogate escape (a JavaScript server that cut a string in half) is
+        // not valid JSON text; read it as U+FFFD, as JavaScript's own decoders do, rather than
+        // lose the whole message and leave its caller waiting.
+        Err(e) => match repair_lone_surrogates(bytes).map(|b| serde_json::from_slice(&b)) {
+            Some(Ok(v)) => v,
+            Some(Err(_)) | None => return malformed(format!("invalid JSON: {e}")),
+        },
     };
     let Value::Object(mut obj) = value else {
         return malformed(if value.is_array() {
@@ -88,15 +96,65 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
                     id,
                     body: Ok(result),
                 }),
-                (None, Some(error)) => match rpc_error(error) {
-                    Ok(e) => Frame::Response(Response { id, body: Err(e) }),
-                    Err(reason) => malformed(reason),
-                },
+                // An error that is not an error object still names its call: fail it now.
+                (None, Some(error)) => Frame::Response(Response {
+                    id,
+                    body: Err(match rpc_error(error) {
+                        Ok(e) => ResponseError::Rpc(e),
+                        Err(reason) => ResponseError::Invalid {
+                            reason: reason.into(),
+                        },
+                    }),
+                }),
                 (Some(_), Some(_)) => malformed("response has both result and error"),
                 (None, None) => malformed("response has neither result nor error"),
             }
         }
     }
+}
+
+/// `bytes` with every `\uD800`..`\uDFFF` escape that is not part of a high-low pair replaced by
+/// `\uFFFD`; `None` when there is none.
+fn repair_lone_surrogates(bytes: &[u8]) -> Option<Vec<u8>> {
+    fn escape_at(b: &[u8], i: usize) -> Option<u16> {
+        let hex = b.get(i + 2..i + 6)?;
+        if b.get(i) != Some(&b'\\') || b.get(i + 1) != Some(&b'u') {
+            return None;
+        }
+        u16::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if let Some(u) = escape_at(bytes, i) {
+                let high = (0xD800..0xDC00).contains(&u);
+                let low = (0xDC00..0xE000).contains(&u);
+                let paired =
+                    high && escape_at(bytes, i + 6).is_some_and(|n| (0xDC00..0xE000).contains(&n));
+                if paired {
+                    out.extend_from_slice(&bytes[i..i + 12]);
+                    i += 12;
+                    continue;
+                }
+                if high || low {
+                    out.extend_from_slice(b"\\uFFFD");
+                    changed = true;
+                    i += 6;
+                    continue;
+                }
+            }
+            // Any other escape: copy it whole, so an escaped backslash is not read twice.
+            let end = (i + 2).min(bytes.len());
+            out.extend_from_slice(&bytes[i..end]);
+            i = end;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    changed.then_some(out)
 }
 
 fn rpc_error(error: Value) -> Result<RpcError, &'static str> {
@@ -140,9 +198,23 @@ mod tests {
             c(json!({"jsonrpc":"2.0","id":"x","error":{"code":-1,"message":"m"}})),
             Frame::Response(Response {
                 id: ResponseId::Other(_),
-                body: Err(RpcError { code: -1, .. })
+                body: Err(ResponseError::Rpc(RpcError { code: -1, .. }))
             })
         ));
+        // An error member that is not an error object still fails its call at once.
+        for bad_error in [
+            json!({"code": "x", "message": "m"}),
+            json!({"code": -1}),
+            json!("boom"),
+        ] {
+            assert!(matches!(
+                c(json!({"jsonrpc":"2.0","id":7,"error": bad_error})),
+                Frame::Response(Response {
+                    id: ResponseId::Number(7),
+                    body: Err(ResponseError::Invalid { .. })
+                })
+            ));
+        }
         assert!(matches!(
             c(json!({"jsonrpc":"2.0","id":1,"method":"ping"})),
             Frame::Request(_)
@@ -159,7 +231,6 @@ mod tests {
             json!({"id":1,"result":1,"error":{"code":1,"message":""}}),
             json!({"method":5}),
             json!({"id":[1],"result":1}),
-            json!({"id":1,"error":{"code":"x","message":"m"}}),
             json!({"method":"x","params":3}),
             json!({"method":"x","id":null}),
         ] {
@@ -172,6 +243,26 @@ mod tests {
                 id: ResponseId::Other(_),
                 ..
             })
+        ));
+    }
+
+    #[test]
+    fn lone_surrogates_are_read_as_replacement_characters() {
+        // A JavaScript server that cut a string between the halves of a surrogate pair.
+        let frame = br#"{"jsonrpc":"2.0","id":4,"result":{"text":"a\ud83d","more":"\udc00b","ok":"\ud83d\ude00","esc":"\\ud800"}}"#;
+        let Frame::Response(Response { id, body: Ok(v) }) = classify(frame, 1 << 20) else {
+            panic!("not a response: {:?}", classify(frame, 1 << 20));
+        };
+        assert_eq!(id, ResponseId::Number(4));
+        assert_eq!(v["text"], "a\u{fffd}");
+        assert_eq!(v["more"], "\u{fffd}b");
+        assert_eq!(v["ok"], "\u{1f600}");
+        // An escaped backslash followed by `ud800` is text, not an escape.
+        assert_eq!(v["esc"], "\\ud800");
+        // Still not JSON for other reasons: malformed.
+        assert!(matches!(
+            classify(br#"{"id":1,"result":"\ud800"#, 1 << 20),
+            Frame::Malformed(_)
         ));
     }
 

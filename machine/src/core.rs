@@ -14,7 +14,8 @@ use crate::calls::{Calls, Entry, Phase, Tombstones};
 use crate::config::Config;
 use crate::event::{
     CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange, later,
+    Response, ResponseError, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange,
+    later,
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{Handlers, State, TimerKind};
@@ -483,7 +484,10 @@ impl Handlers for Ctx<'_> {
 
     fn reject_init(&mut self, p: &Response) {
         let failure = match &p.body {
-            Err(e) => Failure::Refused(e.clone()),
+            Err(ResponseError::Rpc(e)) => Failure::Refused(e.clone()),
+            Err(ResponseError::Invalid { reason }) => Failure::BadHandshake {
+                reason: format!("invalid error answering initialize: {reason}"),
+            },
             Ok(result) => match protocol::check_init_result(result) {
                 Err(f) => f,
                 // Unreachable through the table (is_init_accepted comes first); say so plainly.
@@ -749,7 +753,14 @@ impl Handlers for Ctx<'_> {
             return;
         };
         self.cancel_call_timers(w);
-        self.answer(&entry, w, p.body.map_err(CallError::Server));
+        self.answer(
+            &entry,
+            w,
+            p.body.map_err(|e| match e {
+                ResponseError::Rpc(e) => CallError::Server(e),
+                ResponseError::Invalid { reason } => CallError::InvalidResponse { reason },
+            }),
+        );
     }
 
     fn mark_sent(&mut self, w: PendingSend) {

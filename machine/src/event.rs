@@ -32,8 +32,22 @@ impl std::fmt::Display for ResponseId {
 pub struct Response {
     /// Its id.
     pub id: ResponseId,
-    /// The result, or the server's error.
-    pub body: Result<Value, RpcError>,
+    /// The result, or the server's error (or why the error it sent is not a JSON-RPC error).
+    pub body: Result<Value, ResponseError>,
+}
+
+/// What a response carried instead of a result.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResponseError {
+    /// A JSON-RPC error.
+    Rpc(RpcError),
+    /// An `error` member that is not a JSON-RPC error object (no integer `code`, no string
+    /// `message`): the server broke the protocol, and the caller is told so at once.
+    Invalid {
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// The id of a request the server sent us (JSON-RPC allows a string or a number).

@@ -182,6 +182,12 @@ pub enum CallError {
     },
     /// The server answered with a JSON-RPC error.
     Server(RpcError),
+    /// The server's answer to this call is not a valid JSON-RPC response (an error member that
+    /// is not an error object); the call is failed at once rather than left to time out.
+    InvalidResponse {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The caller cancelled it.
     Cancelled,
 }

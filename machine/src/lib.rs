@@ -61,7 +61,7 @@ pub mod generated {
 pub use crate::config::{ClientCapabilities, Config};
 pub use crate::event::{
     CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-    Response, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange,
+    Response, ResponseError, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange,
 };
 pub use crate::failure::{Failure, IoCause, TransportError, exit_description};
 pub use crate::generated::{Event, EventKind, Fired, ROWS, Row, State, TimerKind};

@@ -514,3 +514,41 @@ fn initialized_refused_ends_the_attempt() {
     assert_eq!(m.state(), State::Backoff, "{acts:?}");
     assert!(acts.contains(&Action::CloseTransport { generation: 1 }));
 }
+
+#[test]
+fn an_invalid_error_fails_its_call_at_once_with_a_typed_error() {
+    let mut m = ready(Config::default());
+    let acts = feed(
+        &mut m,
+        Input::Call(CallRequest {
+            call: CallId(1),
+            method: "tools/call".into(),
+            params: None,
+            options: CallOptions::default(),
+            session: None,
+        }),
+        10 * MS,
+        SendOutcome::Ok,
+    );
+    let id = sent(&acts)[0]["id"].clone();
+    let acts = feed(
+        &mut m,
+        Input::Frame {
+            generation: 1,
+            bytes: frame(json!({"jsonrpc": "2.0", "id": id, "error": {"code": "E42"}})),
+        },
+        11 * MS,
+        SendOutcome::Ok,
+    );
+    assert!(
+        acts.iter().any(|a| matches!(
+            a,
+            Action::Reply {
+                call: CallId(1),
+                outcome: Err(CallError::InvalidResponse { .. }),
+                ..
+            }
+        )),
+        "{acts:?}"
+    );
+}

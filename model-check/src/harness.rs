@@ -1462,7 +1462,10 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             if c == SUBSCRIBER && outcome.is_ok() && !n.ghost.unsubscribed {
                 n.ghost.sub_live = true;
             }
-            let from_server = matches!(outcome, Ok(_) | Err(CallError::Server(_)));
+            let from_server = matches!(
+                outcome,
+                Ok(_) | Err(CallError::Server(_) | CallError::InvalidResponse { .. })
+            );
             if from_server && request.is_some_and(|id| n.ghost.ended.contains_key(&id)) {
                 n.ghost.violations |= violation::LATE_DELIVERED;
             }

@@ -51,6 +51,13 @@ pub enum Error {
         /// Sends tried.
         attempts: u8,
     },
+    /// The server's answer is not a valid JSON-RPC response (an error member that is not an
+    /// error object); the call failed at once.
+    #[error("invalid response from the server: {reason}")]
+    InvalidResponse {
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The server's result does not have the shape the method's result must have.
     #[error("invalid {method} result from the server: {source}")]
     InvalidResult {
@@ -140,6 +147,7 @@ impl From<CallError> for Error {
                 data: e.data,
             },
             CallError::Cancelled => Error::Cancelled,
+            CallError::InvalidResponse { reason } => Error::InvalidResponse { reason },
         }
     }
 }
