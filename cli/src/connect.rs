@@ -13,6 +13,7 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use mcp_runtime::trace::{TraceRecorder, replay};
 use mcp_runtime::transport::StdioConnector;
 use mcp_runtime::{Client, ClientBuilder, ConnState, Failure};
 use tokio::time::Instant;
@@ -32,6 +33,14 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
 
 /// The longest [`finish`] waits for the client to stop and the server to be reaped.
 pub const FINISH_BOUND: Duration = Duration::from_millis(300);
+
+/// Set (to anything but empty), mcpc records what its client's driver fed the machine and, once
+/// stopped, replays it on a fresh machine; a run that is not a behaviour of the machine exits
+/// 70 with the first difference on stderr. For tests (`scripts/interop` sets it).
+pub const CHECK_TRACE: &str = "MCPC_CHECK_TRACE";
+
+/// The trace recorder of this process's client, when [`CHECK_TRACE`] is set.
+static TRACE: std::sync::OnceLock<TraceRecorder> = std::sync::OnceLock::new();
 
 /// How long connecting may take before the spinner appears.
 const SPINNER_AFTER: Duration = Duration::from_millis(1500);
@@ -72,7 +81,12 @@ pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
     for (k, v) in &g.env {
         connector = connector.env(k, v);
     }
-    let builder = ClientBuilder::new(connector.build())
+    let mut builder = ClientBuilder::new(connector.build());
+    if std::env::var_os(CHECK_TRACE).is_some_and(|v| !v.is_empty()) {
+        let recorder = TRACE.get_or_init(TraceRecorder::new);
+        builder = builder.record_trace(recorder.clone());
+    }
+    let builder = builder
         .client_info("mcpc", env!("CARGO_PKG_VERSION"))
         .handler(interact::handlers(g.sampling_reply.clone(), &g.roots, line))
         .request_timeout(g.timeout)
@@ -221,6 +235,12 @@ pub async fn finish(client: &Client) {
         client.closed().await;
     })
     .await;
+    if let Some(recorder) = TRACE.get()
+        && let Err(e) = recorder.trace().and_then(|t| replay(&t))
+    {
+        eprintln!("mcpc: the run is not a behaviour of the machine: {e}");
+        std::process::exit(70);
+    }
 }
 
 #[cfg(test)]

@@ -297,7 +297,11 @@ async fn main() {
     };
     let elicited = Arc::new(AtomicUsize::new(0));
     let sampled = Arc::new(AtomicUsize::new(0));
+    // Everything the driver feeds its machine is recorded, and replayed at the end: what the
+    // runtime did against a real server must be a behaviour of the machine (trace validation).
+    let recorder = mcp_runtime::trace::TraceRecorder::new();
     let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
+        .record_trace(recorder.clone())
         .client_info("mcp-interop", "0.1.0")
         .handler(handlers(Arc::clone(&elicited), Arc::clone(&sampled)))
         .init_timeout(Duration::from_secs(60))
@@ -341,6 +345,20 @@ async fn main() {
         "stop, and the server process is reaped",
         reaped,
         "not within 10 s",
+    );
+    let replayed = recorder
+        .trace()
+        .and_then(|t| mcp_runtime::trace::replay(&t));
+    report.check(
+        &match &replayed {
+            Ok(r) => format!(
+                "the run replays on a fresh machine ({} inputs, {} rows fired, {} actions)",
+                r.inputs, r.steps, r.actions
+            ),
+            Err(_) => "the run replays on a fresh machine".to_string(),
+        },
+        replayed.is_ok(),
+        &replayed.err().map(|e| e.to_string()).unwrap_or_default(),
     );
     println!("interop {kind}: {} failed", report.failures);
     std::process::exit(i32::from(report.failures > 0));
