@@ -358,7 +358,7 @@ async fn main() {
             Err(_) => "the run replays on a fresh machine".to_string(),
         },
         replayed.is_ok(),
-        &replayed.err().map(|e| e.to_string()).unwrap_or_default(),
+        replayed.err().map(|e| e.to_string()).unwrap_or_default(),
     );
     println!("interop {kind}: {} failed", report.failures);
     std::process::exit(i32::from(report.failures > 0));
