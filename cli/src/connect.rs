@@ -238,7 +238,7 @@ pub async fn finish(client: &Client) {
     if let Some(recorder) = TRACE.get()
         && let Err(e) = recorder.trace().and_then(|t| replay(&t))
     {
-        eprintln!("mcpc: the run is not a behaviour of the machine: {e}");
+        errln!("mcpc: the run is not a behaviour of the machine: {e}");
         std::process::exit(70);
     }
 }
