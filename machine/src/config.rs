@@ -104,6 +104,9 @@ pub struct Config {
     pub tombstone_sweep: Duration,
     /// How long `closing` waits for the transport to confirm it is down (100 ms).
     pub closing_exit: Duration,
+    /// The most server requests the handler holds at once (64); more are answered busy
+    /// (-32000) at once.
+    pub max_server_requests: usize,
 }
 
 impl Default for Config {
@@ -128,6 +131,7 @@ impl Default for Config {
             tombstone_ttl: Self::ttl_for(request_timeout, init_timeout, backoff_max),
             tombstone_sweep: Duration::from_secs(60),
             closing_exit: Duration::from_millis(100),
+            max_server_requests: 64,
         }
     }
 }

@@ -349,6 +349,11 @@ impl Handlers for Ctx<'_> {
             && !caps.handles(&p.method, p.params.as_ref())
     }
 
+    fn is_over_server_request_cap(&self, p: &ServerRequest) -> bool {
+        self.has_handler(p)
+            && self.core.server_requests.len() >= self.core.config.max_server_requests
+    }
+
     fn has_handler(&self, p: &ServerRequest) -> bool {
         self.core
             .config
@@ -615,6 +620,18 @@ impl Handlers for Ctx<'_> {
 
     fn answer_ping(&mut self, p: &ServerRequest) {
         self.owe(protocol::response(&p.id, Ok(&json!({}))));
+    }
+
+    fn reject_server_request_busy(&mut self, p: &ServerRequest) {
+        let cap = self.core.config.max_server_requests;
+        let err = RpcError {
+            code: -32000,
+            message: format!(
+                "client busy: {cap} server requests are already being handled; try again later"
+            ),
+            data: None,
+        };
+        self.owe(protocol::response(&p.id, Err(&err)));
     }
 
     fn reject_server_request(&mut self, p: &ServerRequest) {

@@ -144,6 +144,8 @@ pub fn model_config(bounds: &Bounds) -> Config {
             ..Default::default()
         },
         connect_timeout: bounds.first_connect,
+        // One server request at a time: a second is over the cap.
+        max_server_requests: 1,
         ..Config::default()
     }
 }
@@ -162,6 +164,8 @@ fn call_options(caller: u8) -> CallOptions {
 }
 
 const SAMPLING_ID: i64 = 7;
+/// The id of the other sampling request.
+const OTHER_SAMPLING_ID: i64 = 17;
 /// The caller numbers of the subscriber and of the unsubscriber.
 const SUBSCRIBER: u8 = 60;
 const UNSUBSCRIBER: u8 = 61;
@@ -206,6 +210,10 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
             "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
         }
         ServerFrame::Undeclared => json!({"jsonrpc": "2.0", "id": 8, "method": "roots/list"}),
+        ServerFrame::SamplingOther => {
+            json!({"jsonrpc": "2.0", "id": OTHER_SAMPLING_ID,
+            "method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 1}})
+        }
         // The sampling request's id: while that is being handled, this is a duplicate.
         ServerFrame::ElicitUrl => {
             json!({"jsonrpc": "2.0", "id": SAMPLING_ID, "method": "elicitation/create",
@@ -366,6 +374,7 @@ impl Harness {
                 (Junk::Sampling, ServerFrame::Sampling),
                 (Junk::Undeclared, ServerFrame::Undeclared),
                 (Junk::ElicitUrl, ServerFrame::ElicitUrl),
+                (Junk::SamplingOther, ServerFrame::SamplingOther),
                 (Junk::Log, ServerFrame::Log),
             ];
             for (j, f) in singles {
@@ -547,6 +556,7 @@ impl Harness {
                     ServerFrame::Log => Some(Junk::Log),
                     ServerFrame::Progress(_) => Some(Junk::Progress),
                     ServerFrame::ServerCancel => Some(Junk::ServerCancel),
+                    ServerFrame::SamplingOther => Some(Junk::SamplingOther),
                     ServerFrame::InitOk(_) | ServerFrame::Answer(_) => None,
                 };
                 if let Some(j) = junk {
@@ -696,8 +706,18 @@ impl Harness {
         {
             let reported = |kind: &str| record.reports.contains(&kind);
             let ready = before == State::Ready;
-            let handling = w.env.server_requests.contains(&(g, SAMPLING_ID))
-                && !w.ghost.server_cancelled.contains(&(g, SAMPLING_ID));
+            let held = |id: i64| {
+                w.env.server_requests.contains(&(g, id))
+                    && !w.ghost.server_cancelled.contains(&(g, id))
+            };
+            let handling = held(SAMPLING_ID);
+            // The model's handler holds one request at a time (the machine only knows of
+            // requests it has not seen answered or cancelled).
+            let full = w
+                .env
+                .server_requests
+                .iter()
+                .any(|(on, id)| *on == g && !w.ghost.server_cancelled.contains(&(g, *id)));
             // Owed frames wait behind others while the outbox is retrying, or a busy transport.
             let quiet = w.env.send_mode.is_some()
                 || w.m
@@ -750,8 +770,20 @@ impl Harness {
                 ServerFrame::Sampling | ServerFrame::SamplingAgain if ready && handling => {
                     quiet || code(SAMPLING_ID) == Some(-32600)
                 }
+                ServerFrame::Sampling | ServerFrame::SamplingAgain if ready && full => {
+                    quiet || code(SAMPLING_ID) == Some(-32000)
+                }
                 ServerFrame::Sampling | ServerFrame::SamplingAgain if ready => {
                     record.server_requests == [SAMPLING_ID]
+                }
+                ServerFrame::SamplingOther if ready && held(OTHER_SAMPLING_ID) => {
+                    quiet || code(OTHER_SAMPLING_ID) == Some(-32600)
+                }
+                ServerFrame::SamplingOther if ready && full => {
+                    quiet || code(OTHER_SAMPLING_ID) == Some(-32000)
+                }
+                ServerFrame::SamplingOther if ready => {
+                    record.server_requests == [OTHER_SAMPLING_ID]
                 }
                 ServerFrame::ElicitUrl if ready && handling => {
                     quiet || code(SAMPLING_ID) == Some(-32600)
@@ -760,6 +792,7 @@ impl Harness {
                 ServerFrame::Undeclared if ready => quiet || code(8) == Some(-32601),
                 ServerFrame::Sampling
                 | ServerFrame::SamplingAgain
+                | ServerFrame::SamplingOther
                 | ServerFrame::ElicitUrl
                 | ServerFrame::Undeclared => {
                     record.server_requests.is_empty()
@@ -1140,6 +1173,7 @@ fn server_request_id(f: ServerFrame) -> Option<i64> {
         | ServerFrame::SamplingAgain
         | ServerFrame::ElicitUrl => Some(SAMPLING_ID),
         ServerFrame::Undeclared => Some(8),
+        ServerFrame::SamplingOther => Some(OTHER_SAMPLING_ID),
         ServerFrame::InitOk(_)
         | ServerFrame::InitBadVersion(_)
         | ServerFrame::InitError(_)

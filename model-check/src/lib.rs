@@ -128,9 +128,16 @@ pub fn configurations() -> Vec<Configuration> {
                 first_connect: Duration::from_secs(60),
                 jitter_extremes: false,
                 waits: 0,
-                junk: junk(&[Ping, Sampling, ServerCancel, Progress, SendFailed]),
+                junk: junk(&[
+                    Ping,
+                    Sampling,
+                    SamplingOther,
+                    ServerCancel,
+                    Progress,
+                    SendFailed,
+                ]),
             },
-            pinned_unique: 456067,
+            pinned_unique: 936781,
         },
         Configuration {
             name: "three-callers",

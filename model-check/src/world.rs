@@ -45,6 +45,8 @@ pub enum ServerFrame {
     ElicitUrl,
     /// `notifications/cancelled` for the sampling request.
     ServerCancel,
+    /// Another sampling request, with its own id (the model's handler cap is one).
+    SamplingOther,
     /// A logging notification.
     Log,
     /// Progress for a call.
@@ -124,6 +126,8 @@ pub enum Junk {
     SamplingAgain = 1 << 13,
     /// [`ServerFrame::ElicitUrl`].
     ElicitUrl = 1 << 14,
+    /// [`ServerFrame::SamplingOther`].
+    SamplingOther = 1 << 15,
 }
 
 /// The environment's view of one transport generation.

@@ -161,6 +161,13 @@ impl ClientBuilder {
         self
     }
 
+    /// The most server requests (sampling, elicitation, roots) the handler holds at once (64;
+    /// at least 1); more are answered busy (-32000) at once, so a server cannot tie up the host.
+    pub fn max_server_requests(mut self, max: usize) -> Self {
+        self.config.max_server_requests = max.max(1);
+        self
+    }
+
     /// Bound on spawning plus the handshake after a reconnect (10 s).
     pub fn init_timeout(mut self, timeout: Duration) -> Self {
         self.config.init_timeout = timeout;
