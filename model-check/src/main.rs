@@ -144,9 +144,17 @@ fn run_mutants(all: bool, filter: Option<&str>, shallow: bool) -> ExitCode {
     if let Some(f) = filter {
         cases.retain(|c| c.name.contains(f));
     }
+    let mut problems = Vec::new();
+    let names: std::collections::BTreeSet<_> = mutants::all().into_iter().map(|c| c.name).collect();
+    for stale in equivalent.iter().filter(|n| !names.contains(*n)) {
+        problems.push(format!(
+            "\"{stale}\" is listed in {} but no such mutant is generated: the table changed, \
+             review the entry",
+            mutants::EQUIVALENT_FILE
+        ));
+    }
     let total = cases.len();
     let (mut caught, mut equivalents) = (0, 0);
-    let mut problems = Vec::new();
     for case in cases {
         let start = Instant::now();
         let verdict = mutants::judge(&case, shallow);
