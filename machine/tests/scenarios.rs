@@ -87,11 +87,15 @@ fn ready(config: Config) -> Machine {
 }
 
 fn call(id: u64) -> Input {
+    call_with(id, CallOptions::default())
+}
+
+fn call_with(id: u64, options: CallOptions) -> Input {
     Input::Call(CallRequest {
         call: CallId(id),
         method: "tools/call".into(),
         params: Some(json!({"name": "t"})),
-        options: CallOptions::default(),
+        options,
         session: None,
     })
 }
@@ -464,16 +468,13 @@ fn owed_frames_wait_out_a_busy_transport_in_order_and_are_never_dropped() {
     // A cancel owed for a timed-out call goes the same way.
     let acts = feed(
         &mut m,
-        Input::Call(CallRequest {
-            call: CallId(1),
-            method: "tools/call".into(),
-            params: None,
-            options: CallOptions {
+        call_with(
+            1,
+            CallOptions {
                 timeout: Some(Duration::from_secs(1)),
                 ..CallOptions::default()
             },
-            session: None,
-        }),
+        ),
         20 * MS,
         SendOutcome::Ok,
     );
@@ -518,18 +519,7 @@ fn initialized_refused_ends_the_attempt() {
 #[test]
 fn an_invalid_error_fails_its_call_at_once_with_a_typed_error() {
     let mut m = ready(Config::default());
-    let acts = feed(
-        &mut m,
-        Input::Call(CallRequest {
-            call: CallId(1),
-            method: "tools/call".into(),
-            params: None,
-            options: CallOptions::default(),
-            session: None,
-        }),
-        10 * MS,
-        SendOutcome::Ok,
-    );
+    let acts = feed(&mut m, call(1), 10 * MS, SendOutcome::Ok);
     let id = sent(&acts)[0]["id"].clone();
     let acts = feed(
         &mut m,
