@@ -57,6 +57,16 @@ fn frame(v: Value) -> Vec<u8> {
 
 /// A machine in ready on generation 1, its init id 1 answered.
 fn ready(config: Config) -> Machine {
+    let (m, acts) = handshake(config, SendOutcome::Ok);
+    assert_eq!(sent(&acts)[0]["method"], "notifications/initialized");
+    assert_eq!(m.state(), State::Ready);
+    assert_eq!(m.server().unwrap().protocol_version, "2025-06-18");
+    m
+}
+
+/// Generation 1 up and its `initialize` answered; the sends of that answer's step get
+/// `outcome`. Returns the machine and that step's actions.
+fn handshake(config: Config, outcome: SendOutcome) -> (Machine, Vec<Action>) {
     let mut m = Machine::new(config, 42, Duration::ZERO);
     assert_eq!(drain(&mut m), [Action::SpawnTransport { generation: 1 }]);
     let acts = feed(
@@ -78,12 +88,9 @@ fn ready(config: Config) -> Machine {
             bytes: frame(result),
         },
         2 * MS,
-        SendOutcome::Ok,
+        outcome,
     );
-    assert_eq!(sent(&acts)[0]["method"], "notifications/initialized");
-    assert_eq!(m.state(), State::Ready);
-    assert_eq!(m.server().unwrap().protocol_version, "2025-06-18");
-    m
+    (m, acts)
 }
 
 fn call(id: u64) -> Input {
@@ -494,24 +501,7 @@ fn owed_frames_wait_out_a_busy_transport_in_order_and_are_never_dropped() {
 
 #[test]
 fn initialized_refused_ends_the_attempt() {
-    let mut m = Machine::new(Config::default(), 42, Duration::ZERO);
-    drain(&mut m);
-    feed(
-        &mut m,
-        Input::TransportUp { generation: 1 },
-        MS,
-        SendOutcome::Ok,
-    );
-    let result = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
-    let acts = feed(
-        &mut m,
-        Input::Frame {
-            generation: 1,
-            bytes: frame(result),
-        },
-        2 * MS,
-        SendOutcome::Failed,
-    );
+    let (m, acts) = handshake(Config::default(), SendOutcome::Failed);
     assert_eq!(m.state(), State::Backoff, "{acts:?}");
     assert!(acts.contains(&Action::CloseTransport { generation: 1 }));
 }
