@@ -9,14 +9,15 @@ use mcp_machine::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::driver::{Command, Driver, Outputs, ProgressSink};
+use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
 use crate::transport::{Connector, StdioConnector, TransportConfig};
 use crate::types::*;
-use crate::{ConnState, Error, PaginationStop, Result};
+use crate::{ConnState, Error, Notifications, PaginationStop, Result, Transitions};
 
 /// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
 /// receiver.
@@ -98,6 +99,8 @@ pub struct ClientBuilder {
     seed: Option<u64>,
     limits: Limits,
     trace: Option<TraceRecorder>,
+    notifications: Arc<Hub<Notification>>,
+    transitions: Arc<Hub<crate::state::Transition>>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -123,6 +126,8 @@ impl ClientBuilder {
             seed: None,
             limits: Limits::default(),
             trace: None,
+            notifications: Arc::new(Hub::new(FeedLimits::NOTIFICATIONS)),
+            transitions: Arc::new(Hub::new(FeedLimits::TRANSITIONS)),
         }
     }
 
@@ -221,6 +226,40 @@ impl ClientBuilder {
         self
     }
 
+    /// Bounds of each notification subscriber's queue taken from now on (1024 notifications,
+    /// 16 MiB of params): a subscriber that falls behind loses the oldest, counted in
+    /// [`crate::Feed::dropped`]. Set it before taking feeds.
+    pub fn notification_limits(self, limits: FeedLimits) -> Self {
+        self.notifications.set_limits(limits);
+        self
+    }
+
+    /// Server notifications from the very start of the client (before `connect` returns), for
+    /// a host that must not miss one between the handshake and its own subscription. Same as
+    /// [`Client::notifications`] otherwise; take as many as you like.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// let builder = mcp_runtime::ClientBuilder::stdio("my-server", ["--stdio"]);
+    /// let mut transitions = builder.transitions();
+    /// let mut notifications = builder.notifications();
+    /// let client = builder.connect().await?;
+    /// // Starting -> Initializing -> Ready, as they happened.
+    /// while let Some(t) = transitions.try_recv() {
+    ///     println!("{} -> {} ({})", t.from(), t.to(), t.event());
+    /// }
+    /// # drop((client, notifications)); Ok(()) }
+    /// ```
+    pub fn notifications(&self) -> Notifications {
+        self.notifications.subscribe()
+    }
+
+    /// Every connection transition from the very first one (see
+    /// [`ClientBuilder::notifications`] for an example).
+    pub fn transitions(&self) -> Transitions {
+        self.transitions.subscribe()
+    }
+
     fn update_ttl(&mut self) {
         let c = &mut self.config;
         c.tombstone_ttl = Config::ttl_for(c.request_timeout, c.init_timeout, c.backoff_max);
@@ -275,14 +314,12 @@ impl ClientBuilder {
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
-        let (notifications, _) = broadcast::channel(1024);
-        let (transitions, _) = broadcast::channel(256);
         let out = Arc::new(Outputs {
             state: state_tx,
             server: RwLock::new(None),
             last_error: RwLock::new(None),
-            notifications,
-            transitions,
+            notifications: self.notifications,
+            transitions: self.transitions,
             closed: closed_tx,
         });
         let driver = Driver::new(
@@ -425,17 +462,43 @@ impl Client {
             .clone()
     }
 
-    /// Every state transition from now on, with the event and the row that caused it (a
-    /// watch, unlike [`Client::watch_state`], which only keeps the latest state).
-    pub fn transitions(&self) -> broadcast::Receiver<crate::state::Transition> {
+    /// Every state transition from now on, with the event and the row that caused it (unlike
+    /// [`Client::watch_state`], which keeps only the latest state, no transition is skipped
+    /// unless this feed falls 256 behind; [`crate::Feed::dropped`] counts those). To see the
+    /// transitions of the first connection, take the feed from
+    /// [`ClientBuilder::transitions`].
+    pub fn transitions(&self) -> Transitions {
         self.shared.out.transitions.subscribe()
     }
 
     /// Server notifications from now on (list changes, resource updates, log messages,
-    /// progress not claimed by a call, cancellations). A slow receiver may lag and lose the
-    /// oldest (see [`broadcast::error::RecvError::Lagged`]).
-    pub fn notifications(&self) -> broadcast::Receiver<Notification> {
+    /// progress not claimed by a call, cancellations). Each feed holds at most what
+    /// [`ClientBuilder::notification_limits`] allows; one that falls behind loses the oldest,
+    /// counted by [`crate::Feed::dropped`]. [`crate::Feed::recv`] gives `None` once the client
+    /// has stopped. To see the notifications of the first connection, take the feed from
+    /// [`ClientBuilder::notifications`].
+    pub fn notifications(&self) -> Notifications {
         self.shared.out.notifications.subscribe()
+    }
+
+    /// Waits until the connection is ready (at once if it is). A client in backoff keeps
+    /// waiting through its reconnects; a client that stopped, or stopped trying (a permanent
+    /// failure such as a program that does not exist), gives [`Error::Unavailable`] with the
+    /// reason in `last_error`. Bound it with `tokio::time::timeout` if you need a limit.
+    pub async fn ready(&self) -> Result<()> {
+        let mut states = self.watch_state();
+        let state = *states
+            .wait_for(|s| *s == ConnState::Ready || s.is_terminal())
+            .await
+            .map_err(|_| Error::Shutdown)?;
+        if state == ConnState::Ready {
+            return Ok(());
+        }
+        Err(Error::Unavailable {
+            state,
+            retry_in: None,
+            last_error: self.last_error(),
+        })
     }
 
     /// Sends a request and waits for its result. Dropping the future cancels the request

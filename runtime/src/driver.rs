@@ -12,10 +12,11 @@ use mcp_machine::{
     Action, CallId, Failure, HandlerReply, Input, Machine, Report, RpcError, ServerRequestId, Step,
 };
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
+use crate::feed::{Hub, json_size};
 use crate::handler::{ClientHandler, route};
 use crate::trace::{Record, TraceSink};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
@@ -49,8 +50,8 @@ pub(crate) struct Outputs {
     pub(crate) state: watch::Sender<ConnState>,
     pub(crate) server: RwLock<Option<ServerInfo>>,
     pub(crate) last_error: RwLock<Option<Failure>>,
-    pub(crate) notifications: broadcast::Sender<Notification>,
-    pub(crate) transitions: broadcast::Sender<crate::state::Transition>,
+    pub(crate) notifications: Arc<Hub<Notification>>,
+    pub(crate) transitions: Arc<Hub<crate::state::Transition>>,
     /// True once the driver ended and every transport task finished (children reaped).
     pub(crate) closed: watch::Sender<bool>,
 }
@@ -158,6 +159,8 @@ impl Driver {
             tracing::error!(target: "mcp::driver", call = call.0, "caller left unanswered at exit");
             answer(p, Err(Error::Shutdown));
         }
+        self.out.notifications.close();
+        self.out.transitions.close();
         let _ = self.out.closed.send(true);
     }
 
@@ -281,10 +284,11 @@ impl Driver {
             .last_error
             .write()
             .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().cloned();
-        let _ = self.out.transitions.send(crate::state::Transition {
+        let transition = crate::state::Transition {
             step,
             at: Instant::now(),
-        });
+        };
+        self.out.transitions.publish(&transition, 1);
         self.out.state.send_replace(step.to);
     }
 
@@ -392,7 +396,8 @@ impl Driver {
                 {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
-                let _ = self.out.notifications.send(n);
+                let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
+                self.out.notifications.publish(&n, size);
             }
             Action::Progress { call, params } => {
                 if let Some(Pending::Call {

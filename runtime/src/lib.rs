@@ -34,6 +34,7 @@
 mod client;
 mod driver;
 mod error;
+mod feed;
 mod handler;
 mod state;
 pub mod trace;
@@ -44,9 +45,16 @@ pub use crate::client::{
     Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
 };
 pub use crate::error::{Error, PaginationStop, Result};
+pub use crate::feed::{Feed, FeedLimits};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
 pub use crate::state::{ConnState, Transition};
 pub use crate::types::{
     CompleteRef, LoggingLevel, Notification, Progress, ServerInfo, ServerNotification,
 };
 pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};
+
+/// A feed of server notifications: see [`Client::notifications`].
+pub type Notifications = Feed<Notification>;
+
+/// A feed of connection transitions: see [`Client::transitions`].
+pub type Transitions = Feed<Transition>;

@@ -13,7 +13,7 @@ use mcp_testserver::ServerConfig;
 use serde_json::{Value, json};
 
 async fn next_matching(
-    rx: &mut tokio::sync::broadcast::Receiver<mcp_runtime::Notification>,
+    rx: &mut mcp_runtime::Notifications,
     f: impl Fn(&ServerNotification) -> bool,
 ) -> ServerNotification {
     tokio::time::timeout(Duration::from_secs(5), async {

@@ -183,9 +183,9 @@ async fn everything(
     let got_log = tokio::time::timeout(Duration::from_secs(12), async {
         loop {
             match notes.recv().await {
-                Ok(n) if matches!(n.parsed, ServerNotification::Log { .. }) => return true,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => return false,
+                Some(n) if matches!(n.parsed, ServerNotification::Log { .. }) => return true,
+                Some(_) => {}
+                None => return false,
             }
         }
     })
