@@ -209,7 +209,16 @@ impl Driver {
     fn transport_event(&mut self, generation: u64, event: TransportEvent) {
         let input = match event {
             TransportEvent::Up => Input::TransportUp { generation },
-            TransportEvent::Frame(bytes) => Input::Frame { generation, bytes },
+            TransportEvent::Frame(bytes) => match self.machine.unbatch(&bytes) {
+                // A batch (MCP 2025-03-26 only): each message is a frame of its own.
+                Some(frames) => {
+                    for bytes in frames {
+                        self.input(Input::Frame { generation, bytes });
+                    }
+                    return;
+                }
+                None => Input::Frame { generation, bytes },
+            },
             TransportEvent::Oversized { seen } => Input::Oversized {
                 generation,
                 size: seen,
