@@ -17,7 +17,7 @@ use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
 use crate::transport::{Connector, StdioConnector, TransportConfig};
 use crate::types::*;
-use crate::{ConnState, Error, Notifications, PaginationStop, Result, Transitions};
+use crate::{ConnState, ConnectError, Error, Notifications, PaginationStop, Result, Transitions};
 
 /// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
 /// receiver.
@@ -265,9 +265,14 @@ impl ClientBuilder {
         c.tombstone_ttl = Config::ttl_for(c.request_timeout, c.init_timeout, c.backoff_max);
     }
 
-    /// Starts the client and waits until it is ready, or fails with the reason of the first
-    /// failed attempt (the client is then stopped). Bounded by the init timeout.
+    /// Starts the client and waits until it is ready, bounded by the connect timeout
+    /// ([`ClientBuilder::connect_timeout`], 60 s). If the first attempt fails, the client is
+    /// stopped (and its server process shut down) and the error is [`Error::Connect`]: the
+    /// typed cause (spawn error, exit code or signal, the server's refusal, timeout with its
+    /// bound) and the server's last stderr lines. To keep retrying in the background instead,
+    /// use [`ClientBuilder::connect_lazy`] and [`Client::ready`].
     pub async fn connect(self) -> Result<Client> {
+        let connector = Arc::clone(&self.connector);
         let client = self.connect_lazy();
         let mut states = client.watch_state();
         loop {
@@ -275,13 +280,15 @@ impl ClientBuilder {
             match state {
                 ConnState::Ready => return Ok(client),
                 ConnState::Backoff | ConnState::Closing | ConnState::Closed => {
-                    let last_error = client.last_error();
+                    let cause = client
+                        .last_error()
+                        .unwrap_or(Failure::Transport(crate::TransportError::Closed));
                     client.stop().await;
-                    return Err(Error::Unavailable {
-                        state,
-                        retry_in: None,
-                        last_error,
-                    });
+                    return Err(Error::Connect(Box::new(ConnectError {
+                        target: connector.describe(),
+                        cause,
+                        stderr_tail: connector.stderr_tail(),
+                    })));
                 }
                 ConnState::Starting | ConnState::Initializing => {}
             }
@@ -325,7 +332,7 @@ impl ClientBuilder {
         let driver = Driver::new(
             machine,
             epoch,
-            self.connector,
+            Arc::clone(&self.connector),
             transport,
             self.handler,
             Arc::clone(&out),
@@ -350,6 +357,7 @@ impl ClientBuilder {
             }
         });
         let shared = Arc::new(Shared {
+            connector: Arc::clone(&self.connector),
             commands: commands_tx,
             state: state_rx,
             closed: closed_rx,
@@ -369,6 +377,7 @@ fn random_seed() -> u64 {
 }
 
 struct Shared {
+    connector: Arc<dyn Connector>,
     commands: mpsc::UnboundedSender<Command>,
     state: watch::Receiver<ConnState>,
     closed: watch::Receiver<bool>,
@@ -449,6 +458,14 @@ impl Client {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The last lines (at most 20) the latest server process wrote on its stderr, oldest
+    /// first, raw: what a host shows beside [`Client::last_error`]. Empty for transports
+    /// without stderr. Every line is also a `tracing` event
+    /// ([`crate::transport::SERVER_STDERR_TARGET`]).
+    pub fn server_stderr(&self) -> Vec<String> {
+        self.shared.connector.stderr_tail()
     }
 
     /// Why the last connection attempt or connection failed, typed (cleared by a successful

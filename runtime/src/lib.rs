@@ -44,7 +44,7 @@ pub mod types;
 pub use crate::client::{
     Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
 };
-pub use crate::error::{Error, PaginationStop, Result};
+pub use crate::error::{ConnectError, Error, PaginationStop, Result};
 pub use crate::feed::{Feed, FeedLimits};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
 pub use crate::state::{ConnState, Transition};

@@ -384,47 +384,6 @@ async fn an_oversized_frame_fails_the_calls_and_reconnects() {
 }
 
 #[tokio::test]
-async fn a_server_that_exits_at_once_fails_connect_with_the_reason() {
-    let err = stdio(ECHO, &["--die-on-start"])
-        .connect()
-        .await
-        .unwrap_err();
-    match &err {
-        Error::Unavailable {
-            last_error: Some(e),
-            ..
-        } => assert!(
-            matches!(
-                e,
-                Failure::Transport(TransportError::ChildExited { .. } | TransportError::Eof)
-            ),
-            "{e}"
-        ),
-        other => panic!("{other:?}"),
-    }
-    let err = stdio("/nonexistent/server", &[])
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::Unavailable { last_error: Some(Failure::Transport(TransportError::Spawn(io))), .. } if io.kind() == std::io::ErrorKind::NotFound),
-        "{err:?}"
-    );
-}
-
-#[tokio::test]
-async fn an_unsupported_protocol_version_is_refused() {
-    let err = stdio(ECHO, &["--version-override", "1999-01-01"])
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::Unavailable { last_error: Some(Failure::UnsupportedVersion { version }), .. } if version == "1999-01-01"),
-        "{err:?}"
-    );
-}
-
-#[tokio::test]
 async fn a_dropped_client_stops_and_reaps_its_child() {
     let client = stdio(ECHO, &[]).connect().await.unwrap();
     let pid = pid_of(&client).await;
