@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::driver::{Command, Driver, Outputs, ProgressSink};
+use crate::driver::{Command, Driver, Outputs, ProgressSink, Wiring};
 use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
@@ -309,7 +309,7 @@ impl ClientBuilder {
             ..self.transport
         };
         let mut caps = self.handler.provides();
-        caps.roots_list_changed = false;
+        caps.roots_list_changed = caps.roots && self.handler.roots_changes().is_some();
         let config = Config {
             capabilities: caps,
             ..self.config
@@ -319,6 +319,11 @@ impl ClientBuilder {
         }
         let machine = Machine::new(config, seed, std::time::Duration::ZERO);
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let next_call = Arc::new(AtomicU64::new(1));
+        let notifier = Notifier {
+            commands: commands_tx.downgrade(),
+            next_call: Arc::clone(&next_call),
+        };
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
         let out = Arc::new(Outputs {
@@ -329,12 +334,16 @@ impl ClientBuilder {
             transitions: self.transitions,
             closed: closed_tx,
         });
+        let wiring = Wiring {
+            connector: Arc::clone(&self.connector),
+            transport_config: transport,
+            handler: self.handler,
+            notifier,
+        };
         let driver = Driver::new(
             machine,
             epoch,
-            Arc::clone(&self.connector),
-            transport,
-            self.handler,
+            wiring,
             Arc::clone(&out),
             self.trace.map(TraceSink::new),
         );
@@ -362,7 +371,7 @@ impl ClientBuilder {
             state: state_rx,
             closed: closed_rx,
             out,
-            next_call: AtomicU64::new(1),
+            next_call,
             limits: self.limits,
         });
         Client { shared }
@@ -382,8 +391,41 @@ struct Shared {
     state: watch::Receiver<ConnState>,
     closed: watch::Receiver<bool>,
     out: Arc<Outputs>,
-    next_call: AtomicU64,
+    next_call: Arc<AtomicU64>,
     limits: Limits,
+}
+
+/// Sends notifications to the server through the driver, for the driver's own needs and for
+/// handlers ([`crate::RequestContext::progress`]); holds no client alive (a weak sender).
+#[derive(Clone)]
+pub(crate) struct Notifier {
+    commands: mpsc::WeakUnboundedSender<Command>,
+    next_call: Arc<AtomicU64>,
+}
+
+impl Notifier {
+    /// A fresh caller id.
+    pub(crate) fn next_call(&self) -> CallId {
+        CallId(self.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends a notification and waits for the transport to take it (or the reason it did not).
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        let rx = {
+            let commands = self.commands.upgrade().ok_or(Error::Shutdown)?;
+            let (reply, rx) = oneshot::channel();
+            let input = Input::Notify(NotifyRequest {
+                call: self.next_call(),
+                method: method.to_owned(),
+                params,
+            });
+            commands
+                .send(Command::Notify { input, reply })
+                .map_err(|_| Error::Shutdown)?;
+            rx
+        };
+        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+    }
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -590,20 +632,13 @@ impl Client {
         })
     }
 
-    /// Sends a notification.
+    /// Sends a notification; answers once the transport took it (or with why it did not).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        let call = self.next_call();
-        let (reply, rx) = oneshot::channel();
-        let input = Input::Notify(NotifyRequest {
-            call,
-            method: method.to_owned(),
-            params,
-        });
-        self.shared
-            .commands
-            .send(Command::Notify { input, reply })
-            .map_err(|_| Error::Shutdown)?;
-        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+        let notifier = Notifier {
+            commands: self.shared.commands.downgrade(),
+            next_call: Arc::clone(&self.shared.next_call),
+        };
+        notifier.notify(method, params).await
     }
 
     /// `ping`.

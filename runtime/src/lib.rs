@@ -36,6 +36,7 @@ mod driver;
 mod error;
 mod feed;
 mod handler;
+mod requests;
 mod state;
 pub mod trace;
 pub mod transport;
@@ -46,7 +47,12 @@ pub use crate::client::{
 };
 pub use crate::error::{ConnectError, Error, PaginationStop, Result};
 pub use crate::feed::{Feed, FeedLimits};
-pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
+pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides, RequestContext, Roots};
+pub use crate::requests::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult,
+    FormElicitation, ListRootsResult, MessageContent, ModelPreferences, Role, Root,
+    SamplingMessage, UrlElicitation,
+};
 pub use crate::state::{ConnState, Transition};
 pub use crate::types::{
     CompleteRef, LoggingLevel, Notification, Progress, ServerInfo, ServerNotification,
