@@ -15,7 +15,7 @@ use crate::driver::{Command, Driver, Outputs, ProgressSink, Wiring};
 use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
-use crate::transport::{Connector, StdioConnector, TransportConfig};
+use crate::transport::{Connector, StdioConnector, StdioConnectorBuilder, TransportConfig};
 use crate::types::*;
 use crate::{ConnState, ConnectError, Error, Notifications, PaginationStop, Result, Transitions};
 
@@ -92,7 +92,7 @@ impl RequestOptions {
 
 /// Builds a [`Client`]: the transport, who we are, what we answer, and the timeouts.
 pub struct ClientBuilder {
-    connector: Arc<dyn Connector>,
+    connector: Transport,
     config: Config,
     transport: TransportConfig,
     handler: Arc<dyn ClientHandler>,
@@ -115,8 +115,12 @@ impl std::fmt::Debug for ClientBuilder {
 impl ClientBuilder {
     /// A builder over any transport connector.
     pub fn new(connector: impl Connector) -> Self {
+        Self::over(Transport::Built(Arc::new(connector)))
+    }
+
+    fn over(connector: Transport) -> Self {
         ClientBuilder {
-            connector: Arc::new(connector),
+            connector,
             config: Config {
                 client_name: "mcp-runtime".into(),
                 ..Config::default()
@@ -132,11 +136,80 @@ impl ClientBuilder {
     }
 
     /// A builder that spawns `program` with `args` (no shell) and speaks MCP over its stdio.
+    ///
+    /// The stdio options ([`ClientBuilder::env`], [`ClientBuilder::inherit_env`],
+    /// [`ClientBuilder::env_clear`], [`ClientBuilder::current_dir`],
+    /// [`ClientBuilder::shutdown_grace`]) apply to it; see
+    /// [`crate::transport::stdio`] for the environment the server gets by default.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// use std::time::Duration;
+    /// let client = mcp_runtime::ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"])
+    ///     .env("API_KEY", "…")
+    ///     .current_dir("/tmp")
+    ///     .shutdown_grace(Duration::from_millis(500))
+    ///     .connect()
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// ```
     pub fn stdio(
         program: impl Into<std::ffi::OsString>,
         args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
     ) -> Self {
-        Self::new(StdioConnector::builder(program).args(args).build())
+        Self::over(Transport::Stdio(
+            StdioConnector::builder(program).args(args),
+        ))
+    }
+
+    /// Stdio: sets a variable of the server's environment (on top of the default allowlist).
+    /// Ignored, with a warning, by a builder that is not [`ClientBuilder::stdio`].
+    pub fn env(
+        self,
+        key: impl Into<std::ffi::OsString>,
+        value: impl Into<std::ffi::OsString>,
+    ) -> Self {
+        self.stdio_option("env", |b| b.env(key, value))
+    }
+
+    /// Stdio: the server inherits the host's whole environment, not only the default allowlist
+    /// (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`). Secrets in the host's environment
+    /// then reach the server.
+    pub fn inherit_env(self) -> Self {
+        self.stdio_option("inherit_env", StdioConnectorBuilder::inherit_env)
+    }
+
+    /// Stdio: the server's environment starts empty (only what [`ClientBuilder::env`] sets).
+    pub fn env_clear(self) -> Self {
+        self.stdio_option("env_clear", StdioConnectorBuilder::env_clear)
+    }
+
+    /// Stdio: the server's working directory.
+    pub fn current_dir(self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.stdio_option("current_dir", |b| b.current_dir(dir))
+    }
+
+    /// Stdio: how long each step of the server's shutdown waits (2 s): stdin is closed, then
+    /// after `grace` SIGTERM to its process group, after `grace` again SIGKILL. [`Client::stop`]
+    /// does not wait for this; [`Client::closed`] does.
+    pub fn shutdown_grace(self, grace: Duration) -> Self {
+        self.stdio_option("shutdown_grace", |b| b.grace(grace))
+    }
+
+    fn stdio_option(
+        mut self,
+        name: &str,
+        f: impl FnOnce(StdioConnectorBuilder) -> StdioConnectorBuilder,
+    ) -> Self {
+        self.connector = match self.connector {
+            Transport::Stdio(b) => Transport::Stdio(f(b)),
+            built @ Transport::Built(_) => {
+                tracing::warn!(target: "mcp::builder", option = name, transport = %built.describe(),
+                    "a stdio option on a builder that is not stdio is ignored");
+                built
+            }
+        };
+        self
     }
 
     /// `clientInfo` sent in the handshake.
@@ -271,8 +344,9 @@ impl ClientBuilder {
     /// typed cause (spawn error, exit code or signal, the server's refusal, timeout with its
     /// bound) and the server's last stderr lines. To keep retrying in the background instead,
     /// use [`ClientBuilder::connect_lazy`] and [`Client::ready`].
-    pub async fn connect(self) -> Result<Client> {
-        let connector = Arc::clone(&self.connector);
+    pub async fn connect(mut self) -> Result<Client> {
+        let connector = self.connector.resolve();
+        self.connector = Transport::Built(Arc::clone(&connector));
         let client = self.connect_lazy();
         let mut states = client.watch_state();
         loop {
@@ -301,6 +375,7 @@ impl ClientBuilder {
     /// Starts the client and returns at once; it connects (and reconnects) in the background.
     /// Must be called inside a tokio runtime.
     pub fn connect_lazy(self) -> Client {
+        let connector = self.connector.resolve();
         let seed = self.seed.unwrap_or_else(random_seed);
         let epoch = tokio::time::Instant::now();
         // The frame limit is the machine's; the transport enforces the same number.
@@ -335,7 +410,7 @@ impl ClientBuilder {
             closed: closed_tx,
         });
         let wiring = Wiring {
-            connector: Arc::clone(&self.connector),
+            connector: Arc::clone(&connector),
             transport_config: transport,
             handler: self.handler,
             notifier,
@@ -366,7 +441,7 @@ impl ClientBuilder {
             }
         });
         let shared = Arc::new(Shared {
-            connector: Arc::clone(&self.connector),
+            connector,
             commands: commands_tx,
             state: state_rx,
             closed: closed_rx,
@@ -375,6 +450,28 @@ impl ClientBuilder {
             limits: self.limits,
         });
         Client { shared }
+    }
+}
+
+/// The transport of a builder: a connector, or a stdio one still taking options.
+enum Transport {
+    Built(Arc<dyn Connector>),
+    Stdio(StdioConnectorBuilder),
+}
+
+impl Transport {
+    fn resolve(self) -> Arc<dyn Connector> {
+        match self {
+            Transport::Built(c) => c,
+            Transport::Stdio(b) => Arc::new(b.build()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Transport::Built(c) => c.describe(),
+            Transport::Stdio(b) => b.describe(),
+        }
     }
 }
 
@@ -500,6 +597,12 @@ impl Client {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// What the server declared in the last handshake, typed (see [`ServerCapabilities`]);
+    /// `None` before the first handshake.
+    pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.server_info().map(|info| ServerCapabilities::of(&info))
     }
 
     /// The last lines (at most 20) the latest server process wrote on its stderr, oldest
@@ -871,10 +974,15 @@ impl Client {
             .map(|_| ())
     }
 
-    /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the
-    /// transport is closed, and the connection is over within about 100 ms even if the server
-    /// hangs. Idempotent. The server process is shut down in the background (close stdin,
-    /// SIGTERM, SIGKILL); [`Client::closed`] waits for that.
+    /// Stops the client and returns as soon as every call in flight was answered with
+    /// [`Error::Shutdown`] (at once: it does not wait for the server). From then on every call
+    /// fails with [`Error::Shutdown`]; the state is `Closing`, then `Closed` when the transport
+    /// confirmed it is down (within 100 ms even if the server hangs). Idempotent.
+    ///
+    /// The server process is shut down in the background as the MCP specification's stdio
+    /// shutdown says: its stdin is closed, then after a grace period
+    /// ([`ClientBuilder::shutdown_grace`], 2 s) SIGTERM to its process group, after another
+    /// grace SIGKILL, and it is reaped. [`Client::closed`] waits for all of that.
     pub async fn stop(&self) {
         let (reply, rx) = oneshot::channel();
         if self
@@ -886,13 +994,9 @@ impl Client {
             })
             .is_ok()
         {
+            // Answered when the table entered closing (every caller answered), or dropped if
+            // the driver is gone (its runtime was shut down): either way, done.
             let _ = rx.await;
-        }
-        // If the driver is gone (its runtime was shut down), nothing will ever say closed.
-        let mut states = self.watch_state();
-        tokio::select! {
-            _ = states.wait_for(|s| *s == ConnState::Closed) => {}
-            () = self.shared.commands.closed() => {}
         }
     }
 

@@ -55,7 +55,8 @@ pub use crate::requests::{
 };
 pub use crate::state::{ConnState, Transition};
 pub use crate::types::{
-    CompleteRef, LoggingLevel, Notification, Progress, ServerInfo, ServerNotification,
+    CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
+    ServerCapabilities, ServerInfo, ServerNotification,
 };
 pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};
 

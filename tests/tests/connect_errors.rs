@@ -136,3 +136,24 @@ async fn the_servers_refusal_of_initialize_is_kept_typed() {
         "could not connect to in-process stream: the server refused initialize: license expired (-32001)"
     );
 }
+
+#[tokio::test]
+async fn the_builders_stdio_options_reach_the_server() {
+    let dir = std::env::temp_dir();
+    let e = connect_error(
+        sh("echo \"key=$API_KEY home=[$HOME] cwd=$(pwd)\" >&2; exit 1")
+            .env("API_KEY", "k1")
+            .current_dir(&dir)
+            .shutdown_grace(Duration::from_millis(100)),
+    )
+    .await;
+    let home = std::env::var("HOME").unwrap_or_default();
+    let cwd = dir.canonicalize().unwrap();
+    assert_eq!(
+        e.stderr_tail,
+        [format!("key=k1 home=[{home}] cwd={}", cwd.display())]
+    );
+    // env_clear: nothing inherited, not even HOME.
+    let e = connect_error(sh("echo \"home=[$HOME]\" >&2; exit 1").env_clear()).await;
+    assert_eq!(e.stderr_tail, ["home=[]"]);
+}

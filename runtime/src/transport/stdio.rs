@@ -100,7 +100,6 @@ impl StderrTail {
     }
 }
 
-#[derive(Debug)]
 struct Spec {
     program: OsString,
     args: Vec<OsString>,
@@ -108,6 +107,32 @@ struct Spec {
     base_env: BaseEnv,
     current_dir: Option<PathBuf>,
     grace: Duration,
+}
+
+impl Spec {
+    /// "stdio: program arg …" (no environment: its values may be secrets).
+    fn describe(&self) -> String {
+        let mut s = format!("stdio: {}", self.program.to_string_lossy());
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+        }
+        s
+    }
+}
+
+impl fmt::Debug for Spec {
+    /// The environment's names only: its values may be secrets (API keys, tokens).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Spec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("base_env", &self.base_env)
+            .field("current_dir", &self.current_dir)
+            .field("grace", &self.grace)
+            .finish()
+    }
 }
 
 /// What the server's environment starts from, before the variables given with `env`.
@@ -207,6 +232,11 @@ impl StdioConnectorBuilder {
         self
     }
 
+    /// "stdio: program arg …", as the built connector describes itself.
+    pub fn describe(&self) -> String {
+        self.spec.describe()
+    }
+
     /// Finishes the connector.
     pub fn build(self) -> StdioConnector {
         StdioConnector {
@@ -232,12 +262,7 @@ impl Connector for StdioConnector {
     }
 
     fn describe(&self) -> String {
-        let mut s = format!("stdio: {}", self.spec.program.to_string_lossy());
-        for a in &self.spec.args {
-            s.push(' ');
-            s.push_str(&a.to_string_lossy());
-        }
-        s
+        self.spec.describe()
     }
 }
 
@@ -581,6 +606,20 @@ impl StderrLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_and_describe_never_show_environment_values() {
+        let b = StdioConnector::builder("srv")
+            .arg("-x")
+            .env("API_KEY", "s3cret");
+        assert_eq!(b.describe(), "stdio: srv -x");
+        let c = b.build();
+        let shown = format!("{c:?} {}", c.describe());
+        assert!(
+            shown.contains("API_KEY") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn token_bucket_allows_a_burst_then_refills() {
