@@ -372,8 +372,12 @@ impl ClientBuilder {
         }
     }
 
-    /// Starts the client and returns at once; it connects (and reconnects) in the background.
-    /// Must be called inside a tokio runtime.
+    /// Starts the client and returns at once; it connects (and reconnects) in the background,
+    /// with backoff, until [`Client::stop`] or until every handle is dropped. It never gives
+    /// up by itself, not even when the program does not exist (it may be installed later):
+    /// [`Client::ready`] returns an error for such a permanent failure, and
+    /// [`Client::last_error`] says why at any time. Calls made while not ready fail at once
+    /// with [`Error::Unavailable`]. Must be called inside a tokio runtime.
     pub fn connect_lazy(self) -> Client {
         let connector = self.connector.resolve();
         let seed = self.seed.unwrap_or_else(random_seed);
@@ -644,23 +648,29 @@ impl Client {
     }
 
     /// Waits until the connection is ready (at once if it is). A client in backoff keeps
-    /// waiting through its reconnects; a client that stopped, or stopped trying (a permanent
-    /// failure such as a program that does not exist), gives [`Error::Unavailable`] with the
-    /// reason in `last_error`. Bound it with `tokio::time::timeout` if you need a limit.
+    /// waiting through its reconnects, except when the last attempt failed for good (the
+    /// program does not exist, permission denied: [`crate::TransportError::is_permanent`]); a
+    /// client that stopped, or failed for good, gives [`Error::Unavailable`] with the reason in
+    /// `last_error`. Bound it with `tokio::time::timeout` if you need a limit.
     pub async fn ready(&self) -> Result<()> {
         let mut states = self.watch_state();
-        let state = *states
-            .wait_for(|s| *s == ConnState::Ready || s.is_terminal())
-            .await
-            .map_err(|_| Error::Shutdown)?;
-        if state == ConnState::Ready {
-            return Ok(());
+        loop {
+            let state = *states.borrow_and_update();
+            let last_error = self.last_error();
+            let permanent = matches!(&last_error, Some(Failure::Transport(t)) if t.is_permanent());
+            match state {
+                ConnState::Ready => return Ok(()),
+                s if s.is_terminal() || (s == ConnState::Backoff && permanent) => {
+                    return Err(Error::Unavailable {
+                        state,
+                        retry_in: None,
+                        last_error,
+                    });
+                }
+                _ => {}
+            }
+            states.changed().await.map_err(|_| Error::Shutdown)?;
         }
-        Err(Error::Unavailable {
-            state,
-            retry_in: None,
-            last_error: self.last_error(),
-        })
     }
 
     /// Sends a request and waits for its result. Dropping the future cancels the request

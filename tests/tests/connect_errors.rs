@@ -157,3 +157,21 @@ async fn the_builders_stdio_options_reach_the_server() {
     let e = connect_error(sh("echo \"home=[$HOME]\" >&2; exit 1").env_clear()).await;
     assert_eq!(e.stderr_tail, ["home=[]"]);
 }
+
+#[tokio::test]
+async fn a_lazy_client_keeps_trying_but_ready_reports_a_permanent_failure() {
+    let client = stdio("/nonexistent/server", &[])
+        .backoff(Duration::from_millis(10), Duration::from_millis(20), 0)
+        .connect_lazy();
+    let err = tokio::time::timeout(Duration::from_secs(5), client.ready())
+        .await
+        .expect("ready returns for a permanent failure")
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable { last_error: Some(Failure::Transport(TransportError::Spawn(io))), .. } if io.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
+    );
+    // It keeps trying in the background (the program may be installed later).
+    assert!(!client.state().is_terminal());
+    client.stop().await;
+}
