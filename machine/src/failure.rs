@@ -106,6 +106,23 @@ pub enum TransportError {
     /// The link was closed by us.
     #[error("transport closed")]
     Closed,
+    /// An HTTP server answered with a status that ends the link (not 2xx, and not a session
+    /// expiry).
+    #[error("HTTP {status} from the server{}", if reason.is_empty() { String::new() } else { format!(": {reason}") })]
+    Http {
+        /// The HTTP status code.
+        status: u16,
+        /// What the status was an answer to, or what was wrong with the answer.
+        reason: String,
+    },
+    /// The HTTP server no longer knows the session (404 to a request carrying its
+    /// `Mcp-Session-Id`): a new session must be initialized.
+    #[error("the server ended the session (HTTP 404 for session {session_hint})")]
+    SessionExpired {
+        /// The first characters of the expired session id (never the whole id: it is a
+        /// credential for the session).
+        session_hint: String,
+    },
 }
 
 impl TransportError {

@@ -162,6 +162,19 @@ impl ClientBuilder {
         ))
     }
 
+    /// A builder for the Streamable HTTP server at `url` (MCP 2025-03-26 … 2025-11-25; see
+    /// [`crate::transport::http`]). Fails only on a URL that is not `http(s)`.
+    pub fn http(url: &str) -> Result<Self> {
+        let connector = crate::transport::HttpConnector::new(url).map_err(|e| {
+            Error::Connect(Box::new(ConnectError {
+                target: format!("http: {url}"),
+                cause: Failure::Transport(e),
+                stderr_tail: Vec::new(),
+            }))
+        })?;
+        Ok(Self::new(connector))
+    }
+
     /// Stdio: sets a variable of the server's environment (on top of the default allowlist).
     /// Ignored, with a warning, by a builder that is not [`ClientBuilder::stdio`].
     pub fn env(

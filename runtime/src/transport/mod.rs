@@ -17,6 +17,7 @@
 //! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
 
 mod framing;
+pub mod http;
 pub mod stdio;
 pub mod stream;
 
@@ -33,6 +34,7 @@ use tracing::Instrument;
 
 use framing::{FrameReader, ReadFrame, write_frame};
 
+pub use http::HttpConnector;
 pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
 

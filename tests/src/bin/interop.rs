@@ -293,7 +293,7 @@ async fn main() {
     let (kind, cmd) = match args.iter().position(|a| a == "--") {
         Some(i) if i == 1 && args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
         _ => {
-            eprintln!("usage: interop everything|python -- COMMAND [ARGS...]");
+            eprintln!("usage: interop everything|python -- COMMAND [ARGS...] | URL");
             std::process::exit(2);
         }
     };
@@ -302,7 +302,19 @@ async fn main() {
     // Everything the driver feeds its machine is recorded, and replayed at the end: what the
     // runtime did against a real server must be a behaviour of the machine (trace validation).
     let recorder = mcp_runtime::trace::TraceRecorder::new();
-    let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
+    // A URL is a Streamable HTTP server; anything else a command to spawn over stdio.
+    let builder = if cmd[0].starts_with("http://") || cmd[0].starts_with("https://") {
+        match ClientBuilder::http(&cmd[0]) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("FAIL connect: {e}");
+                std::process::exit(1);
+            }
+        }
+    } else {
+        ClientBuilder::stdio(&cmd[0], &cmd[1..])
+    };
+    let client = builder
         .record_trace(recorder.clone())
         .client_info("mcp-interop", "0.1.0")
         .handler(handlers(Arc::clone(&elicited), Arc::clone(&sampled)))
