@@ -109,3 +109,56 @@ async fn chaos_binary_die_exits_3() {
     assert_eq!(p.recv_raw().await, None::<String>);
     assert_eq!(exit_code(&mut child).await, Some(3));
 }
+
+#[tokio::test]
+async fn chaos_binary_sigkill_kills_itself() {
+    use std::os::unix::process::ExitStatusExt;
+    let (mut p, _stderr, mut child) = spawn(CHAOS, &[]);
+    p.handshake("2025-11-25").await;
+    p.send(json!({"jsonrpc": "2.0", "id": "k", "method": "tools/call", "params": {"name": "sigkill", "arguments": {}}}))
+        .await;
+    assert_eq!(p.recv_raw().await, None::<String>);
+    let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+}
+
+#[tokio::test]
+async fn stderr_floods_at_start_and_on_call() {
+    let (mut p, stderr, mut child) = spawn(CHAOS, &["--stderr-flood", "100000"]);
+    let reader = tokio::spawn(read_all(stderr));
+    p.handshake("2025-11-25").await;
+    let r = p.call("stderr_flood", json!({"bytes": 50000})).await;
+    assert_eq!(text(&r), "wrote 50000 bytes to stderr");
+    p.close().await;
+    assert_eq!(exit_code(&mut child).await, Some(0));
+    let err = reader.await.unwrap();
+    let noise: usize = err
+        .lines()
+        .filter(|l| l.starts_with("stderr flood line"))
+        .map(|l| l.len() + 1)
+        .sum();
+    // 1 KiB lines; the last line of each flood is cut short and runs into the next line.
+    assert!((149_000..=151_000).contains(&noise), "{noise}");
+}
+
+#[tokio::test]
+async fn once_misbehaves_in_the_first_process_only() {
+    let marker = std::env::temp_dir().join(format!("mcp-once-bin-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let args = ["--handshake", "error", "--once", marker.to_str().unwrap()];
+    let (mut p, _e, _child) = spawn(CHAOS, &args);
+    let resp = p
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        )
+        .await;
+    assert!(resp.get("error").is_some(), "{resp}");
+    let (mut p, _e, _child) = spawn(CHAOS, &args);
+    let r = p.handshake("2025-11-25").await;
+    assert_eq!(r["protocolVersion"], "2025-11-25");
+    std::fs::remove_file(&marker).unwrap();
+}
