@@ -9,7 +9,8 @@
 //! [`Handshake`]), `--endless-cursor` (`tools/list` always has a next page),
 //! `--stderr-flood BYTES` (write that much noise to stderr while serving), `--once PATH` (the
 //! misbehaving flags apply only to the first process that creates `PATH`: later processes,
-//! e.g. a client's respawns, behave), `--help`.
+//! e.g. a client's respawns, behave), `--pid-file PATH` (append this process's pid to `PATH`,
+//! one line each, so that a test can check that every server it caused is gone), `--help`.
 //!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
@@ -42,6 +43,8 @@ pub struct CliOptions {
     pub stderr_flood: u64,
     /// `--once PATH`: misbehave only if this process is the first to create `PATH`.
     pub once: Option<std::path::PathBuf>,
+    /// `--pid-file PATH`: append this process's pid to `PATH`.
+    pub pid_file: Option<std::path::PathBuf>,
     /// `--help`: print usage and exit 0.
     pub help: bool,
 }
@@ -76,7 +79,7 @@ pub enum CliError {
 /// Usage text of the binaries.
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
 [--die-on-start] [--stderr-noise N] [--linger MODE] [--handshake MODE] [--endless-cursor] \
-[--stderr-flood BYTES] [--once PATH] [--help]\nServes one MCP connection on stdin/stdout \
+[--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC); logs go to stderr.";
 
 /// Parse the arguments after the program name.
@@ -118,6 +121,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 opts.stderr_flood = u64::try_from(n).unwrap_or(u64::MAX);
             }
             "--once" => opts.once = Some(value(&flag)?.into()),
+            "--pid-file" => opts.pid_file = Some(value(&flag)?.into()),
             "--endless-cursor" if inline.is_none() => opts.endless_cursor = true,
             "--die-on-start" if inline.is_none() => opts.die_on_start = true,
             "--help" | "-h" if inline.is_none() => opts.help = true,
@@ -128,11 +132,23 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
 }
 
 impl CliOptions {
-    /// These options, or, with `--once PATH` when `PATH` already exists, only the ones that do
-    /// not misbehave (page size, help): a later process behaves. The first process creates
-    /// `PATH` (atomically: of processes started together exactly one misbehaves). A marker that
-    /// cannot be created for another reason is reported on stderr and the options kept.
+    /// What a process does with its options first: it appends its pid to the `--pid-file`, and
+    /// returns these options, or, with `--once PATH` when `PATH` already exists, only the ones
+    /// that do not misbehave (page size, help): a later process behaves. The first process
+    /// creates `PATH` (atomically: of processes started together exactly one misbehaves).
+    /// Files that cannot be written are reported on stderr (and the options kept).
     pub fn for_this_process(self) -> CliOptions {
+        if let Some(path) = &self.pid_file {
+            use std::io::Write;
+            let written = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{}", std::process::id()));
+            if let Err(e) = written {
+                eprintln!("--pid-file {}: {e}", path.display());
+            }
+        }
         let Some(path) = &self.once else {
             return self;
         };
@@ -145,6 +161,7 @@ impl CliOptions {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => CliOptions {
                 page_size: self.page_size,
                 help: self.help,
+                pid_file: self.pid_file,
                 ..CliOptions::default()
             },
             Err(e) => {
@@ -356,7 +373,9 @@ mod tests {
     #[test]
     fn once_misbehaves_in_the_first_process_only() {
         let path = std::env::temp_dir().join(format!("mcp-once-{}", std::process::id()));
+        let pids = std::env::temp_dir().join(format!("mcp-pids-{}", std::process::id()));
         let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&pids);
         let opts = || {
             parse(&[
                 "--handshake",
@@ -365,6 +384,8 @@ mod tests {
                 "2",
                 "--once",
                 path.to_str().unwrap(),
+                "--pid-file",
+                pids.to_str().unwrap(),
             ])
             .unwrap()
         };
@@ -373,6 +394,12 @@ mod tests {
         let second = opts().for_this_process();
         assert_eq!(second.handshake, None);
         assert_eq!(second.page_size, Some(2));
+        let me = std::process::id().to_string();
+        assert_eq!(
+            std::fs::read_to_string(&pids).unwrap(),
+            format!("{me}\n{me}\n")
+        );
         std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&pids).unwrap();
     }
 }
