@@ -46,7 +46,8 @@ const PEAK_GROWTH_BOUND_MIB: u64 = 64;
 const RECOVERY_BOUND: Duration = Duration::from_secs(15);
 /// How long `closed()` (every server process stopped and reaped) may take after stop.
 const CLOSED_BOUND: Duration = Duration::from_secs(15);
-/// How long a leak check waits for the count to settle (a reaper thread, a task ending).
+/// How long the descriptor and task checks wait for the count to settle (a stderr drain
+/// ending after a kill).
 const SETTLE: Duration = Duration::from_secs(2);
 /// Default size of the stderr floods.
 const DEFAULT_STDERR_BYTES: u64 = 64 << 20;
@@ -669,13 +670,15 @@ async fn run_mode(mode: &Mode, dir: &Path, n: usize) -> Report {
     let servers = probe::pids_in(&pid_file);
     report.servers = servers.len();
     report.check(!servers.is_empty(), || "no server pid recorded".into());
-    let gone = settles(|| servers.iter().all(|p| probe::state_of(*p).is_none())).await;
+    // `closed()` promises every child reaped: nothing may be left at this point, not even a
+    // zombie.
+    let gone = servers.iter().all(|p| probe::state_of(*p).is_none());
     report.check(gone, || {
         let left: Vec<(u32, Option<char>)> =
             servers.iter().map(|p| (*p, probe::state_of(*p))).collect();
         format!("server processes left (pid, state; Z = zombie): {left:?}")
     });
-    let no_children = settles(|| probe::children().is_empty()).await;
+    let no_children = probe::children().is_empty();
     report.check(no_children, || {
         format!("children left: {:?}", probe::children())
     });

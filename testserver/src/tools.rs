@@ -403,14 +403,14 @@ pub(crate) fn flood_stderr(bytes: u64) -> std::io::Result<u64> {
         chunk.extend(std::iter::repeat_n(b'x', LINE - 1 - head.len()));
         chunk.push(b'\n');
     }
-    let mut err = std::io::stderr().lock();
+    // stderr is locked per chunk, not for the whole flood: the server's own last words (and
+    // its exit) must not wait for the flood to drain.
     let mut left = bytes;
     while left > 0 {
         let n = usize::try_from(left).unwrap_or(CHUNK).min(CHUNK);
-        err.write_all(&chunk[..n])?;
+        std::io::stderr().write_all(&chunk[..n])?;
         left -= n as u64;
     }
-    err.flush()?;
     Ok(bytes)
 }
 
