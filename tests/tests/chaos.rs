@@ -212,7 +212,8 @@ fn modes(stderr_bytes: u64) -> Vec<Mode> {
             json!({"text": "{not json at all"}),
             &[Ok],
             &[Ok],
-        ),
+        )
+        .text("wrote a garbage line"),
         tool(
             "partial line, stall (under the timeout)",
             "partial",
@@ -244,7 +245,8 @@ fn modes(stderr_bytes: u64) -> Vec<Mode> {
             json!({}),
             &[Ok],
             &[Ok],
-        ),
+        )
+        .text("not UTF-8"),
         // The answer cannot be read, so its caller times out; nothing else suffers.
         tool(
             "invalid UTF-8 (the answer)",
@@ -282,8 +284,9 @@ fn modes(stderr_bytes: u64) -> Vec<Mode> {
             &[Ok, Timeout],
         )
         .timeout(Duration::from_secs(30)),
-        tool("answers twice", "duplicate", json!({}), &[Ok], &[Ok]),
-        tool("answers unknown ids", "unknown_id", json!({}), &[Ok], &[Ok]),
+        tool("answers twice", "duplicate", json!({}), &[Ok], &[Ok]).text("duplicate"),
+        tool("answers unknown ids", "unknown_id", json!({}), &[Ok], &[Ok])
+            .text("sent a response with id 987654321"),
         tool(
             "answers after the timeout",
             "late",
@@ -584,11 +587,16 @@ async fn run_mode(mode: &Mode, dir: &Path, n: usize) -> Report {
             report.check(allowed.contains(&outcome), || {
                 format!("{who}: {outcome:?} ({detail}), expected one of {allowed:?}")
             });
-            if who == "call"
-                && let (Ok(text), Some(want)) = (&result, &probe.text)
-            {
+            // Each answer reaches the caller that asked (a duplicate or a stray id goes to
+            // nobody else).
+            let want = match who {
+                "call" => probe.text.clone(),
+                "by1" => Some("Echo: bystander 1".to_owned()),
+                _ => Some("Echo: bystander 2".to_owned()),
+            };
+            if let (Ok(text), Some(want)) = (&result, want) {
                 report.check(text.contains(want.as_str()), || {
-                    format!("call: answer {text:?} lacks {want:?}")
+                    format!("{who}: answer {text:?} lacks {want:?}")
                 });
             }
             report.answers.push(Answer {
