@@ -2,7 +2,6 @@
 
 use mcp_runtime::{Client, CompleteRef, Notification, RequestOptions, ServerNotification};
 use serde_json::{Map, Value, json};
-use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use crate::args::{
@@ -426,6 +425,7 @@ async fn watch(
 ) -> Result<(), CliError> {
     let start = Instant::now();
     let mut notes = client.notifications();
+    let mut reported_lost = 0;
     let mut transitions = client.transitions();
     if let Some(level) = w.level {
         client
@@ -449,7 +449,12 @@ async fn watch(
             biased;
             caught = interrupt.fired() => return after_signal("watch", caught),
             n = notes.recv() => match n {
-                Ok(n) => {
+                Some(n) => {
+                    let lost = notes.dropped();
+                    if lost > reported_lost {
+                        errln!("mcpc: watch: {} notifications were lost (output too slow)", lost - reported_lost);
+                        reported_lost = lost;
+                    }
                     if json_out {
                         // Exactly as the server sent it.
                         out_exact(&json!({"at": start.elapsed().as_secs_f64(),
@@ -458,15 +463,12 @@ async fn watch(
                         outln!("{}  {}", stamp(start), notification_line(&n));
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(k)) => {
-                    errln!("mcpc: watch: {k} notifications were lost (output too slow)");
-                }
-                Err(broadcast::error::RecvError::Closed) => {
+                None => {
                     return Err(CliError::new(Exit::Transport, "watch", "the client stopped"));
                 }
             },
             t = transitions.recv() => {
-                if let Ok(t) = t {
+                if let Some(t) = t {
                     let why = match (t.to(), client.last_error()) {
                         (mcp_runtime::ConnState::Backoff, Some(e)) => format!(": {e}"),
                         _ => String::new(),
@@ -499,7 +501,7 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                 break;
             }
             t = transitions.recv() => match t {
-                Ok(t) => {
+                Some(t) => {
                     let at = t.at.saturating_duration_since(start).as_secs_f64();
                     let note = match t.to() {
                         mcp_runtime::ConnState::Ready => client
@@ -528,10 +530,7 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                         break;
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(k)) => {
-                    errln!("mcpc: state: {k} transitions were lost (output too slow)");
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
+                None => break,
             },
         }
     }

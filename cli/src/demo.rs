@@ -77,7 +77,7 @@ fn transition_line(t: &Transition, start: Instant) -> String {
 
 /// Prints transitions as they come until one enters `ready` (or `limit` passes).
 async fn print_until_ready(
-    transitions: &mut broadcast::Receiver<Transition>,
+    transitions: &mut mcp_runtime::Transitions,
     start: Instant,
     limit: Duration,
 ) -> Result<(), CliError> {
@@ -93,14 +93,13 @@ async fn print_until_ready(
                 ));
             }
             t = transitions.recv() => match t {
-                Ok(t) => {
+                Some(t) => {
                     outln!("{}", transition_line(&t, start));
                     if t.to() == ConnState::Ready {
                         return Ok(());
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {}
-                Err(broadcast::error::RecvError::Closed) => {
+                None => {
                     return Err(CliError::new(Exit::Transport, "demo", "the client stopped"));
                 }
             },
@@ -354,7 +353,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     let stopping = Instant::now();
     client.stop().await;
     let stopped = stopping.elapsed();
-    while let Ok(t) = transitions.try_recv() {
+    while let Some(t) = transitions.try_recv() {
         outln!("{}", transition_line(&t, stopping));
     }
     tokio::time::timeout(Duration::from_secs(5), client.closed())

@@ -123,7 +123,7 @@ impl CliError {
         let exit = match e {
             E::Server { .. } => Exit::Server,
             E::Timeout { .. } => Exit::Timeout,
-            E::Unavailable { .. } => Exit::Connect,
+            E::Unavailable { .. } | E::Connect(_) => Exit::Connect,
             E::Cancelled => Exit::Interrupted,
             _ => Exit::Transport,
         };

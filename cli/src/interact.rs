@@ -18,7 +18,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 
-use mcp_runtime::{Handlers, RpcError};
+use mcp_runtime::{
+    CreateMessageResult, ElicitParams, ElicitResult, Handlers, Root, Roots, RpcError,
+};
 use serde_json::{Map, Value, json};
 
 use crate::sanitize::clean;
@@ -47,18 +49,25 @@ pub fn check_mode(params: &Value) -> Result<(), RpcError> {
 pub fn handlers(sampling_reply: Option<String>, roots: &[String], server: &str) -> Handlers {
     let server = server.to_owned();
     let mut h = Handlers::new()
-        .elicitation(move |params| {
+        .elicitation(move |params: ElicitParams, _cx| {
             let server = server.clone();
             async move {
+                // The form code reads the request as the server sent it (extra fields kept).
+                let params = match &params {
+                    ElicitParams::Form(form) => serde_json::to_value(form),
+                    ElicitParams::Url(url) => serde_json::to_value(url),
+                    _ => Ok(json!({"mode": "unknown"})),
+                }
+                .unwrap_or_default();
                 check_mode(&params)?;
                 if !std::io::stdin().is_terminal() {
                     errln!(
                         "mcpc: declined the elicitation request of `{server}` ({}): stdin is not a terminal",
                         params.get("message").and_then(Value::as_str).unwrap_or("")
                     );
-                    return Ok(refuse("decline"));
+                    return Ok(ElicitResult::decline());
                 }
-                tokio::task::spawn_blocking(move || {
+                let answer = tokio::task::spawn_blocking(move || {
                     let stdin = std::io::stdin();
                     let mut input = stdin.lock();
                     ask_form(&server, &params, &mut input, &mut std::io::stderr())
@@ -68,19 +77,19 @@ pub fn handlers(sampling_reply: Option<String>, roots: &[String], server: &str) 
                     code: -32603,
                     message: format!("elicitation prompt failed: {e}"),
                     data: None,
+                })?;
+                serde_json::from_value(answer).map_err(|e| RpcError {
+                    code: -32603,
+                    message: format!("elicitation answer malformed: {e}"),
+                    data: None,
                 })
             }
         })
-        .sampling(move |_params| {
+        .sampling(move |_params, _cx| {
             let reply = sampling_reply.clone();
             async move {
                 match reply {
-                    Some(text) => Ok(json!({
-                        "role": "assistant",
-                        "content": {"type": "text", "text": text},
-                        "model": "mcpc --sampling-reply",
-                        "stopReason": "endTurn",
-                    })),
+                    Some(text) => Ok(CreateMessageResult::text("mcpc --sampling-reply", text)),
                     None => Err(RpcError {
                         code: -1,
                         message: "sampling declined: mcpc was started without --sampling-reply"
@@ -91,12 +100,9 @@ pub fn handlers(sampling_reply: Option<String>, roots: &[String], server: &str) 
             }
         });
     if !roots.is_empty() {
-        h = h.roots(
-            roots
-                .iter()
-                .map(|uri| (uri.clone(), root_name(uri)))
-                .collect(),
-        );
+        h = h.roots(Roots::new(
+            roots.iter().map(|uri| Root::new(uri).named(root_name(uri))),
+        ));
     }
     h
 }

@@ -2,8 +2,8 @@
 //!
 //! The size limit is checked before any parsing (a frame of exactly the limit is accepted).
 //! Classification never panics and never fails: anything that is not a single JSON-RPC 2.0
-//! message is [`Frame::Malformed`] with a reason (batches included: they left MCP in
-//! 2025-06-18).
+//! message is [`Frame::Malformed`] with a reason. A batch is one frame too, unless the
+//! negotiated revision has batches: then [`batch_elements`] unpacks it first.
 
 use serde_json::Value;
 
@@ -39,19 +39,13 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     if bytes.len() > max_frame_bytes {
         return Frame::Oversized(Oversized { size: bytes.len() });
     }
-    let value: Value = match serde_json::from_slice(bytes) {
+    let value = match parse(bytes) {
         Ok(v) => v,
-        // A lone UTF-16 surrogate escape (a JavaScript server that cut a string in half) is
-        // not valid JSON text; read it as U+FFFD, as JavaScript's own decoders do, rather than
-        // lose the whole message and leave its caller waiting.
-        Err(e) => match repair_lone_surrogates(bytes).map(|b| serde_json::from_slice(&b)) {
-            Some(Ok(v)) => v,
-            Some(Err(_)) | None => return malformed(format!("invalid JSON: {e}")),
-        },
+        Err(e) => return malformed(format!("invalid JSON: {e}")),
     };
     let Value::Object(mut obj) = value else {
         return malformed(if value.is_array() {
-            "a JSON-RPC batch (not part of MCP since 2025-06-18)"
+            "a JSON-RPC batch (only MCP 2025-03-26 has them)"
         } else {
             "not a JSON object"
         });
@@ -110,6 +104,39 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
                 (None, None) => malformed("response has neither result nor error"),
             }
         }
+    }
+}
+
+/// The JSON value of `bytes`. A lone UTF-16 surrogate escape (a JavaScript server that cut a
+/// string in half) is not valid JSON text; it is read as U+FFFD, as JavaScript's own decoders
+/// do, rather than losing the whole message and leaving its caller waiting.
+fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    serde_json::from_slice(bytes).or_else(|e| {
+        repair_lone_surrogates(bytes)
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or(e)
+    })
+}
+
+/// The messages of a JSON-RPC batch frame (a non-empty array), each as the bytes of one frame
+/// to classify; `None` when `bytes` is not a batch (or over the limit, or an empty array: those
+/// stay one frame, which [`classify`] reports as malformed).
+///
+/// Only MCP 2025-03-26 has batches (a receiver MUST accept them; 2025-06-18 removed them): the
+/// machine unpacks them only when that revision was negotiated ([`crate::Machine::unbatch`]).
+pub fn batch_elements(bytes: &[u8], max_frame_bytes: usize) -> Option<Vec<Vec<u8>>> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'[' || bytes.len() > max_frame_bytes {
+        return None;
+    }
+    match parse(bytes) {
+        Ok(Value::Array(items)) if !items.is_empty() => Some(
+            items
+                .iter()
+                .map(|item| serde_json::to_vec(item).unwrap_or_default())
+                .collect(),
+        ),
+        _ => None,
     }
 }
 
@@ -183,6 +210,27 @@ mod tests {
 
     fn c(v: Value) -> Frame {
         classify(&serde_json::to_vec(&v).unwrap(), 1 << 20)
+    }
+
+    #[test]
+    fn batch_elements_unpacks_only_non_empty_arrays_within_the_limit() {
+        let batch = br#" [{"jsonrpc":"2.0","id":1,"result":{}}, {"jsonrpc":"2.0","method":"x"}]"#;
+        let parts = batch_elements(batch, 1 << 20).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert!(matches!(classify(&parts[0], 1 << 20), Frame::Response(_)));
+        assert!(matches!(
+            classify(&parts[1], 1 << 20),
+            Frame::Notification(_)
+        ));
+        assert_eq!(batch_elements(b"[]", 1 << 20), None);
+        assert_eq!(batch_elements(br#"{"jsonrpc":"2.0"}"#, 1 << 20), None);
+        assert_eq!(batch_elements(b"[1,", 1 << 20), None);
+        assert_eq!(batch_elements(batch, 10), None);
+        // A lone surrogate inside a batch is repaired as in a single frame.
+        let parts = batch_elements(br#"[{"jsonrpc":"2.0","id":2,"result":"\ud800"}]"#, 99).unwrap();
+        assert!(matches!(classify(&parts[0], 99), Frame::Response(_)));
+        // Without unpacking, a batch is one malformed frame.
+        assert!(matches!(classify(batch, 1 << 20), Frame::Malformed(_)));
     }
 
     #[test]

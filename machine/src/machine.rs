@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::classify::{Frame, classify};
+use crate::classify::{self, Frame, classify};
 use crate::config::Config;
 use crate::core::{Core, Ctx};
 use crate::event::{Oversized, ServerInfo};
@@ -13,6 +13,9 @@ use crate::failure::Failure;
 use crate::generated::{self, Event, State, TimerKind};
 use crate::io::{Action, Input, Report, SendOutcome, SendToken, Step};
 use crate::timers::TimerKey;
+
+/// The only MCP revision with JSON-RPC batches (2025-06-18 removed them).
+const BATCH_REVISION: &str = "2025-03-26";
 
 /// The sans-IO connection: feed it inputs with the current time, drain its actions.
 ///
@@ -87,6 +90,19 @@ impl Machine {
     /// What the server said in the last accepted handshake.
     pub fn server(&self) -> Option<&ServerInfo> {
         self.core.server.as_ref()
+    }
+
+    /// The messages of `bytes` when it is a JSON-RPC batch this connection must accept (MCP
+    /// 2025-03-26 was negotiated, the only revision with batches), to be fed one by one as
+    /// [`Input::Frame`]s of the same generation; `None` otherwise (feed `bytes` as it is: a
+    /// batch under any other revision is a malformed frame). Replies to the requests of a batch
+    /// are sent one by one, not as a batch (JSON-RPC allows a server to receive either).
+    pub fn unbatch(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+        let negotiated = self.core.server.as_ref()?;
+        if negotiated.protocol_version != BATCH_REVISION {
+            return None;
+        }
+        classify::batch_elements(bytes, self.core.config.max_frame_bytes)
     }
 
     /// Why the last connection attempt or connection failed, if it did (cleared by a handshake).

@@ -4,8 +4,11 @@
 //! calls its tools that ask the client for a sample, the roots and a form.
 
 use mcp_runtime::transport::StreamConnector;
-use mcp_runtime::{ClientBuilder, ClientHandler, HandlerFuture, Provides};
-use serde_json::{Value, json};
+use mcp_runtime::{
+    ClientBuilder, ClientHandler, CreateMessageParams, CreateMessageResult, ElicitParams,
+    ElicitResult, HandlerFuture, ListRootsResult, Provides, RequestContext, Root,
+};
+use serde_json::json;
 
 /// Answers with canned values; a real host would ask a model or the user.
 struct Host;
@@ -20,25 +23,42 @@ impl ClientHandler for Host {
         }
     }
 
-    fn create_message(&self, params: Value) -> HandlerFuture {
+    fn create_message(
+        &self,
+        params: CreateMessageParams,
+        cx: RequestContext,
+    ) -> HandlerFuture<CreateMessageResult> {
         Box::pin(async move {
-            let asked = params["messages"][0]["content"]["text"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned();
-            Ok(json!({"role": "assistant", "model": "canned",
-                "content": {"type": "text", "text": format!("you asked: {asked}")}}))
+            let asked = params
+                .messages
+                .first()
+                .map(|m| m.content.joined_text())
+                .unwrap_or_default();
+            // Long work reports progress, if the server asked for it.
+            cx.progress(1.0, Some(1.0), Some("sampled")).await.ok();
+            Ok(CreateMessageResult::text(
+                "canned",
+                format!("you asked: {asked}"),
+            ))
         })
     }
 
-    fn list_roots(&self, _params: Value) -> HandlerFuture {
-        Box::pin(async { Ok(json!({"roots": [{"uri": "file:///work", "name": "work"}]})) })
+    fn list_roots(&self, _cx: RequestContext) -> HandlerFuture<ListRootsResult> {
+        Box::pin(async {
+            Ok(ListRootsResult {
+                roots: vec![Root::new("file:///work").named("work")],
+                ..Default::default()
+            })
+        })
     }
 
-    fn elicit(&self, params: Value) -> HandlerFuture {
+    fn elicit(&self, params: ElicitParams, _cx: RequestContext) -> HandlerFuture<ElicitResult> {
         Box::pin(async move {
-            println!("server asks: {}", params["message"]);
-            Ok(json!({"action": "accept", "content": {"name": "Ada", "confirm": true}}))
+            println!("server asks: {}", params.message());
+            let mut form = serde_json::Map::new();
+            form.insert("name".into(), json!("Ada"));
+            form.insert("confirm".into(), json!(true));
+            Ok(ElicitResult::accept(form))
         })
     }
 }

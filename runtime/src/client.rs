@@ -9,14 +9,15 @@ use mcp_machine::{
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::driver::{Command, Driver, Outputs, ProgressSink};
+use crate::driver::{Command, Driver, Outputs, ProgressSink, Wiring};
+use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
-use crate::transport::{Connector, StdioConnector, TransportConfig};
+use crate::transport::{Connector, StdioConnector, StdioConnectorBuilder, TransportConfig};
 use crate::types::*;
-use crate::{ConnState, Error, PaginationStop, Result};
+use crate::{ConnState, ConnectError, Error, Notifications, PaginationStop, Result, Transitions};
 
 /// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
 /// receiver.
@@ -91,13 +92,15 @@ impl RequestOptions {
 
 /// Builds a [`Client`]: the transport, who we are, what we answer, and the timeouts.
 pub struct ClientBuilder {
-    connector: Arc<dyn Connector>,
+    connector: Transport,
     config: Config,
     transport: TransportConfig,
     handler: Arc<dyn ClientHandler>,
     seed: Option<u64>,
     limits: Limits,
     trace: Option<TraceRecorder>,
+    notifications: Arc<Hub<Notification>>,
+    transitions: Arc<Hub<crate::state::Transition>>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -112,8 +115,12 @@ impl std::fmt::Debug for ClientBuilder {
 impl ClientBuilder {
     /// A builder over any transport connector.
     pub fn new(connector: impl Connector) -> Self {
+        Self::over(Transport::Built(Arc::new(connector)))
+    }
+
+    fn over(connector: Transport) -> Self {
         ClientBuilder {
-            connector: Arc::new(connector),
+            connector,
             config: Config {
                 client_name: "mcp-runtime".into(),
                 ..Config::default()
@@ -123,15 +130,86 @@ impl ClientBuilder {
             seed: None,
             limits: Limits::default(),
             trace: None,
+            notifications: Arc::new(Hub::new(FeedLimits::NOTIFICATIONS)),
+            transitions: Arc::new(Hub::new(FeedLimits::TRANSITIONS)),
         }
     }
 
     /// A builder that spawns `program` with `args` (no shell) and speaks MCP over its stdio.
+    ///
+    /// The stdio options ([`ClientBuilder::env`], [`ClientBuilder::inherit_env`],
+    /// [`ClientBuilder::env_clear`], [`ClientBuilder::current_dir`],
+    /// [`ClientBuilder::shutdown_grace`]) apply to it; see
+    /// [`crate::transport::stdio`] for the environment the server gets by default.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// use std::time::Duration;
+    /// let client = mcp_runtime::ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"])
+    ///     .env("API_KEY", "…")
+    ///     .current_dir("/tmp")
+    ///     .shutdown_grace(Duration::from_millis(500))
+    ///     .connect()
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// ```
     pub fn stdio(
         program: impl Into<std::ffi::OsString>,
         args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
     ) -> Self {
-        Self::new(StdioConnector::builder(program).args(args).build())
+        Self::over(Transport::Stdio(
+            StdioConnector::builder(program).args(args),
+        ))
+    }
+
+    /// Stdio: sets a variable of the server's environment (on top of the default allowlist).
+    /// Ignored, with a warning, by a builder that is not [`ClientBuilder::stdio`].
+    pub fn env(
+        self,
+        key: impl Into<std::ffi::OsString>,
+        value: impl Into<std::ffi::OsString>,
+    ) -> Self {
+        self.stdio_option("env", |b| b.env(key, value))
+    }
+
+    /// Stdio: the server inherits the host's whole environment, not only the default allowlist
+    /// (`HOME`, `LOGNAME`, `PATH`, `SHELL`, `TERM`, `USER`). Secrets in the host's environment
+    /// then reach the server.
+    pub fn inherit_env(self) -> Self {
+        self.stdio_option("inherit_env", StdioConnectorBuilder::inherit_env)
+    }
+
+    /// Stdio: the server's environment starts empty (only what [`ClientBuilder::env`] sets).
+    pub fn env_clear(self) -> Self {
+        self.stdio_option("env_clear", StdioConnectorBuilder::env_clear)
+    }
+
+    /// Stdio: the server's working directory.
+    pub fn current_dir(self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.stdio_option("current_dir", |b| b.current_dir(dir))
+    }
+
+    /// Stdio: how long each step of the server's shutdown waits (2 s): stdin is closed, then
+    /// after `grace` SIGTERM to its process group, after `grace` again SIGKILL. [`Client::stop`]
+    /// does not wait for this; [`Client::closed`] does.
+    pub fn shutdown_grace(self, grace: Duration) -> Self {
+        self.stdio_option("shutdown_grace", |b| b.grace(grace))
+    }
+
+    fn stdio_option(
+        mut self,
+        name: &str,
+        f: impl FnOnce(StdioConnectorBuilder) -> StdioConnectorBuilder,
+    ) -> Self {
+        self.connector = match self.connector {
+            Transport::Stdio(b) => Transport::Stdio(f(b)),
+            built @ Transport::Built(_) => {
+                tracing::warn!(target: "mcp::builder", option = name, transport = %built.describe(),
+                    "a stdio option on a builder that is not stdio is ignored");
+                built
+            }
+        };
+        self
     }
 
     /// `clientInfo` sent in the handshake.
@@ -221,14 +299,54 @@ impl ClientBuilder {
         self
     }
 
+    /// Bounds of each notification subscriber's queue taken from now on (1024 notifications,
+    /// 16 MiB of params): a subscriber that falls behind loses the oldest, counted in
+    /// [`crate::Feed::dropped`]. Set it before taking feeds.
+    pub fn notification_limits(self, limits: FeedLimits) -> Self {
+        self.notifications.set_limits(limits);
+        self
+    }
+
+    /// Server notifications from the very start of the client (before `connect` returns), for
+    /// a host that must not miss one between the handshake and its own subscription. Same as
+    /// [`Client::notifications`] otherwise; take as many as you like.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// let builder = mcp_runtime::ClientBuilder::stdio("my-server", ["--stdio"]);
+    /// let mut transitions = builder.transitions();
+    /// let mut notifications = builder.notifications();
+    /// let client = builder.connect().await?;
+    /// // Starting -> Initializing -> Ready, as they happened.
+    /// while let Some(t) = transitions.try_recv() {
+    ///     println!("{} -> {} ({})", t.from(), t.to(), t.event());
+    /// }
+    /// # drop((client, notifications)); Ok(()) }
+    /// ```
+    pub fn notifications(&self) -> Notifications {
+        self.notifications.subscribe()
+    }
+
+    /// Every connection transition from the very first one (see
+    /// [`ClientBuilder::notifications`] for an example).
+    pub fn transitions(&self) -> Transitions {
+        self.transitions.subscribe()
+    }
+
     fn update_ttl(&mut self) {
         let c = &mut self.config;
         c.tombstone_ttl = Config::ttl_for(c.request_timeout, c.init_timeout, c.backoff_max);
     }
 
-    /// Starts the client and waits until it is ready, or fails with the reason of the first
-    /// failed attempt (the client is then stopped). Bounded by the init timeout.
-    pub async fn connect(self) -> Result<Client> {
+    /// Starts the client and waits until it is ready, bounded by the connect timeout
+    /// ([`ClientBuilder::connect_timeout`], 60 s). If the first attempt fails, the client is
+    /// stopped (and its server process shut down) and the error is [`Error::Connect`]: the
+    /// typed cause (spawn error, exit code or signal, the server's refusal, timeout with its
+    /// bound) and the server's last stderr lines. To keep retrying in the background instead,
+    /// use [`ClientBuilder::connect_lazy`] and [`Client::ready`].
+    pub async fn connect(mut self) -> Result<Client> {
+        let connector = self.connector.resolve();
+        self.connector = Transport::Built(Arc::clone(&connector));
         let client = self.connect_lazy();
         let mut states = client.watch_state();
         loop {
@@ -236,13 +354,15 @@ impl ClientBuilder {
             match state {
                 ConnState::Ready => return Ok(client),
                 ConnState::Backoff | ConnState::Closing | ConnState::Closed => {
-                    let last_error = client.last_error();
+                    let cause = client
+                        .last_error()
+                        .unwrap_or(Failure::Transport(crate::TransportError::Closed));
                     client.stop().await;
-                    return Err(Error::Unavailable {
-                        state,
-                        retry_in: None,
-                        last_error,
-                    });
+                    return Err(Error::Connect(Box::new(ConnectError {
+                        target: connector.describe(),
+                        cause,
+                        stderr_tail: connector.stderr_tail(),
+                    })));
                 }
                 ConnState::Starting | ConnState::Initializing => {}
             }
@@ -252,9 +372,14 @@ impl ClientBuilder {
         }
     }
 
-    /// Starts the client and returns at once; it connects (and reconnects) in the background.
-    /// Must be called inside a tokio runtime.
+    /// Starts the client and returns at once; it connects (and reconnects) in the background,
+    /// with backoff, until [`Client::stop`] or until every handle is dropped. It never gives
+    /// up by itself, not even when the program does not exist (it may be installed later):
+    /// [`Client::ready`] returns an error for such a permanent failure, and
+    /// [`Client::last_error`] says why at any time. Calls made while not ready fail at once
+    /// with [`Error::Unavailable`]. Must be called inside a tokio runtime.
     pub fn connect_lazy(self) -> Client {
+        let connector = self.connector.resolve();
         let seed = self.seed.unwrap_or_else(random_seed);
         let epoch = tokio::time::Instant::now();
         // The frame limit is the machine's; the transport enforces the same number.
@@ -263,7 +388,7 @@ impl ClientBuilder {
             ..self.transport
         };
         let mut caps = self.handler.provides();
-        caps.roots_list_changed = false;
+        caps.roots_list_changed = caps.roots && self.handler.roots_changes().is_some();
         let config = Config {
             capabilities: caps,
             ..self.config
@@ -273,24 +398,31 @@ impl ClientBuilder {
         }
         let machine = Machine::new(config, seed, std::time::Duration::ZERO);
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
+        let next_call = Arc::new(AtomicU64::new(1));
+        let notifier = Notifier {
+            commands: commands_tx.downgrade(),
+            next_call: Arc::clone(&next_call),
+        };
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
-        let (notifications, _) = broadcast::channel(1024);
-        let (transitions, _) = broadcast::channel(256);
         let out = Arc::new(Outputs {
             state: state_tx,
             server: RwLock::new(None),
             last_error: RwLock::new(None),
-            notifications,
-            transitions,
+            notifications: self.notifications,
+            transitions: self.transitions,
             closed: closed_tx,
         });
+        let wiring = Wiring {
+            connector: Arc::clone(&connector),
+            transport_config: transport,
+            handler: self.handler,
+            notifier,
+        };
         let driver = Driver::new(
             machine,
             epoch,
-            self.connector,
-            transport,
-            self.handler,
+            wiring,
             Arc::clone(&out),
             self.trace.map(TraceSink::new),
         );
@@ -313,14 +445,37 @@ impl ClientBuilder {
             }
         });
         let shared = Arc::new(Shared {
+            connector,
             commands: commands_tx,
             state: state_rx,
             closed: closed_rx,
             out,
-            next_call: AtomicU64::new(1),
+            next_call,
             limits: self.limits,
         });
         Client { shared }
+    }
+}
+
+/// The transport of a builder: a connector, or a stdio one still taking options.
+enum Transport {
+    Built(Arc<dyn Connector>),
+    Stdio(StdioConnectorBuilder),
+}
+
+impl Transport {
+    fn resolve(self) -> Arc<dyn Connector> {
+        match self {
+            Transport::Built(c) => c,
+            Transport::Stdio(b) => Arc::new(b.build()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Transport::Built(c) => c.describe(),
+            Transport::Stdio(b) => b.describe(),
+        }
     }
 }
 
@@ -332,12 +487,46 @@ fn random_seed() -> u64 {
 }
 
 struct Shared {
+    connector: Arc<dyn Connector>,
     commands: mpsc::UnboundedSender<Command>,
     state: watch::Receiver<ConnState>,
     closed: watch::Receiver<bool>,
     out: Arc<Outputs>,
-    next_call: AtomicU64,
+    next_call: Arc<AtomicU64>,
     limits: Limits,
+}
+
+/// Sends notifications to the server through the driver, for the driver's own needs and for
+/// handlers ([`crate::RequestContext::progress`]); holds no client alive (a weak sender).
+#[derive(Clone)]
+pub(crate) struct Notifier {
+    commands: mpsc::WeakUnboundedSender<Command>,
+    next_call: Arc<AtomicU64>,
+}
+
+impl Notifier {
+    /// A fresh caller id.
+    pub(crate) fn next_call(&self) -> CallId {
+        CallId(self.next_call.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Sends a notification and waits for the transport to take it (or the reason it did not).
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
+        let rx = {
+            let commands = self.commands.upgrade().ok_or(Error::Shutdown)?;
+            let (reply, rx) = oneshot::channel();
+            let input = Input::Notify(NotifyRequest {
+                call: self.next_call(),
+                method: method.to_owned(),
+                params,
+            });
+            commands
+                .send(Command::Notify { input, reply })
+                .map_err(|_| Error::Shutdown)?;
+            rx
+        };
+        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+    }
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -414,6 +603,20 @@ impl Client {
             .clone()
     }
 
+    /// What the server declared in the last handshake, typed (see [`ServerCapabilities`]);
+    /// `None` before the first handshake.
+    pub fn server_capabilities(&self) -> Option<ServerCapabilities> {
+        self.server_info().map(|info| ServerCapabilities::of(&info))
+    }
+
+    /// The last lines (at most 20) the latest server process wrote on its stderr, oldest
+    /// first, raw: what a host shows beside [`Client::last_error`]. Empty for transports
+    /// without stderr. Every line is also a `tracing` event
+    /// ([`crate::transport::SERVER_STDERR_TARGET`]).
+    pub fn server_stderr(&self) -> Vec<String> {
+        self.shared.connector.stderr_tail()
+    }
+
     /// Why the last connection attempt or connection failed, typed (cleared by a successful
     /// handshake).
     pub fn last_error(&self) -> Option<Failure> {
@@ -425,17 +628,49 @@ impl Client {
             .clone()
     }
 
-    /// Every state transition from now on, with the event and the row that caused it (a
-    /// watch, unlike [`Client::watch_state`], which only keeps the latest state).
-    pub fn transitions(&self) -> broadcast::Receiver<crate::state::Transition> {
+    /// Every state transition from now on, with the event and the row that caused it (unlike
+    /// [`Client::watch_state`], which keeps only the latest state, no transition is skipped
+    /// unless this feed falls 256 behind; [`crate::Feed::dropped`] counts those). To see the
+    /// transitions of the first connection, take the feed from
+    /// [`ClientBuilder::transitions`].
+    pub fn transitions(&self) -> Transitions {
         self.shared.out.transitions.subscribe()
     }
 
     /// Server notifications from now on (list changes, resource updates, log messages,
-    /// progress not claimed by a call, cancellations). A slow receiver may lag and lose the
-    /// oldest (see [`broadcast::error::RecvError::Lagged`]).
-    pub fn notifications(&self) -> broadcast::Receiver<Notification> {
+    /// progress not claimed by a call, cancellations). Each feed holds at most what
+    /// [`ClientBuilder::notification_limits`] allows; one that falls behind loses the oldest,
+    /// counted by [`crate::Feed::dropped`]. [`crate::Feed::recv`] gives `None` once the client
+    /// has stopped. To see the notifications of the first connection, take the feed from
+    /// [`ClientBuilder::notifications`].
+    pub fn notifications(&self) -> Notifications {
         self.shared.out.notifications.subscribe()
+    }
+
+    /// Waits until the connection is ready (at once if it is). A client in backoff keeps
+    /// waiting through its reconnects, except when the last attempt failed for good (the
+    /// program does not exist, permission denied: [`crate::TransportError::is_permanent`]); a
+    /// client that stopped, or failed for good, gives [`Error::Unavailable`] with the reason in
+    /// `last_error`. Bound it with `tokio::time::timeout` if you need a limit.
+    pub async fn ready(&self) -> Result<()> {
+        let mut states = self.watch_state();
+        loop {
+            let state = *states.borrow_and_update();
+            let last_error = self.last_error();
+            let permanent = matches!(&last_error, Some(Failure::Transport(t)) if t.is_permanent());
+            match state {
+                ConnState::Ready => return Ok(()),
+                s if s.is_terminal() || (s == ConnState::Backoff && permanent) => {
+                    return Err(Error::Unavailable {
+                        state,
+                        retry_in: None,
+                        last_error,
+                    });
+                }
+                _ => {}
+            }
+            states.changed().await.map_err(|_| Error::Shutdown)?;
+        }
     }
 
     /// Sends a request and waits for its result. Dropping the future cancels the request
@@ -510,20 +745,13 @@ impl Client {
         })
     }
 
-    /// Sends a notification.
+    /// Sends a notification; answers once the transport took it (or with why it did not).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        let call = self.next_call();
-        let (reply, rx) = oneshot::channel();
-        let input = Input::Notify(NotifyRequest {
-            call,
-            method: method.to_owned(),
-            params,
-        });
-        self.shared
-            .commands
-            .send(Command::Notify { input, reply })
-            .map_err(|_| Error::Shutdown)?;
-        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+        let notifier = Notifier {
+            commands: self.shared.commands.downgrade(),
+            next_call: Arc::clone(&self.shared.next_call),
+        };
+        notifier.notify(method, params).await
     }
 
     /// `ping`.
@@ -756,10 +984,15 @@ impl Client {
             .map(|_| ())
     }
 
-    /// Stops the client: every call in flight is answered with [`Error::Shutdown`], the
-    /// transport is closed, and the connection is over within about 100 ms even if the server
-    /// hangs. Idempotent. The server process is shut down in the background (close stdin,
-    /// SIGTERM, SIGKILL); [`Client::closed`] waits for that.
+    /// Stops the client and returns as soon as every call in flight was answered with
+    /// [`Error::Shutdown`] (at once: it does not wait for the server). From then on every call
+    /// fails with [`Error::Shutdown`]; the state is `Closing`, then `Closed` when the transport
+    /// confirmed it is down (within 100 ms even if the server hangs). Idempotent.
+    ///
+    /// The server process is shut down in the background as the MCP specification's stdio
+    /// shutdown says: its stdin is closed, then after a grace period
+    /// ([`ClientBuilder::shutdown_grace`], 2 s) SIGTERM to its process group, after another
+    /// grace SIGKILL, and it is reaped. [`Client::closed`] waits for all of that.
     pub async fn stop(&self) {
         let (reply, rx) = oneshot::channel();
         if self
@@ -771,13 +1004,9 @@ impl Client {
             })
             .is_ok()
         {
+            // Answered when the table entered closing (every caller answered), or dropped if
+            // the driver is gone (its runtime was shut down): either way, done.
             let _ = rx.await;
-        }
-        // If the driver is gone (its runtime was shut down), nothing will ever say closed.
-        let mut states = self.watch_state();
-        tokio::select! {
-            _ = states.wait_for(|s| *s == ConnState::Closed) => {}
-            () = self.shared.commands.closed() => {}
         }
     }
 

@@ -12,11 +12,13 @@ use mcp_machine::{
     Action, CallId, Failure, HandlerReply, Input, Machine, Report, RpcError, ServerRequestId, Step,
 };
 use serde_json::Value;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::handler::{ClientHandler, route};
+use crate::client::Notifier;
+use crate::feed::{Hub, json_size};
+use crate::handler::{ClientHandler, RequestContext, route};
 use crate::trace::{Record, TraceSink};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
 use crate::types::{Notification, Progress, ServerInfo, ServerNotification};
@@ -49,8 +51,8 @@ pub(crate) struct Outputs {
     pub(crate) state: watch::Sender<ConnState>,
     pub(crate) server: RwLock<Option<ServerInfo>>,
     pub(crate) last_error: RwLock<Option<Failure>>,
-    pub(crate) notifications: broadcast::Sender<Notification>,
-    pub(crate) transitions: broadcast::Sender<crate::state::Transition>,
+    pub(crate) notifications: Arc<Hub<Notification>>,
+    pub(crate) transitions: Arc<Hub<crate::state::Transition>>,
     /// True once the driver ended and every transport task finished (children reaped).
     pub(crate) closed: watch::Sender<bool>,
 }
@@ -71,6 +73,15 @@ enum Pending {
     },
 }
 
+/// What the driver talks to: the transport factory and its settings, the handler of server
+/// requests, and the way back into its own command queue.
+pub(crate) struct Wiring {
+    pub(crate) connector: Arc<dyn Connector>,
+    pub(crate) transport_config: TransportConfig,
+    pub(crate) handler: Arc<dyn ClientHandler>,
+    pub(crate) notifier: Notifier,
+}
+
 pub(crate) struct Driver {
     machine: Machine,
     epoch: Instant,
@@ -82,7 +93,12 @@ pub(crate) struct Driver {
     handler: Arc<dyn ClientHandler>,
     handler_tx: mpsc::UnboundedSender<(u64, HandlerReply)>,
     handler_rx: mpsc::UnboundedReceiver<(u64, HandlerReply)>,
-    server_tasks: HashMap<(u64, ServerRequestId), AbortHandle>,
+    /// Handler tasks in flight: how to abort each, and its context's cancellation flag.
+    server_tasks: HashMap<(u64, ServerRequestId), (AbortHandle, watch::Sender<bool>)>,
+    /// Sends the driver's own notifications (roots changed) and handlers' progress.
+    notifier: Notifier,
+    /// The host's roots, when it changes them at run time.
+    roots: Option<watch::Receiver<Vec<crate::Root>>>,
     pending: HashMap<CallId, Pending>,
     out: Arc<Outputs>,
     exited: bool,
@@ -94,15 +110,22 @@ impl Driver {
     pub(crate) fn new(
         machine: Machine,
         epoch: Instant,
-        connector: Arc<dyn Connector>,
-        transport_config: TransportConfig,
-        handler: Arc<dyn ClientHandler>,
+        wiring: Wiring,
         out: Arc<Outputs>,
         trace: Option<TraceSink>,
     ) -> Self {
+        let Wiring {
+            connector,
+            transport_config,
+            handler,
+            notifier,
+        } = wiring;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
+        let roots = handler.roots_changes();
         Driver {
+            notifier,
+            roots,
             machine,
             epoch,
             connector,
@@ -140,6 +163,16 @@ impl Driver {
                     self.input(Input::HandlerReply { generation, reply });
                 }
                 () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
+                () = roots_changed(&mut self.roots) => {
+                    // The host changed its roots: tell the server, like a host's own notify.
+                    let (reply, _) = oneshot::channel();
+                    let input = Input::Notify(mcp_machine::NotifyRequest {
+                        call: self.notifier.next_call(),
+                        method: "notifications/roots/list_changed".to_owned(),
+                        params: None,
+                    });
+                    self.command(Command::Notify { input, reply });
+                }
                 cmd = commands.recv(), if commands_open => match cmd {
                     Some(cmd) => self.command(cmd),
                     None => {
@@ -151,13 +184,15 @@ impl Driver {
             }
         }
         for (_, task) in self.server_tasks.drain() {
-            task.abort();
+            cancel(task);
         }
         // The table answers every caller before exit; anyone left here is a bug, not a hang.
         for (call, p) in self.pending.drain() {
             tracing::error!(target: "mcp::driver", call = call.0, "caller left unanswered at exit");
             answer(p, Err(Error::Shutdown));
         }
+        self.out.notifications.close();
+        self.out.transitions.close();
         let _ = self.out.closed.send(true);
     }
 
@@ -206,7 +241,16 @@ impl Driver {
     fn transport_event(&mut self, generation: u64, event: TransportEvent) {
         let input = match event {
             TransportEvent::Up => Input::TransportUp { generation },
-            TransportEvent::Frame(bytes) => Input::Frame { generation, bytes },
+            TransportEvent::Frame(bytes) => match self.machine.unbatch(&bytes) {
+                // A batch (MCP 2025-03-26 only): each message is a frame of its own.
+                Some(frames) => {
+                    for bytes in frames {
+                        self.input(Input::Frame { generation, bytes });
+                    }
+                    return;
+                }
+                None => Input::Frame { generation, bytes },
+            },
             TransportEvent::Oversized { seen } => Input::Oversized {
                 generation,
                 size: seen,
@@ -281,10 +325,11 @@ impl Driver {
             .last_error
             .write()
             .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().cloned();
-        let _ = self.out.transitions.send(crate::state::Transition {
+        let transition = crate::state::Transition {
             step,
             at: Instant::now(),
-        });
+        };
+        self.out.transitions.publish(&transition, 1);
         self.out.state.send_replace(step.to);
     }
 
@@ -392,7 +437,8 @@ impl Driver {
                 {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
-                let _ = self.out.notifications.send(n);
+                let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
+                self.out.notifications.publish(&n, size);
             }
             Action::Progress { call, params } => {
                 if let Some(Pending::Call {
@@ -418,10 +464,19 @@ impl Driver {
                 // internal error for the server, like a panic inside the future.
                 let handler = &*self.handler;
                 let params = params.unwrap_or(Value::Null);
+                let (cancelled_tx, cancelled) = watch::channel(false);
+                let cx = RequestContext::new(
+                    id.clone(),
+                    method.clone(),
+                    &params,
+                    self.machine.server().cloned(),
+                    cancelled,
+                    Some(self.notifier.clone()),
+                );
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    route(handler, &method, params)
+                    route(handler, &method, params, cx)
                 }));
-                let fut: crate::handler::HandlerFuture = match built {
+                let fut: crate::handler::HandlerFuture<Value> = match built {
                     Ok(fut) => fut,
                     Err(_) => {
                         let message = format!("the client's handler for {method} panicked");
@@ -450,20 +505,25 @@ impl Driver {
                     };
                     let _ = tx.send((generation, HandlerReply { id, result }));
                 });
-                self.server_tasks.insert(key, abort);
+                self.server_tasks.insert(key, (abort, cancelled_tx));
             }
             Action::AbortServerRequest { generation, id } => {
                 if let Some(task) = self.server_tasks.remove(&(generation, id)) {
-                    task.abort();
+                    cancel(task);
                 }
             }
             Action::AbortServerRequests { generation } => {
-                self.server_tasks.retain(|(g, _), task| {
-                    if *g == generation {
-                        task.abort();
+                let ended: Vec<_> = self
+                    .server_tasks
+                    .keys()
+                    .filter(|(g, _)| *g == generation)
+                    .cloned()
+                    .collect();
+                for key in ended {
+                    if let Some(task) = self.server_tasks.remove(&key) {
+                        cancel(task);
                     }
-                    *g != generation
-                });
+                }
             }
             Action::Report(report) => trace_report(&report),
             Action::Exit => {
@@ -485,6 +545,22 @@ fn answer(p: Pending, outcome: Result<Value, Error>) {
             let _ = reply.send(());
         }
     }
+}
+
+/// Tells a handler's context that its request is cancelled, then aborts the handler's task.
+fn cancel((task, cancelled): (AbortHandle, watch::Sender<bool>)) {
+    cancelled.send_replace(true);
+    task.abort();
+}
+
+/// Resolves when the host changed its roots (never without a roots handle).
+async fn roots_changed(roots: &mut Option<watch::Receiver<Vec<crate::Root>>>) {
+    if let Some(rx) = roots
+        && rx.changed().await.is_ok()
+    {
+        return;
+    }
+    std::future::pending().await
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

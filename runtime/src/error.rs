@@ -26,6 +26,11 @@ pub enum Error {
     /// The client is stopping or stopped.
     #[error("client is shut down")]
     Shutdown,
+    /// [`crate::ClientBuilder::connect`] failed: see [`ConnectError`] (typed cause, the
+    /// server's stderr tail). Only `connect` returns it; calls on a client that is not
+    /// connected get [`Error::Unavailable`].
+    #[error(transparent)]
+    Connect(Box<ConnectError>),
     /// Not connected right now (connecting, or waiting to reconnect).
     #[error("server unavailable ({state}{}{})",
         retry_in.map(|d| format!(", reconnecting in {}", fmt_duration(d))).unwrap_or_default(),
@@ -93,6 +98,62 @@ pub enum Error {
     },
 }
 
+/// Why [`crate::ClientBuilder::connect`] failed: the first attempt's typed cause, what was
+/// connected to, and the last lines the server wrote on its stderr (stdio servers).
+///
+/// Match on [`ConnectError::cause`] to act: a [`Failure::Transport`] of
+/// [`crate::TransportError::Spawn`] with [`std::io::ErrorKind::NotFound`] (the program does
+/// not exist: [`ConnectError::is_permanent`]), [`crate::TransportError::ChildExited`] (exit code
+/// or signal), [`Failure::Refused`] (the server's error to `initialize`),
+/// [`Failure::UnsupportedVersion`], [`Failure::InitTimeout`] (with the bound that ran out).
+/// The client was stopped; nothing is retried.
+///
+/// Its `Display` is one line for a host's log, ending with the server's last stderr line:
+/// `could not connect to stdio: my-server: server process exited (exit code 3); the server's
+/// last stderr line: boom: missing API_KEY` (control characters in server text escaped).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("could not connect to {}: {cause}{}", clean(target),
+    last_line(stderr_tail).map(|l| format!("; the server's last stderr line: {}", clean(l))).unwrap_or_default())]
+#[non_exhaustive]
+pub struct ConnectError {
+    /// What was connected to ("stdio: npx -y server", "tcp 127.0.0.1:9000").
+    pub target: String,
+    /// Why the attempt failed, typed.
+    #[source]
+    pub cause: Failure,
+    /// The last lines (at most 20, each at most 512 bytes) the server wrote on its stderr,
+    /// oldest first, raw (escape them before showing them on a terminal). Empty for transports
+    /// without stderr.
+    pub stderr_tail: Vec<String>,
+}
+
+impl ConnectError {
+    /// Whether trying again cannot help (the program does not exist, permission denied).
+    pub fn is_permanent(&self) -> bool {
+        matches!(&self.cause, Failure::Transport(t) if t.is_permanent())
+    }
+}
+
+fn last_line(lines: &[String]) -> Option<&String> {
+    lines.iter().rev().find(|l| !l.trim().is_empty())
+}
+
+/// `text` with control characters (terminal escapes, carriage returns, bidi overrides) shown
+/// as escapes, so server text in an error cannot drive a terminal or forge a log line.
+fn clean(text: &str) -> String {
+    text.chars()
+        .flat_map(|c| {
+            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+            let shown: Box<dyn Iterator<Item = char>> = if c.is_control() || bidi {
+                Box::new(c.escape_unicode())
+            } else {
+                Box::new(std::iter::once(c))
+            };
+            shown
+        })
+        .collect()
+}
+
 /// Why a pagination walk stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -111,6 +172,7 @@ impl Error {
         match self {
             Error::ConnectionLost(f) => Some(f),
             Error::Unavailable { last_error, .. } => last_error.as_ref(),
+            Error::Connect(e) => Some(&e.cause),
             _ => None,
         }
     }

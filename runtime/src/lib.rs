@@ -15,26 +15,80 @@
 //! [`trace`] checks that a run of the runtime is a behaviour of the machine: record it with
 //! [`ClientBuilder::record_trace`], replay it with [`trace::replay`].
 //!
+//! # Quick start
+//!
+//! (The same code is README's "Library quick start"; a test keeps the two equal.)
+//!
 //! ```no_run
-//! # async fn demo() -> mcp_runtime::Result<()> {
-//! use mcp_runtime::ClientBuilder;
-//! let client = ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"])
-//!     .connect()
-//!     .await?;
-//! for tool in client.list_all_tools().await? {
-//!     println!("{}", tool.name);
+//! use std::time::Duration;
+//!
+//! use mcp_runtime::{ClientBuilder, CreateMessageResult, Handlers, RequestOptions, Root, Roots};
+//! use serde_json::json;
+//!
+//! async fn run() -> mcp_runtime::Result<()> {
+//!     let roots = Roots::new([Root::new("file:///work").named("work")]);
+//!     let handlers = Handlers::new()
+//!         .roots(roots.clone())
+//!         .sampling(|params, _cx| async move {
+//!             let asked = params.messages.len();
+//!             Ok(CreateMessageResult::text("my-model", format!("read {asked} messages")))
+//!         });
+//!     let builder = ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"])
+//!         .client_info("my-host", "1.0.0")
+//!         .env("LOG_LEVEL", "info")
+//!         .handler(handlers);
+//!     let mut transitions = builder.transitions(); // from the very first one
+//!     let client = builder.connect().await?; // Err(Error::Connect(..)) says why, with stderr
+//!     for tool in client.list_all_tools().await? {
+//!         println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+//!     }
+//!     let (options, mut progress) = RequestOptions::new()
+//!         .timeout(Duration::from_secs(60))
+//!         .progress_channel();
+//!     let call = client.call_tool_with(
+//!         "trigger-long-running-operation",
+//!         json!({"duration": 2, "steps": 4}),
+//!         options,
+//!     );
+//!     tokio::pin!(call);
+//!     let result = loop {
+//!         tokio::select! {
+//!             result = &mut call => break result?,
+//!             Some(p) = progress.recv() => println!("progress {}/{:?}", p.progress, p.total),
+//!         }
+//!     };
+//!     println!("{}", result.text());
+//!     roots.update(|r| r.push(Root::new("file:///home/me/notes"))); // the server is told
+//!     while let Some(t) = transitions.try_recv() {
+//!         println!("{} -> {} ({})", t.from(), t.to(), t.event());
+//!     }
+//!     client.stop().await; // every call in flight is answered at once
+//!     client.closed().await; // the server process is shut down and reaped
+//!     Ok(())
 //! }
-//! let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
-//! println!("{}", result.text());
-//! client.stop().await;
-//! # Ok(()) }
 //! ```
+//!
+//! # What to expect
+//!
+//! - Calls in flight when the connection drops fail with [`Error::ConnectionLost`] and are not
+//!   retried: the server may or may not have run them, and only the caller knows whether
+//!   running one twice is safe. Calls made while reconnecting fail at once with
+//!   [`Error::Unavailable`] (with when the next attempt is due); [`Client::ready`] waits.
+//! - After a reconnect the client restores the session (the logging level, then every
+//!   acknowledged subscription) before any other call is sent; a server that runs requests
+//!   concurrently may still answer a later call first.
+//! - A stdio server's stderr is never an error signal: each line is a `tracing` event
+//!   ([`transport::SERVER_STDERR_TARGET`]), and the last lines are kept for
+//!   [`ConnectError::stderr_tail`] and [`Client::server_stderr`].
+//! - POSIX only (Linux, macOS): the stdio transport uses process groups and signals.
 #![warn(missing_docs)]
 
 mod client;
 mod driver;
 mod error;
+mod feed;
 mod handler;
+mod requests;
 mod state;
 pub mod trace;
 pub mod transport;
@@ -43,10 +97,23 @@ pub mod types;
 pub use crate::client::{
     Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
 };
-pub use crate::error::{Error, PaginationStop, Result};
-pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides};
+pub use crate::error::{ConnectError, Error, PaginationStop, Result};
+pub use crate::feed::{Feed, FeedLimits};
+pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides, RequestContext, Roots};
+pub use crate::requests::{
+    CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult,
+    FormElicitation, ListRootsResult, MessageContent, ModelPreferences, Role, Root,
+    SamplingMessage, UrlElicitation,
+};
 pub use crate::state::{ConnState, Transition};
 pub use crate::types::{
-    CompleteRef, LoggingLevel, Notification, Progress, ServerInfo, ServerNotification,
+    CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
+    ServerCapabilities, ServerInfo, ServerNotification,
 };
 pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};
+
+/// A feed of server notifications: see [`Client::notifications`].
+pub type Notifications = Feed<Notification>;
+
+/// A feed of connection transitions: see [`Client::transitions`].
+pub type Transitions = Feed<Transition>;

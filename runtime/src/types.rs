@@ -460,8 +460,91 @@ impl ServerNotification {
 }
 
 /// What the server said in the handshake: the machine's own type (its `name()`, `version()`
-/// and `has_capability()` read the JSON it keeps).
+/// and `has_capability()` read the JSON it keeps; [`ServerCapabilities::of`] types them).
 pub use mcp_machine::ServerInfo;
+
+/// A capability with an optional `listChanged` (tools, prompts).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListCapability {
+    /// The server sends `notifications/*/list_changed`.
+    #[serde(default)]
+    pub list_changed: bool,
+    /// Everything else the server sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The `resources` capability.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesCapability {
+    /// `resources/subscribe` is supported.
+    #[serde(default)]
+    pub subscribe: bool,
+    /// The server sends `notifications/resources/list_changed`.
+    #[serde(default)]
+    pub list_changed: bool,
+    /// Everything else the server sent.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// What the server declared it offers, typed. A capability is `Some` when declared (an empty
+/// object declares it); what this type does not name is kept in `extra` (and `experimental`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerCapabilities {
+    /// `tools/list`, `tools/call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<ListCapability>,
+    /// `resources/*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourcesCapability>,
+    /// `prompts/*`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<ListCapability>,
+    /// `logging/setLevel` and log notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logging: Option<Value>,
+    /// `completion/complete`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completions: Option<Value>,
+    /// Experimental, non-standard capabilities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub experimental: Option<Map<String, Value>>,
+    /// Everything else the server declared (`tasks`, `extensions`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl ServerCapabilities {
+    /// The capabilities in a handshake's answer. Leniently: a capability whose shape is wrong
+    /// (`"tools": true`) counts as declared with defaults, never as an error.
+    pub fn of(info: &ServerInfo) -> Self {
+        Self::from_value(&info.capabilities)
+    }
+
+    /// The capabilities of a `capabilities` JSON object (see [`ServerCapabilities::of`]).
+    pub fn from_value(caps: &Value) -> Self {
+        if let Ok(typed) = serde_json::from_value::<ServerCapabilities>(caps.clone()) {
+            return typed;
+        }
+        // Field by field, so one malformed capability does not hide the others.
+        let field = |name: &str| caps.get(name).filter(|v| !v.is_null());
+        let list =
+            |name: &str| field(name).map(|v| serde_json::from_value(v.clone()).unwrap_or_default());
+        ServerCapabilities {
+            tools: list("tools"),
+            resources: field("resources")
+                .map(|v| serde_json::from_value(v.clone()).unwrap_or_default()),
+            prompts: list("prompts"),
+            logging: field("logging").cloned(),
+            completions: field("completions").cloned(),
+            experimental: field("experimental").and_then(|v| v.as_object().cloned()),
+            extra: Map::new(),
+        }
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -479,6 +562,26 @@ mod tests {
         .unwrap();
         assert_eq!(r.text(), "hi");
         assert!(!r.failed());
+    }
+
+    #[test]
+    fn server_capabilities_are_typed_leniently() {
+        let caps = ServerCapabilities::from_value(&json!({
+            "tools": {"listChanged": true}, "resources": {"subscribe": true},
+            "logging": {}, "tasks": {"list": {}}
+        }));
+        assert!(caps.tools.as_ref().is_some_and(|t| t.list_changed));
+        assert!(
+            caps.resources
+                .as_ref()
+                .is_some_and(|r| r.subscribe && !r.list_changed)
+        );
+        assert!(caps.prompts.is_none() && caps.logging.is_some());
+        assert_eq!(caps.extra["tasks"], json!({"list": {}}));
+        // A malformed capability is still declared, and hides nothing else.
+        let odd = ServerCapabilities::from_value(&json!({"tools": true, "prompts": {}}));
+        assert_eq!(odd.tools, Some(ListCapability::default()));
+        assert!(odd.prompts.is_some());
     }
 
     #[test]

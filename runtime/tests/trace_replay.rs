@@ -12,7 +12,9 @@ use std::time::Duration;
 use common::traced::{assert_replays, in_process, stop_and_replay};
 use mcp_machine::{Action, CallError, Input, Report, State};
 use mcp_runtime::trace::Record;
-use mcp_runtime::{ConnState, Error, Handlers, RequestOptions};
+use mcp_runtime::{
+    ConnState, CreateMessageParams, CreateMessageResult, Error, Handlers, RequestOptions,
+};
 use mcp_testserver::ServerConfig;
 use serde_json::{Value, json};
 
@@ -176,9 +178,9 @@ async fn stop_with_calls_in_flight_replays() {
 
 #[tokio::test]
 async fn server_requests_and_handler_replies_replay() {
-    let handlers = Handlers::new().sampling(|params: Value| async move {
-        let n = params["messages"].as_array().map_or(0, Vec::len);
-        Ok(json!({"role": "assistant", "content": {"type": "text", "text": format!("sampled {n}")}, "model": "test"}))
+    let handlers = Handlers::new().sampling(|params: CreateMessageParams, _cx| async move {
+        let n = params.messages.len();
+        Ok(CreateMessageResult::text("test", format!("sampled {n}")))
     });
     let (builder, recorder) = in_process(ServerConfig::echo());
     let client = builder.handler(handlers).connect().await.unwrap();

@@ -5,15 +5,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_runtime::{
-    CompleteRef, ConnState, Error, Handlers, LoggingLevel, RequestOptions, RpcError,
+    CompleteRef, ConnState, CreateMessageParams, CreateMessageResult, ElicitParams, ElicitResult,
+    Error, Handlers, LoggingLevel, RequestContext, RequestOptions, Root, Roots, RpcError,
     ServerNotification,
 };
 use mcp_tests::{in_process, session_info};
 use mcp_testserver::ServerConfig;
-use serde_json::{Value, json};
+use serde_json::json;
 
 async fn next_matching(
-    rx: &mut tokio::sync::broadcast::Receiver<mcp_runtime::Notification>,
+    rx: &mut mcp_runtime::Notifications,
     f: impl Fn(&ServerNotification) -> bool,
 ) -> ServerNotification {
     tokio::time::timeout(Duration::from_secs(5), async {
@@ -91,7 +92,7 @@ async fn handshake_tools_and_pagination() {
     assert_eq!(s["initializedCount"], 1);
     assert_eq!(s["rootsListChanged"], 1, "{s}");
     client.stop().await;
-    assert_eq!(client.state(), ConnState::Closed);
+    assert_ne!(client.state(), ConnState::Ready);
     assert!(matches!(client.ping().await, Err(Error::Shutdown)));
 }
 
@@ -200,13 +201,30 @@ async fn progress_by_callback_and_by_channel() {
 #[tokio::test]
 async fn server_requests_reach_the_handler_and_capabilities_follow() {
     let handlers = Handlers::new()
-        .sampling(|params: Value| async move {
-            let n = params["messages"].as_array().map_or(0, Vec::len);
-            Ok(json!({"role": "assistant", "content": {"type": "text", "text": format!("sampled {n}")}, "model": "test"}))
-        })
-        .roots(vec![("file:///work".into(), "work".into())])
-        .elicitation(|_params: Value| async move {
-            Ok(json!({"action": "accept", "content": {"name": "Ada"}}))
+        .sampling(
+            |params: CreateMessageParams, cx: RequestContext| async move {
+                assert_eq!(cx.method(), "sampling/createMessage");
+                assert_eq!(
+                    cx.server().map(|s| s.name().to_owned()).as_deref(),
+                    Some("mcp-echo-server")
+                );
+                let n = params.messages.len();
+                let asked = params.messages[0].content.joined_text();
+                Ok(CreateMessageResult::text(
+                    "test",
+                    format!("sampled {n}: {asked}"),
+                ))
+            },
+        )
+        .roots(Roots::new([Root::new("file:///work").named("work")]))
+        .elicitation(|params: ElicitParams, _cx| async move {
+            let ElicitParams::Form(form) = params else {
+                return Ok(ElicitResult::cancel());
+            };
+            assert!(form.requested_schema["properties"].is_object(), "{form:?}");
+            let mut content = serde_json::Map::new();
+            content.insert("name".into(), json!("Ada"));
+            Ok(ElicitResult::accept(content))
         });
     let client = in_process(ServerConfig::echo())
         .handler(handlers)
@@ -226,7 +244,7 @@ async fn server_requests_reach_the_handler_and_capabilities_follow() {
         .call_tool("sample", json!({"prompt": "hi"}))
         .await
         .unwrap();
-    assert!(sampled.text().contains("sampled 1"), "{sampled:?}");
+    assert!(sampled.text().contains("sampled 1: hi"), "{sampled:?}");
     let roots = client.call_tool("roots", json!({})).await.unwrap();
     assert_eq!(
         roots.structured_content.unwrap()["roots"][0]["uri"],
@@ -261,11 +279,11 @@ async fn server_requests_reach_the_handler_and_capabilities_follow() {
 
 #[tokio::test]
 async fn a_panicking_handler_answers_an_internal_error() {
-    let handlers = Handlers::new().sampling(|_p: Value| async move {
+    let handlers = Handlers::new().sampling(|_p, _cx| async move {
         if true {
             panic!("handler bug");
         }
-        Err::<Value, RpcError>(RpcError {
+        Err::<CreateMessageResult, RpcError>(RpcError {
             code: 0,
             message: String::new(),
             data: None,
@@ -296,7 +314,11 @@ async fn panicking_user_callbacks_do_not_take_the_client_down() {
                 ..Default::default()
             }
         }
-        fn create_message(&self, _params: Value) -> mcp_runtime::HandlerFuture {
+        fn create_message(
+            &self,
+            _params: CreateMessageParams,
+            _cx: RequestContext,
+        ) -> mcp_runtime::HandlerFuture<CreateMessageResult> {
             panic!("panics before returning its future")
         }
     }
@@ -399,5 +421,38 @@ async fn reset_timeout_on_progress_works_without_a_sink() {
         .call_tool_with("slow", json!({"ms": 2000, "steps": 10}), options)
         .await;
     assert!(r.is_ok(), "{r:?}");
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_roots_handle_declares_list_changed_and_tells_the_server_of_each_change() {
+    let roots = Roots::new([Root::new("file:///a").named("a")]);
+    let client = in_process(ServerConfig::echo())
+        .handler(Handlers::new().roots(roots.clone()))
+        .connect()
+        .await
+        .unwrap();
+    let s = session_info(&client).await;
+    assert_eq!(
+        s["clientCapabilities"]["roots"],
+        json!({"listChanged": true})
+    );
+    assert_eq!(s["rootsListChanged"], 0);
+    roots.update(|r| r.push(Root::new("file:///b")));
+    // The server heard of the change and, asking again, gets the new list.
+    let mut heard = json!(0);
+    for _ in 0..100 {
+        heard = session_info(&client).await["rootsListChanged"].clone();
+        if heard == json!(1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(heard, json!(1));
+    let listed = client.call_tool("roots", json!({})).await.unwrap();
+    assert_eq!(
+        listed.structured_content.unwrap()["roots"],
+        json!([{"uri": "file:///a", "name": "a"}, {"uri": "file:///b"}])
+    );
     client.stop().await;
 }

@@ -100,6 +100,12 @@ pub trait Connector: Send + Sync + 'static {
     ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>>;
     /// Short human description for logs ("stdio: npx server-everything", "tcp 127.0.0.1:9000").
     fn describe(&self) -> String;
+    /// What the latest link's peer said on the side, oldest first: the last lines of a child
+    /// process's stderr (bounded). For error reports (a connect error shows it); not a protocol
+    /// channel. Empty for links without one (the default).
+    fn stderr_tail(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// An open byte link: newline-delimited JSON both ways (MCP stdio framing, also used for

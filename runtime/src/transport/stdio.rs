@@ -55,6 +55,10 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 const MAX_STDERR_LINE: usize = 8 * 1024;
 /// Stderr lines logged per second at most (also the burst size).
 const STDERR_LINES_PER_SECOND: u32 = 1000;
+/// Stderr lines kept for [`Connector::stderr_tail`].
+const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept for [`Connector::stderr_tail`], in bytes.
+const STDERR_TAIL_LINE: usize = 512;
 /// How long the stderr forwarder may run on after the child was reaped (a grandchild outside
 /// the process group may still hold the pipe).
 const STDERR_DRAIN: Duration = Duration::from_millis(200);
@@ -65,9 +69,37 @@ const STDERR_DRAIN: Duration = Duration::from_millis(200);
 #[derive(Clone, Debug)]
 pub struct StdioConnector {
     spec: Arc<Spec>,
+    /// The last stderr lines of the latest child (see [`Connector::stderr_tail`]).
+    tail: Arc<StderrTail>,
 }
 
-#[derive(Debug)]
+/// The last [`STDERR_TAIL_LINES`] stderr lines of the latest child process, each cut at
+/// [`STDERR_TAIL_LINE`] bytes: what a connect error shows of the server's own words.
+#[derive(Debug, Default)]
+struct StderrTail(std::sync::Mutex<std::collections::VecDeque<String>>);
+
+impl StderrTail {
+    fn lines(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<String>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(&self, line: &[u8]) {
+        let mut cut = &line[..line.len().min(STDERR_TAIL_LINE)];
+        // Not in the middle of a character (invalid bytes elsewhere read as U+FFFD).
+        if let Err(e) = std::str::from_utf8(cut)
+            && e.error_len().is_none()
+        {
+            cut = &cut[..e.valid_up_to()];
+        }
+        let text = String::from_utf8_lossy(cut).into_owned();
+        let mut lines = self.lines();
+        if lines.len() == STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        lines.push_back(text);
+    }
+}
+
 struct Spec {
     program: OsString,
     args: Vec<OsString>,
@@ -75,6 +107,32 @@ struct Spec {
     base_env: BaseEnv,
     current_dir: Option<PathBuf>,
     grace: Duration,
+}
+
+impl Spec {
+    /// "stdio: program arg …" (no environment: its values may be secrets).
+    fn describe(&self) -> String {
+        let mut s = format!("stdio: {}", self.program.to_string_lossy());
+        for a in &self.args {
+            s.push(' ');
+            s.push_str(&a.to_string_lossy());
+        }
+        s
+    }
+}
+
+impl fmt::Debug for Spec {
+    /// The environment's names only: its values may be secrets (API keys, tokens).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Spec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("base_env", &self.base_env)
+            .field("current_dir", &self.current_dir)
+            .field("grace", &self.grace)
+            .finish()
+    }
 }
 
 /// What the server's environment starts from, before the variables given with `env`.
@@ -174,10 +232,16 @@ impl StdioConnectorBuilder {
         self
     }
 
+    /// "stdio: program arg …", as the built connector describes itself.
+    pub fn describe(&self) -> String {
+        self.spec.describe()
+    }
+
     /// Finishes the connector.
     pub fn build(self) -> StdioConnector {
         StdioConnector {
             spec: Arc::new(self.spec),
+            tail: Arc::default(),
         }
     }
 }
@@ -187,20 +251,23 @@ impl Connector for StdioConnector {
         &self,
     ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
         let spec = Arc::clone(&self.spec);
-        Box::pin(async move { spawn_child(&spec) })
+        let tail = Arc::clone(&self.tail);
+        Box::pin(async move { spawn_child(&spec, tail) })
+    }
+
+    /// The last stderr lines (at most 20, each cut at 512 bytes) of the latest server process,
+    /// complete once its transport reported it down.
+    fn stderr_tail(&self) -> Vec<String> {
+        self.tail.lines().iter().cloned().collect()
     }
 
     fn describe(&self) -> String {
-        let mut s = format!("stdio: {}", self.spec.program.to_string_lossy());
-        for a in &self.spec.args {
-            s.push(' ');
-            s.push_str(&a.to_string_lossy());
-        }
-        s
+        self.spec.describe()
     }
 }
 
-fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
+fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportError> {
+    tail.lines().clear();
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
     match spec.base_env {
@@ -233,7 +300,7 @@ fn spawn_child(spec: &Spec) -> Result<Link, TransportError> {
             "child pipes missing",
         ))));
     };
-    let stderr_task = tokio::spawn(forward_stderr(stderr, pid.unwrap_or(0)));
+    let stderr_task = tokio::spawn(forward_stderr(stderr, pid.unwrap_or(0), tail));
     let closer = ChildCloser {
         child: Some(child),
         pid,
@@ -431,8 +498,9 @@ async fn drain_stderr(mut task: JoinHandle<()>) {
     }
 }
 
-/// Forwards the child's stderr to `tracing`, line by line, truncated and rate-limited.
-async fn forward_stderr(stderr: ChildStderr, pid: u32) {
+/// Forwards the child's stderr to `tracing`, line by line, truncated and rate-limited, and
+/// keeps the last lines in `tail`.
+async fn forward_stderr(stderr: ChildStderr, pid: u32, tail: Arc<StderrTail>) {
     let mut reader = BufReader::with_capacity(MAX_STDERR_LINE, stderr);
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut truncated = false;
@@ -447,6 +515,7 @@ async fn forward_stderr(stderr: ChildStderr, pid: u32) {
         };
         if avail.is_empty() {
             if !line.is_empty() {
+                keep(&tail, &line);
                 limit.emit(pid, &line, truncated);
             }
             break;
@@ -461,12 +530,21 @@ async fn forward_stderr(stderr: ChildStderr, pid: u32) {
         let used = newline.map_or(avail.len(), |i| i + 1);
         reader.consume(used);
         if newline.is_some() {
+            keep(&tail, &line);
             limit.emit(pid, &line, truncated);
             line.clear();
             truncated = false;
         }
     }
     limit.flush(pid);
+}
+
+/// Keeps a non-empty stderr line (without its `\r`) in the tail.
+fn keep(tail: &StderrTail, line: &[u8]) {
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    if !line.is_empty() {
+        tail.push(line);
+    }
 }
 
 /// Token bucket: a burst of up to 1000 lines, refilled at 1000 lines per second.
@@ -528,6 +606,20 @@ impl StderrLimit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_and_describe_never_show_environment_values() {
+        let b = StdioConnector::builder("srv")
+            .arg("-x")
+            .env("API_KEY", "s3cret");
+        assert_eq!(b.describe(), "stdio: srv -x");
+        let c = b.build();
+        let shown = format!("{c:?} {}", c.describe());
+        assert!(
+            shown.contains("API_KEY") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn token_bucket_allows_a_burst_then_refills() {

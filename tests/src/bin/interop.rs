@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mcp_runtime::{
-    Client, ClientBuilder, CompleteRef, Handlers, LoggingLevel, RequestOptions, ServerNotification,
+    Client, ClientBuilder, CompleteRef, CreateMessageResult, ElicitParams, ElicitResult, Handlers,
+    LoggingLevel, RequestOptions, Root, Roots, ServerNotification,
 };
 use serde_json::{Map, Value, json};
 
@@ -66,27 +67,28 @@ fn arguments_for(schema: &Value) -> Value {
 
 fn handlers(elicited: Arc<AtomicUsize>, sampled: Arc<AtomicUsize>) -> Handlers {
     Handlers::new()
-        .roots(vec![("file:///tmp".into(), "tmp".into())])
-        .sampling(move |_p: Value| {
+        .roots(Roots::new([Root::new("file:///tmp").named("tmp")]))
+        .sampling(move |_p, _cx| {
             sampled.fetch_add(1, Ordering::SeqCst);
-            async move {
-                Ok(json!({"role": "assistant", "content": {"type": "text", "text": "interop sample"},
-                    "model": "interop", "stopReason": "endTurn"}))
-            }
+            async move { Ok(CreateMessageResult::text("interop", "interop sample")) }
         })
-        .elicitation(move |p: Value| {
+        .elicitation(move |p, _cx| {
             elicited.fetch_add(1, Ordering::SeqCst);
             async move {
-                if p["mode"] == "url" {
-                    return Ok(json!({"action": "accept"}));
-                }
+                let ElicitParams::Form(form) = p else {
+                    return Ok(ElicitResult::accept_url());
+                };
                 // Accept the form with each property's default, or a plain value of its type.
+                let properties = &form.requested_schema["properties"];
                 let content = arguments_for(&json!({
-                    "properties": p["requestedSchema"]["properties"],
-                    "required": p["requestedSchema"]["properties"].as_object()
+                    "properties": properties,
+                    "required": properties.as_object()
                         .map(|o| o.keys().cloned().collect::<Vec<_>>()).unwrap_or_default(),
                 }));
-                Ok(json!({"action": "accept", "content": content}))
+                Ok(ElicitResult::accept(match content {
+                    Value::Object(map) => map,
+                    _ => Default::default(),
+                }))
             }
         })
         .with_url_elicitation()
@@ -183,9 +185,9 @@ async fn everything(
     let got_log = tokio::time::timeout(Duration::from_secs(12), async {
         loop {
             match notes.recv().await {
-                Ok(n) if matches!(n.parsed, ServerNotification::Log { .. }) => return true,
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => return false,
+                Some(n) if matches!(n.parsed, ServerNotification::Log { .. }) => return true,
+                Some(_) => {}
+                None => return false,
             }
         }
     })
