@@ -486,21 +486,18 @@ async fn pid_of(client: &Client) -> Option<u64> {
     r.structured_content?["pid"].as_u64()
 }
 
-/// Waits for the next transition into `Ready` or `Backoff`; which one and when.
+/// Waits for the next transition into `Ready` or `Backoff`; which one.
 async fn handshake_end(
-    transitions: &mut tokio::sync::broadcast::Receiver<mcp_runtime::Transition>,
+    transitions: &mut mcp_runtime::Transitions,
     bound: Duration,
 ) -> Option<ConnState> {
     tokio::time::timeout(bound, async {
-        loop {
-            match transitions.recv().await {
-                Ok(t) if matches!(t.to(), ConnState::Ready | ConnState::Backoff) => {
-                    return Some(t.to());
-                }
-                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => return None,
+        while let Some(t) = transitions.recv().await {
+            if matches!(t.to(), ConnState::Ready | ConnState::Backoff) {
+                return Some(t.to());
             }
         }
+        None
     })
     .await
     .ok()
@@ -527,8 +524,10 @@ async fn run_mode(mode: &Mode, dir: &Path, n: usize) -> Report {
             dir.join(format!("once-{n}")).display().to_string(),
         ]);
     }
-    let client = builder(&flags).connect_lazy();
-    let mut transitions = client.transitions();
+    // Every transition from the first one: the first handshake cannot be missed.
+    let builder = builder(&flags);
+    let mut transitions = builder.transitions();
+    let client = builder.connect_lazy();
 
     // The first handshake is a caller too: bounded by the connect timeout.
     let started = Instant::now();
