@@ -7,9 +7,10 @@
 //! ```
 //!
 //! Flags: `--seconds N` (120), `--kill-every-ms N` (3000), `--callers N` (64),
-//! `--min-calls N` (0: no floor), `--rss-growth-mib N` (16: the bound on resident memory from
-//! the middle of the run to its end). The server is this binary (`soak __serve`), so nothing
-//! else needs building.
+//! `--min-calls N` (0: none; the run goes on past `--seconds` until that many calls were made,
+//! for at most three times `--seconds`, so a loaded machine still reaches the count),
+//! `--rss-growth-mib N` (16: the bound on resident memory from the middle of the run to its
+//! end). The server is this binary (`soak __serve`), so nothing else needs building.
 //!
 //! It prints calls, answers by kind, calls per second, the resident size at the start (after
 //! 5 s), the middle and the end, the open descriptors, tokio's alive tasks and the child
@@ -19,7 +20,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::transport::StdioConnector;
@@ -143,10 +144,10 @@ fn builder() -> std::io::Result<ClientBuilder> {
         .backoff(Duration::from_millis(50), Duration::from_millis(500), 20))
 }
 
-/// One caller: calls until the deadline; while the server is away it waits for ready.
-async fn caller(client: Client, counts: Arc<Counts>, deadline: Instant) {
+/// One caller: calls until `done`; while the server is away it waits for ready.
+async fn caller(client: Client, counts: Arc<Counts>, done: Arc<AtomicBool>) {
     let mut states = client.watch_state();
-    while Instant::now() < deadline {
+    while !done.load(Ordering::Relaxed) {
         let started = Instant::now();
         let r = client
             .call_tool_with(
@@ -166,13 +167,13 @@ async fn caller(client: Client, counts: Arc<Counts>, deadline: Instant) {
     }
 }
 
-/// Sends SIGKILL to every live child (the server) every `every` until the deadline; how many
-/// were killed.
-async fn killer(every: Duration, deadline: Instant) -> u64 {
+/// Sends SIGKILL to every live child (the server) every `every` until `done`; how many were
+/// killed.
+async fn killer(every: Duration, done: Arc<AtomicBool>) -> u64 {
     let mut killed = 0;
     loop {
         tokio::time::sleep(every).await;
-        if Instant::now() >= deadline {
+        if done.load(Ordering::Relaxed) {
             return killed;
         }
         for child in probe::children() {
@@ -221,24 +222,36 @@ async fn soak(o: Options) -> Result<Vec<String>, String> {
         .map_err(|e| format!("the server does not start: {e}"))?;
     let counts = Arc::new(Counts::default());
     let started = Instant::now();
-    let deadline = started + Duration::from_secs(o.seconds);
+    let planned = Duration::from_secs(o.seconds);
+    let done = Arc::new(AtomicBool::new(false));
     let callers: Vec<_> = (0..o.callers)
-        .map(|_| tokio::spawn(caller(client.clone(), Arc::clone(&counts), deadline)))
+        .map(|_| {
+            tokio::spawn(caller(
+                client.clone(),
+                Arc::clone(&counts),
+                Arc::clone(&done),
+            ))
+        })
         .collect();
-    let killer = tokio::spawn(killer(o.kill_every, deadline));
+    let killer = tokio::spawn(killer(o.kill_every, Arc::clone(&done)));
     let mut samples = Vec::new();
-    while Instant::now() < deadline {
+    loop {
+        let elapsed = started.elapsed();
+        if (elapsed >= planned && counts.total() >= o.min_calls) || elapsed >= planned * 3 {
+            done.store(true, Ordering::Relaxed);
+            break;
+        }
         tokio::time::sleep(Duration::from_secs(1)).await;
         samples.push(Sample {
             at: started.elapsed(),
             rss_kib: Memory::now().rss_kib,
             tasks: alive_tasks(),
         });
-        let done = counts.total();
+        let calls = counts.total();
         let secs = started.elapsed().as_secs();
         if secs.is_multiple_of(10) {
             println!(
-                "soak: {secs:>4} s, {done} calls, RSS {} KiB, {} tasks",
+                "soak: {secs:>4} s, {calls} calls, RSS {} KiB, {} tasks",
                 Memory::now().rss_kib,
                 alive_tasks()
             );
@@ -293,8 +306,11 @@ async fn soak(o: Options) -> Result<Vec<String>, String> {
     let total = counts.total();
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     println!(
-        "soak: {} s, {} callers, server killed every {:?}",
-        o.seconds, o.callers, o.kill_every
+        "soak: {} s planned ({:.1} s run), {} callers, server killed every {:?}",
+        o.seconds,
+        elapsed.as_secs_f64(),
+        o.callers,
+        o.kill_every
     );
     println!(
         "calls: {total} in {:.1} s = {:.0} calls/s ({:.0} answered ok/s)",
