@@ -145,6 +145,11 @@ pub enum Command {
         /// descriptions, progress and log messages.
         #[arg(long)]
         hostile: bool,
+        /// After `--`: the flags of the in-repo server binaries (`--handshake MODE`,
+        /// `--stderr-flood BYTES`, `--once PATH`, `--pid-file PATH`, ...; see
+        /// `mcp_testserver::cli`).
+        #[arg(last = true, value_name = "SERVER FLAGS")]
+        server_flags: Vec<String>,
     },
 }
 

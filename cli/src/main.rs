@@ -37,7 +37,8 @@ fn main() {
             linger,
             instructions,
             hostile,
-        } => test_server(chaos, linger, instructions, hostile),
+            server_flags,
+        } => test_server(chaos, linger, instructions, hostile, server_flags),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "mcpc", &mut std::io::stdout());
             0
@@ -95,14 +96,26 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// `mcpc __test-server [--chaos] [--linger MODE] [--instructions TEXT] [--hostile]`: the in-repo test
-/// server on stdin/stdout (for tests).
+/// `mcpc __test-server [--chaos] [--linger MODE] [--instructions TEXT] [--hostile] [-- SERVER
+/// FLAGS]`: the in-repo test server on stdin/stdout (for tests); the flags after `--` are those
+/// of the server binaries (`mcp_testserver::cli`).
 fn test_server(
     chaos: bool,
     linger: Option<mcp_testserver::Linger>,
     instructions: Option<String>,
     hostile: bool,
+    server_flags: Vec<String>,
 ) -> i32 {
+    let opts = match mcp_testserver::cli::parse_args(server_flags) {
+        Ok(opts) => opts.for_this_process(),
+        Err(e) => {
+            errln!("mcpc __test-server: {e}");
+            return 2;
+        }
+    };
+    if opts.die_on_start {
+        return 1;
+    }
     let mut config = if chaos {
         mcp_testserver::ServerConfig::chaos()
     } else {
@@ -117,6 +130,7 @@ fn test_server(
     if hostile {
         config = config.with_hostile_text();
     }
+    let config = mcp_testserver::cli::apply(&opts, config);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -24,7 +24,7 @@ pub(crate) fn level_rank(level: &str) -> Option<usize> {
 }
 
 /// Names of the chaos tools (listed and answered only with [`ServerConfig::chaos`]).
-pub(crate) const CHAOS_TOOLS: [&str; 9] = [
+pub(crate) const CHAOS_TOOLS: [&str; 16] = [
     "die",
     "hang",
     "garbage",
@@ -34,6 +34,13 @@ pub(crate) const CHAOS_TOOLS: [&str; 9] = [
     "unknown_id",
     "flood",
     "exit_after",
+    "silent",
+    "partial",
+    "invalid_utf8",
+    "surrogate",
+    "sigkill",
+    "close_stdout",
+    "stderr_flood",
 ];
 
 fn object(properties: Value, required: &[&str]) -> Value {
@@ -196,6 +203,44 @@ fn chaos_tools() -> Vec<Value> {
             "exit_after",
             "Answer, then stop the server after ms milliseconds (the binary exits with code 3)",
             object(json!({"ms": int("delay")}), &["ms"]),
+        ),
+        tool(
+            "silent",
+            "Read and write nothing for ms milliseconds, then go on; this call is never answered",
+            object(json!({"ms": int("how long")}), &["ms"]),
+        ),
+        tool(
+            "partial",
+            "Write half of the answer, stall the output for ms milliseconds, then the rest",
+            object(json!({"ms": int("stall")}), &["ms"]),
+        ),
+        tool(
+            "invalid_utf8",
+            "Write a line with bytes that are not UTF-8 (in_answer: as this call's answer)",
+            object(
+                json!({"in_answer": {"type": "boolean", "description": "the answer carries them"}}),
+                &[],
+            ),
+        ),
+        tool(
+            "surrogate",
+            "Answer with a lone UTF-16 surrogate escape (\\ud800) in the text",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "sigkill",
+            "The server process sends itself SIGKILL without answering (in process: like die)",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "close_stdout",
+            "Close the output stream without answering and stay alive",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "stderr_flood",
+            "Write `bytes` bytes of noise lines to the process's stderr, then answer",
+            object(json!({"bytes": int("how much")}), &["bytes"]),
         ),
     ]
 }

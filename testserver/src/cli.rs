@@ -4,7 +4,13 @@
 //! `--version-override V` (answer `initialize` with protocol version `V`),
 //! `--page-size N` (paginate `tools/list` by `N`), `--die-on-start` (exit 1 at once),
 //! `--stderr-noise N` (print `N` lines to stderr first), `--linger MODE` (misbehave at the end:
-//! `ignore-eof`, `ignore-term`, `stall-mid-frame`, `close-stdout`; see [`Linger`]), `--help`.
+//! `ignore-eof`, `ignore-term`, `stall-mid-frame`, `close-stdout`; see [`Linger`]),
+//! `--handshake MODE` (answer `initialize` badly: `error`, `twice`, `early-requests`; see
+//! [`Handshake`]), `--endless-cursor` (`tools/list` always has a next page),
+//! `--stderr-flood BYTES` (write that much noise to stderr while serving), `--once PATH` (the
+//! misbehaving flags apply only to the first process that creates `PATH`: later processes,
+//! e.g. a client's respawns, behave), `--pid-file PATH` (append this process's pid to `PATH`,
+//! one line each, so that a test can check that every server it caused is gone), `--help`.
 //!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
@@ -14,7 +20,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 
-use crate::{Ended, Linger, ServerConfig, serve};
+use crate::{Ended, Handshake, Linger, ServerConfig, serve};
 
 /// Options given on a binary's command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +35,16 @@ pub struct CliOptions {
     pub stderr_noise: usize,
     /// `--linger MODE`: how the server misbehaves at the end.
     pub linger: Option<Linger>,
+    /// `--handshake MODE`: how the server answers `initialize`.
+    pub handshake: Option<Handshake>,
+    /// `--endless-cursor`: `tools/list` always answers `nextCursor: "again"`.
+    pub endless_cursor: bool,
+    /// `--stderr-flood BYTES`: noise written to stderr while serving.
+    pub stderr_flood: u64,
+    /// `--once PATH`: misbehave only if this process is the first to create `PATH`.
+    pub once: Option<std::path::PathBuf>,
+    /// `--pid-file PATH`: append this process's pid to `PATH`.
+    pub pid_file: Option<std::path::PathBuf>,
     /// `--help`: print usage and exit 0.
     pub help: bool,
 }
@@ -47,6 +63,9 @@ pub enum CliError {
         /// What it got.
         value: String,
     },
+    /// `--handshake` got an unknown mode.
+    #[error("flag --handshake: unknown mode {0:?} (normal, error, twice, early-requests)")]
+    BadHandshake(String),
     /// `--linger` got an unknown mode.
     #[error(
         "flag --linger: unknown mode {0:?} (no, ignore-eof, ignore-term, stall-mid-frame, close-stdout)"
@@ -59,7 +78,8 @@ pub enum CliError {
 
 /// Usage text of the binaries.
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
-[--die-on-start] [--stderr-noise N] [--linger MODE] [--help]\nServes one MCP connection on stdin/stdout \
+[--die-on-start] [--stderr-noise N] [--linger MODE] [--handshake MODE] [--endless-cursor] \
+[--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC); logs go to stderr.";
 
 /// Parse the arguments after the program name.
@@ -91,12 +111,65 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 let mode = value(&flag)?;
                 opts.linger = Some(Linger::from_name(&mode).ok_or(CliError::BadLinger(mode))?);
             }
+            "--handshake" => {
+                let mode = value(&flag)?;
+                opts.handshake =
+                    Some(Handshake::from_name(&mode).ok_or(CliError::BadHandshake(mode))?);
+            }
+            "--stderr-flood" => {
+                let n = number(&flag, value(&flag)?)?;
+                opts.stderr_flood = u64::try_from(n).unwrap_or(u64::MAX);
+            }
+            "--once" => opts.once = Some(value(&flag)?.into()),
+            "--pid-file" => opts.pid_file = Some(value(&flag)?.into()),
+            "--endless-cursor" if inline.is_none() => opts.endless_cursor = true,
             "--die-on-start" if inline.is_none() => opts.die_on_start = true,
             "--help" | "-h" if inline.is_none() => opts.help = true,
             _ => return Err(CliError::Unknown(arg)),
         }
     }
     Ok(opts)
+}
+
+impl CliOptions {
+    /// What a process does with its options first: it appends its pid to the `--pid-file`, and
+    /// returns these options, or, with `--once PATH` when `PATH` already exists, only the ones
+    /// that do not misbehave (page size, help): a later process behaves. The first process
+    /// creates `PATH` (atomically: of processes started together exactly one misbehaves).
+    /// Files that cannot be written are reported on stderr (and the options kept).
+    pub fn for_this_process(self) -> CliOptions {
+        if let Some(path) = &self.pid_file {
+            use std::io::Write;
+            let written = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(path)
+                .and_then(|mut f| writeln!(f, "{}", std::process::id()));
+            if let Err(e) = written {
+                eprintln!("--pid-file {}: {e}", path.display());
+            }
+        }
+        let Some(path) = &self.once else {
+            return self;
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+        {
+            Ok(_) => self,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => CliOptions {
+                page_size: self.page_size,
+                help: self.help,
+                pid_file: self.pid_file,
+                ..CliOptions::default()
+            },
+            Err(e) => {
+                eprintln!("--once {}: {e} (misbehaving anyway)", path.display());
+                self
+            }
+        }
+    }
 }
 
 /// Apply the options to a configuration.
@@ -110,14 +183,35 @@ pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
     if let Some(linger) = opts.linger {
         config.linger = linger;
     }
+    if let Some(handshake) = opts.handshake {
+        config.handshake = handshake;
+    }
+    if opts.endless_cursor {
+        config.endless_cursor = true;
+    }
+    if opts.stderr_flood > 0 {
+        config.stderr_flood = opts.stderr_flood;
+    }
     config
 }
 
 /// Serves `config` on this process's stdin and stdout (inside a tokio runtime with IO and
-/// time enabled). With [`Linger::IgnoreTerm`] SIGTERM is ignored from now on; with
-/// [`Linger::CloseStdout`] closing the output closes the real stdout (fd 1 then points at
-/// `/dev/null`), so the client sees EOF while the process stays.
-pub async fn serve_stdio(config: ServerConfig) -> Ended {
+/// time enabled). The server owns the process ([`ServerConfig::own_process`] is set). With
+/// [`Linger::IgnoreTerm`] SIGTERM is ignored from now on; with [`Linger::CloseStdout`] (and
+/// the `close_stdout` tool) closing the output closes the real stdout (fd 1 then points at
+/// `/dev/null`), so the client sees EOF while the process stays. With
+/// [`ServerConfig::stderr_flood`] a thread writes the noise to stderr meanwhile.
+pub async fn serve_stdio(mut config: ServerConfig) -> Ended {
+    config.own_process = true;
+    if config.stderr_flood > 0 {
+        let bytes = config.stderr_flood;
+        let spawned = std::thread::Builder::new()
+            .name("stderr-flood".into())
+            .spawn(move || crate::tools::flood_stderr(bytes));
+        if let Err(e) = spawned {
+            eprintln!("{}: cannot start the stderr flood: {e}", config.name);
+        }
+    }
     let _ignored = match config.linger {
         Linger::IgnoreTerm => {
             use tokio::signal::unix::{SignalKind, signal};
@@ -180,7 +274,7 @@ pub fn exit_code(ended: Ended) -> i32 {
 pub fn main(base: ServerConfig) -> i32 {
     let prog = base.name.clone();
     let opts = match parse_args(std::env::args().skip(1)) {
-        Ok(o) => o,
+        Ok(o) => o.for_this_process(),
         Err(e) => {
             eprintln!("{prog}: {e}\n{USAGE}");
             return 2;
@@ -235,8 +329,18 @@ mod tests {
             "--stderr-noise",
             "5",
             "--linger=close-stdout",
+            "--handshake",
+            "early-requests",
+            "--endless-cursor",
+            "--stderr-flood=1024",
+            "--once",
+            "/tmp/x",
         ])
         .unwrap();
+        assert_eq!(o.handshake, Some(Handshake::EarlyRequests));
+        assert!(o.endless_cursor);
+        assert_eq!(o.stderr_flood, 1024);
+        assert_eq!(o.once.as_deref(), Some(std::path::Path::new("/tmp/x")));
         assert_eq!(o.version_override.as_deref(), Some("1999-01-01"));
         assert_eq!(o.page_size, Some(2));
         assert!(o.die_on_start);
@@ -260,5 +364,42 @@ mod tests {
             parse(&["--linger", "forever"]),
             Err(CliError::BadLinger(_))
         ));
+        assert!(matches!(
+            parse(&["--handshake", "rude"]),
+            Err(CliError::BadHandshake(_))
+        ));
+    }
+
+    #[test]
+    fn once_misbehaves_in_the_first_process_only() {
+        let path = std::env::temp_dir().join(format!("mcp-once-{}", std::process::id()));
+        let pids = std::env::temp_dir().join(format!("mcp-pids-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(&pids);
+        let opts = || {
+            parse(&[
+                "--handshake",
+                "error",
+                "--page-size",
+                "2",
+                "--once",
+                path.to_str().unwrap(),
+                "--pid-file",
+                pids.to_str().unwrap(),
+            ])
+            .unwrap()
+        };
+        let first = opts().for_this_process();
+        assert_eq!(first.handshake, Some(Handshake::Error));
+        let second = opts().for_this_process();
+        assert_eq!(second.handshake, None);
+        assert_eq!(second.page_size, Some(2));
+        let me = std::process::id().to_string();
+        assert_eq!(
+            std::fs::read_to_string(&pids).unwrap(),
+            format!("{me}\n{me}\n")
+        );
+        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(&pids).unwrap();
     }
 }

@@ -17,7 +17,27 @@ use std::time::Duration;
 ///
 /// Chaos tools, listed only when [`ServerConfig::chaos`] is set: `die {}`, `hang {}`,
 /// `garbage {text?: string}`, `oversized {bytes: integer}`, `late {ms: integer}`,
-/// `duplicate {}`, `unknown_id {id?: any}`, `flood {count: integer}`, `exit_after {ms: integer}`.
+/// `duplicate {}`, `unknown_id {id?: any}`, `flood {count: integer}`, `exit_after {ms: integer}`,
+/// and:
+/// - `silent {ms: integer}`: read nothing and write nothing for `ms`, then go on as before; the
+///   `silent` call itself is never answered;
+/// - `partial {ms: integer}`: write the first half of this call's answer, stall the output for
+///   `ms`, then write the rest (a partial line then a stall);
+/// - `invalid_utf8 {in_answer?: boolean}`: a line with bytes that are not UTF-8 (`\xff\xfe`);
+///   by default a notification, then a normal answer; with `in_answer` the answer itself
+///   carries them (so it cannot be read);
+/// - `surrogate {}`: an answer whose text holds a lone UTF-16 surrogate escape (`"\ud800"`);
+/// - `sigkill {}`: the process sends itself SIGKILL without answering (only when the server
+///   owns its process, see [`ServerConfig::own_process`]; otherwise like `die`);
+/// - `close_stdout {}`: close the output stream without answering (the binaries close their
+///   real stdout) and stay alive, reading and answering nothing more;
+/// - `stderr_flood {bytes: integer}`: write `bytes` of noise lines to stderr (only when the
+///   server owns its process), then answer.
+///
+/// Chaos at start-up (any flavour): [`ServerConfig::handshake`] (an `initialize` error, a
+/// second `initialize` answer, server requests before the `initialize` answer),
+/// [`ServerConfig::version_override`] (an unsupported protocol version),
+/// [`ServerConfig::endless_cursor`] and [`ServerConfig::stderr_flood`].
 ///
 /// Resources `test://static/1..3`, template `test://dynamic/{id}`; prompts `greeting {name}` and
 /// `plain`; completion of `greeting`'s `name` from `["alice", "alfred", "bob"]`.
@@ -49,6 +69,55 @@ pub struct ServerConfig {
     /// every tool description, every progress message and every log message (for tests that a
     /// client never lets server text drive the terminal).
     pub hostile: bool,
+    /// How `initialize` is answered (default: properly, once).
+    pub handshake: Handshake,
+    /// Chaos: bytes of noise lines written to stderr from the start, in the background, while
+    /// the connection is served (only when the server owns its process; 0: none).
+    pub stderr_flood: u64,
+    /// The server owns its process and its stdio (set by [`crate::cli::serve_stdio`]): the
+    /// `sigkill` tool kills the process, `stderr_flood` writes to the real stderr. Never set it
+    /// for a server inside a test process.
+    pub own_process: bool,
+}
+
+/// How a server answers `initialize` (`--handshake NAME` on the binaries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Handshake {
+    /// `normal`: one proper answer.
+    #[default]
+    Normal,
+    /// `error`: a JSON-RPC error (-32603) instead of a result.
+    Error,
+    /// `twice`: the proper answer, then a second result for the same id (another server name
+    /// and protocol version).
+    Twice,
+    /// `early-requests`: before answering, send the client `ping`, `roots/list`,
+    /// `sampling/createMessage` and `elicitation/create` (ids `early-1` … `early-4`) and a log
+    /// notification; their answers show in `session_info`'s `unknownResponses`.
+    EarlyRequests,
+}
+
+impl Handshake {
+    /// Every mode and its command-line name (`--handshake NAME`).
+    pub const ALL: [(Handshake, &'static str); 4] = [
+        (Handshake::Normal, "normal"),
+        (Handshake::Error, "error"),
+        (Handshake::Twice, "twice"),
+        (Handshake::EarlyRequests, "early-requests"),
+    ];
+
+    /// The mode called `name` (see [`Handshake::ALL`]).
+    pub fn from_name(name: &str) -> Option<Handshake> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(h, _)| *h)
+    }
+
+    /// The command-line name of this mode.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(h, _)| *h == self)
+            .map_or("normal", |(_, n)| n)
+    }
 }
 
 /// Terminal control sequences a hostile server slips into its text: set the window title,
@@ -125,6 +194,9 @@ impl ServerConfig {
             eof_grace: Duration::from_secs(1),
             linger: Linger::No,
             hostile: false,
+            handshake: Handshake::Normal,
+            stderr_flood: 0,
+            own_process: false,
         }
     }
 
@@ -144,8 +216,9 @@ impl ServerConfig {
             name: "mcp-chaos-server".to_owned(),
             instructions: Some(
                 "In-repo MCP test server with chaos tools (die, hang, garbage, oversized, late, \
-                 duplicate, unknown_id, flood, exit_after) besides echo, add, slow, sample, \
-                 elicit, roots, log, notify_changed, touch, session_info."
+                 duplicate, unknown_id, flood, exit_after, silent, partial, invalid_utf8, \
+                 surrogate, sigkill, close_stdout, stderr_flood) besides echo, add, slow, \
+                 sample, elicit, roots, log, notify_changed, touch, session_info."
                     .to_owned(),
             ),
             chaos: true,

@@ -21,7 +21,7 @@ mod config;
 mod server;
 mod tools;
 
-pub use config::{HOSTILE_TEXT, Linger, ServerConfig};
+pub use config::{HOSTILE_TEXT, Handshake, Linger, ServerConfig};
 pub use server::{Ended, serve};
 
 /// Protocol revisions this server accepts and echoes back in `initialize`, newest first.
@@ -46,4 +46,6 @@ pub mod codes {
     pub const INVALID_PARAMS: i64 = -32602;
     /// `resources/read` of a URI this server does not have.
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
+    /// `initialize` refused on purpose (`--handshake error`).
+    pub const INTERNAL_ERROR: i64 = -32603;
 }

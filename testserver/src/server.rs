@@ -11,7 +11,7 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::config::{Linger, ServerConfig};
+use crate::config::{Handshake, Linger, ServerConfig};
 use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, catalog, codes, tools};
 
 /// How a served connection ended; returned by [`serve`].
@@ -85,6 +85,8 @@ pub(crate) enum Reply {
     Result(Value),
     /// Answer with this result, then stop the server after the delay (`exit_after`).
     ResultThenExit(Value, Duration),
+    /// The tool wrote its answer itself (raw bytes, a stalled frame): nothing more to send.
+    Answered,
 }
 
 pub(crate) type Handled = Result<Reply, RpcError>;
@@ -92,8 +94,19 @@ pub(crate) type Handled = Result<Reply, RpcError>;
 /// What goes to the writer.
 enum Out {
     Line(String),
+    /// A line of raw bytes (not necessarily UTF-8); the newline is added.
+    Bytes(Vec<u8>),
     /// [`Linger::StallMidFrame`]: these bytes without a newline.
     Partial(String),
+    /// `partial`: `head` without a newline, flushed, nothing for `pause`, then `tail` and a
+    /// newline (one message, so that nothing else is written in between).
+    Stalled {
+        head: String,
+        pause: Duration,
+        tail: String,
+    },
+    /// `silent`: flush, then write nothing for this long.
+    Pause(Duration),
     /// `hang`: write nothing more, keep the stream open.
     Stop,
     /// [`Linger::CloseStdout`]: flush, shut the stream down, drop it, write nothing more.
@@ -179,6 +192,25 @@ impl Shared {
     /// Queue a raw line (without its newline).
     pub(crate) fn send_raw(&self, line: String) {
         let _ = self.out.send(Out::Line(line));
+    }
+
+    /// Queue a line of raw bytes (without its newline; need not be UTF-8).
+    pub(crate) fn send_bytes(&self, line: Vec<u8>) {
+        let _ = self.out.send(Out::Bytes(line));
+    }
+
+    /// Queue one line written in two parts with a stall of `pause` in between.
+    pub(crate) fn send_stalled(&self, line: String, at: usize, pause: Duration) {
+        let at = (0..=at.min(line.len()))
+            .rev()
+            .find(|i| line.is_char_boundary(*i))
+            .unwrap_or(0);
+        let (head, tail) = line.split_at(at);
+        let _ = self.out.send(Out::Stalled {
+            head: head.to_owned(),
+            pause,
+            tail: tail.to_owned(),
+        });
     }
 
     /// Queue one JSON message.
@@ -314,10 +346,32 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                         return WriteEnd::Failed;
                     }
                 }
+                Out::Bytes(bytes) => {
+                    if w.write_all(&bytes).await.is_err() || w.write_all(b"\n").await.is_err() {
+                        return WriteEnd::Failed;
+                    }
+                }
                 Out::Partial(bytes) => {
                     if w.write_all(bytes.as_bytes()).await.is_err() {
                         return WriteEnd::Failed;
                     }
+                }
+                Out::Stalled { head, pause, tail } => {
+                    if w.write_all(head.as_bytes()).await.is_err() || w.flush().await.is_err() {
+                        return WriteEnd::Failed;
+                    }
+                    tokio::time::sleep(pause).await;
+                    if w.write_all(tail.as_bytes()).await.is_err()
+                        || w.write_all(b"\n").await.is_err()
+                    {
+                        return WriteEnd::Failed;
+                    }
+                }
+                Out::Pause(pause) => {
+                    if w.flush().await.is_err() {
+                        return WriteEnd::Failed;
+                    }
+                    tokio::time::sleep(pause).await;
                 }
                 Out::Close => {
                     let _ = w.flush().await;
@@ -360,6 +414,8 @@ enum Flow {
     Continue,
     Die,
     Hang,
+    /// `silent`: read nothing for this long (the writer was told to pause too).
+    Silent(Duration),
 }
 
 async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) -> ReadEnd {
@@ -389,6 +445,10 @@ async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) -> Read
                 let _ = shared.out.send(Out::Stop);
                 // Keep the reader (and so the stream) alive forever.
                 pending::<()>().await;
+            }
+            Flow::Silent(pause) => {
+                tracing::debug!(?pause, "silent: reading and writing nothing for a while");
+                tokio::time::sleep(pause).await;
             }
         }
         while tasks.try_join_next().is_some() {}
@@ -481,14 +541,31 @@ fn handle_request(
     }
     if method == "initialize" {
         // Inline, so that the session is set up before the next line is read.
-        let result = initialize(shared, &params);
-        shared.respond(&id, result);
+        answer_initialize(shared, &params, &id);
         return Flow::Continue;
     }
     if method == "tools/call" && shared.config.chaos {
+        let args = params.get("arguments").unwrap_or(&Value::Null);
         match params.get("name").and_then(Value::as_str) {
             Some("die") => return Flow::Die,
             Some("hang") => return Flow::Hang,
+            Some("sigkill") if shared.config.own_process => {
+                tracing::debug!("sigkill: killing this process");
+                let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+                return Flow::Die;
+            }
+            Some("sigkill") => return Flow::Die,
+            Some("silent") => {
+                let ms = args.get("ms").and_then(Value::as_u64).unwrap_or(1000);
+                let pause = Duration::from_millis(ms);
+                let _ = shared.out.send(Out::Pause(pause));
+                return Flow::Silent(pause);
+            }
+            Some("close_stdout") => {
+                tracing::debug!("close_stdout: closing the output, staying alive");
+                let _ = shared.out.send(Out::Close);
+                return Flow::Continue;
+            }
             _ => {}
         }
     }
@@ -530,6 +607,7 @@ fn finish(shared: &Shared, key: &str, serial: u64, id: &Value, handled: Handled)
     }
     match handled {
         Ok(Reply::Result(result)) => shared.respond(id, result),
+        Ok(Reply::Answered) => {}
         Ok(Reply::ResultThenExit(result, delay)) => {
             shared.respond(id, result);
             let out = shared.out.clone();
@@ -598,6 +676,57 @@ fn handle_response(shared: &Shared, id: Value, obj: &Map<String, Value>) {
         None => Ok(obj.get("result").cloned().unwrap_or(Value::Null)),
     };
     let _ = waiter.send(answer);
+}
+
+/// Answer `initialize` as [`ServerConfig::handshake`] says.
+fn answer_initialize(shared: &Shared, params: &Value, id: &Value) {
+    let result = initialize(shared, params);
+    match shared.config.handshake {
+        Handshake::Normal => shared.respond(id, result),
+        Handshake::Error => shared.respond_error(
+            id,
+            &RpcError::new(
+                codes::INTERNAL_ERROR,
+                "initialize refused on purpose (--handshake error)",
+            ),
+        ),
+        Handshake::Twice => {
+            let mut second = result.clone();
+            let other = SUPPORTED_PROTOCOL_VERSIONS
+                .iter()
+                .find(|v| result["protocolVersion"] != **v)
+                .copied()
+                .unwrap_or(LATEST_PROTOCOL_VERSION);
+            second["protocolVersion"] = json!(other);
+            second["serverInfo"]["name"] = json!(format!("{} (second answer)", shared.config.name));
+            shared.respond(id, result);
+            shared.respond(id, second);
+        }
+        Handshake::EarlyRequests => {
+            let early = [
+                ("ping", json!({})),
+                ("roots/list", json!({})),
+                (
+                    "sampling/createMessage",
+                    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "early"}}], "maxTokens": 10}),
+                ),
+                (
+                    "elicitation/create",
+                    json!({"message": "early", "requestedSchema": {"type": "object", "properties": {}}}),
+                ),
+            ];
+            for (n, (method, params)) in early.into_iter().enumerate() {
+                let id = format!("early-{}", n + 1);
+                shared
+                    .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+            }
+            shared.notify(
+                "notifications/message",
+                json!({"level": "info", "logger": crate::LOGGER_NAME, "data": "before the initialize answer"}),
+            );
+            shared.respond(id, result);
+        }
+    }
 }
 
 fn initialize(shared: &Shared, params: &Value) -> Value {

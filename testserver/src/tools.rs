@@ -209,6 +209,59 @@ async fn run(
             }
             text_result(format!("sent {count} notifications"))
         }
+        "partial" => {
+            let ms = arg_u64(args, "ms")?;
+            let line = json!({"jsonrpc": "2.0", "id": id,
+                "result": text_result(format!("stalled {ms} ms mid-frame"))})
+            .to_string();
+            let half = line.len() / 2;
+            shared.send_stalled(line, half, Duration::from_millis(ms));
+            return Ok(Reply::Answered);
+        }
+        "invalid_utf8" => {
+            let in_answer = args.get("in_answer").and_then(Value::as_bool) == Some(true);
+            let (head, tail) = if in_answer {
+                (
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"bad "#
+                    ),
+                    r#" bytes"}]}}"#,
+                )
+            } else {
+                (
+                    r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"bad "#.to_owned(),
+                    r#" bytes"}}"#,
+                )
+            };
+            let mut line = head.into_bytes();
+            line.extend_from_slice(b"\xff\xfe\xc3");
+            line.extend_from_slice(tail.as_bytes());
+            shared.send_bytes(line);
+            if in_answer {
+                return Ok(Reply::Answered);
+            }
+            text_result("wrote a line that is not UTF-8")
+        }
+        "surrogate" => {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"lone \ud800 surrogate"}}]}}}}"#
+            );
+            shared.send_raw(line);
+            return Ok(Reply::Answered);
+        }
+        "stderr_flood" => {
+            let bytes = arg_u64(args, "bytes")?;
+            if !shared.config.own_process {
+                return Err(tool_error(
+                    "stderr_flood writes to the process's stderr: only in the binaries",
+                ));
+            }
+            let written = tokio::task::spawn_blocking(move || flood_stderr(bytes))
+                .await
+                .map_err(|e| tool_error(format!("the flood failed: {e}")))?
+                .map_err(|e| tool_error(format!("the flood failed: {e}")))?;
+            text_result(format!("wrote {written} bytes to stderr"))
+        }
         "exit_after" => {
             let ms = arg_u64(args, "ms")?;
             return Ok(Reply::ResultThenExit(
@@ -336,6 +389,31 @@ async fn elicit(shared: &Shared, message: &str, url: bool, fields: bool) -> Valu
     }
 }
 
+/// Writes `bytes` bytes of noise lines (1 KiB each) to this process's stderr, fast (1 MiB per
+/// write); returns how many were written. Blocking: run it on a thread.
+pub(crate) fn flood_stderr(bytes: u64) -> std::io::Result<u64> {
+    use std::io::Write;
+    const LINE: usize = 1024;
+    const CHUNK: usize = 1 << 20;
+    let mut chunk = Vec::with_capacity(CHUNK);
+    while chunk.len() < CHUNK {
+        let n = chunk.len() / LINE;
+        let head = format!("stderr flood line {n} ");
+        chunk.extend_from_slice(head.as_bytes());
+        chunk.extend(std::iter::repeat_n(b'x', LINE - 1 - head.len()));
+        chunk.push(b'\n');
+    }
+    // stderr is locked per chunk, not for the whole flood: the server's own last words (and
+    // its exit) must not wait for the flood to drain.
+    let mut left = bytes;
+    while left > 0 {
+        let n = usize::try_from(left).unwrap_or(CHUNK).min(CHUNK);
+        std::io::stderr().write_all(&chunk[..n])?;
+        left -= n as u64;
+    }
+    Ok(bytes)
+}
+
 /// A JSON-RPC notification line of exactly `bytes` bytes (or the shortest possible).
 fn oversized_line(bytes: usize) -> String {
     const HEAD: &str = r#"{"jsonrpc":"2.0","method":"x","params":""#;
@@ -343,7 +421,8 @@ fn oversized_line(bytes: usize) -> String {
     let pad = bytes.saturating_sub(HEAD.len() + TAIL.len());
     let mut line = String::with_capacity(HEAD.len() + pad + TAIL.len());
     line.push_str(HEAD);
-    line.extend(std::iter::repeat_n('A', pad));
+    // `repeat` copies in doubling blocks: fast even in a debug build.
+    line.push_str(&"A".repeat(pad));
     line.push_str(TAIL);
     line
 }

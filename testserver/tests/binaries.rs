@@ -109,3 +109,71 @@ async fn chaos_binary_die_exits_3() {
     assert_eq!(p.recv_raw().await, None::<String>);
     assert_eq!(exit_code(&mut child).await, Some(3));
 }
+
+#[tokio::test]
+async fn chaos_binary_sigkill_kills_itself() {
+    use std::os::unix::process::ExitStatusExt;
+    let (mut p, _stderr, mut child) = spawn(CHAOS, &[]);
+    p.handshake("2025-11-25").await;
+    p.send(json!({"jsonrpc": "2.0", "id": "k", "method": "tools/call", "params": {"name": "sigkill", "arguments": {}}}))
+        .await;
+    assert_eq!(p.recv_raw().await, None::<String>);
+    let status = tokio::time::timeout(Duration::from_secs(2), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.signal(), Some(9), "{status:?}");
+}
+
+#[tokio::test]
+async fn stderr_floods_at_start_and_on_call() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (mut p, mut stderr, mut child) = spawn(CHAOS, &["--stderr-flood", "100000"]);
+    // Everything the server writes on stderr, counted as it comes.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&seen);
+    let reader = tokio::spawn(async move {
+        let mut buf = vec![0; 1 << 16];
+        loop {
+            match stderr.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => counter.fetch_add(n, Ordering::SeqCst),
+            };
+        }
+    });
+    p.handshake("2025-11-25").await;
+    let r = p.call("stderr_flood", json!({"bytes": 50000})).await;
+    assert_eq!(text(&r), "wrote 50000 bytes to stderr");
+    // The start-up flood runs beside the connection: wait for it before ending it.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while seen.load(Ordering::SeqCst) < 150_000 {
+        assert!(tokio::time::Instant::now() < deadline, "{seen:?} bytes");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    p.close().await;
+    assert_eq!(exit_code(&mut child).await, Some(0));
+    reader.await.unwrap();
+    // Both floods, and the server's few lines of its own.
+    let total = seen.load(Ordering::SeqCst);
+    assert!((150_000..=151_000).contains(&total), "{total}");
+}
+
+#[tokio::test]
+async fn once_misbehaves_in_the_first_process_only() {
+    let marker = std::env::temp_dir().join(format!("mcp-once-bin-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let args = ["--handshake", "error", "--once", marker.to_str().unwrap()];
+    let (mut p, _e, _child) = spawn(CHAOS, &args);
+    let resp = p
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}),
+        )
+        .await;
+    assert!(resp.get("error").is_some(), "{resp}");
+    let (mut p, _e, _child) = spawn(CHAOS, &args);
+    let r = p.handshake("2025-11-25").await;
+    assert_eq!(r["protocolVersion"], "2025-11-25");
+    std::fs::remove_file(&marker).unwrap();
+}

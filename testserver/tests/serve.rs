@@ -175,8 +175,8 @@ async fn tools_list_echo_vs_chaos_and_pagination() {
             None => break,
         }
     }
-    assert_eq!(paged.len(), 19);
-    assert_eq!(pages, 5);
+    assert_eq!(paged.len(), 26);
+    assert_eq!(pages, 7);
     for t in [
         "die",
         "hang",
@@ -187,6 +187,13 @@ async fn tools_list_echo_vs_chaos_and_pagination() {
         "unknown_id",
         "flood",
         "exit_after",
+        "silent",
+        "partial",
+        "invalid_utf8",
+        "surrogate",
+        "sigkill",
+        "close_stdout",
+        "stderr_flood",
     ] {
         assert!(paged.contains(&t.to_owned()), "{t} missing");
     }
@@ -823,4 +830,174 @@ async fn elicit_in_url_mode_and_without_fields() {
         resp["result"]["structuredContent"],
         json!({"action": "decline"})
     );
+}
+
+#[tokio::test]
+async fn silent_reads_and_writes_nothing_for_a_while_then_goes_on() {
+    let (mut p, _h) = ready(ServerConfig::chaos()).await;
+    let t0 = Instant::now();
+    p.send_request(
+        "tools/call",
+        json!({"name": "silent", "arguments": {"ms": 400}}),
+    )
+    .await;
+    let echo = p
+        .send_request(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "after"}}),
+        )
+        .await;
+    // Nothing at all during the silence; the silent call itself is never answered.
+    assert_eq!(p.recv_raw_within(Duration::from_millis(300)).await, Err(()));
+    let resp = p.recv().await;
+    assert_eq!(resp["id"], echo, "{resp}");
+    assert!(t0.elapsed() >= Duration::from_millis(400));
+    assert_eq!(p.recv_raw_within(Duration::from_millis(200)).await, Err(()));
+}
+
+#[tokio::test]
+async fn partial_writes_half_a_frame_stalls_then_finishes_it() {
+    let (mut p, _h) = ready(ServerConfig::chaos()).await;
+    let t0 = Instant::now();
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "partial", "arguments": {"ms": 300}}),
+        )
+        .await;
+    let ping = p.send_request("ping", json!({})).await;
+    let first = p.recv().await;
+    assert!(t0.elapsed() >= Duration::from_millis(300));
+    assert_eq!(first["id"], id, "the stalled frame is one line: {first}");
+    assert!(text(&first["result"]).contains("stalled 300 ms"));
+    assert_eq!(p.recv().await["id"], ping);
+}
+
+#[tokio::test]
+async fn invalid_utf8_in_a_notification_or_in_the_answer() {
+    let (mut p, _h) = ready(ServerConfig::chaos()).await;
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "invalid_utf8", "arguments": {}}),
+        )
+        .await;
+    let bad = p
+        .recv_bytes_within(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(std::str::from_utf8(&bad).is_err());
+    assert!(bad.starts_with(br#"{"jsonrpc":"2.0","method":"notifications/message""#));
+    assert_eq!(p.recv().await["id"], id);
+    let id = p
+        .send_request(
+            "tools/call",
+            json!({"name": "invalid_utf8", "arguments": {"in_answer": true}}),
+        )
+        .await;
+    let bad = p
+        .recv_bytes_within(Duration::from_secs(2))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(std::str::from_utf8(&bad).is_err());
+    let lossy = String::from_utf8_lossy(&bad);
+    assert!(lossy.contains(&format!(r#""id":{id}"#)), "{lossy}");
+}
+
+#[tokio::test]
+async fn surrogate_answers_with_a_lone_surrogate_escape() {
+    let (mut p, _h) = ready(ServerConfig::chaos()).await;
+    let id = p
+        .send_request("tools/call", json!({"name": "surrogate", "arguments": {}}))
+        .await;
+    let line = p.recv_raw().await.unwrap();
+    assert!(line.contains(r"lone \ud800 surrogate"), "{line}");
+    assert!(line.contains(&format!(r#""id":{id}"#)), "{line}");
+    assert!(serde_json::from_str::<Value>(&line).is_err());
+}
+
+#[tokio::test]
+async fn sigkill_in_process_is_die_and_stderr_flood_is_refused() {
+    let (mut p, _h) = ready(ServerConfig::chaos()).await;
+    let r = p.call("stderr_flood", json!({"bytes": 10})).await;
+    assert_eq!(r["isError"], true, "{r}");
+    let (mut p, h) = ready(ServerConfig::chaos()).await;
+    p.send_request("tools/call", json!({"name": "sigkill", "arguments": {}}))
+        .await;
+    assert_eq!(ended(h).await, Ended::Died);
+}
+
+#[tokio::test]
+async fn close_stdout_closes_the_output_without_answering_and_stays() {
+    let (mut p, h) = ready(ServerConfig::chaos()).await;
+    p.send_request(
+        "tools/call",
+        json!({"name": "close_stdout", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(p.recv_raw_within(Duration::from_secs(2)).await, Ok(None));
+    p.close().await;
+    still_serving(&h, Duration::from_millis(1500)).await;
+    h.abort();
+}
+
+#[tokio::test]
+async fn handshake_modes() {
+    use mcp_testserver::Handshake;
+    let with = |handshake| ServerConfig {
+        handshake,
+        ..ServerConfig::echo()
+    };
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"}});
+
+    let (mut p, _h) = start(with(Handshake::Error));
+    let resp = p.request("initialize", init.clone()).await;
+    assert_eq!(resp["error"]["code"], codes::INTERNAL_ERROR, "{resp}");
+
+    let (mut p, _h) = start(with(Handshake::Twice));
+    let first = p.request("initialize", init.clone()).await;
+    let second = p.recv().await;
+    assert_eq!(first["id"], second["id"]);
+    assert_eq!(first["result"]["protocolVersion"], "2025-06-18");
+    assert_ne!(second["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        second["result"]["serverInfo"]["name"],
+        "mcp-echo-server (second answer)"
+    );
+
+    let (mut p, _h) = start(with(Handshake::EarlyRequests));
+    let resp = p.request("initialize", init).await;
+    assert!(resp.get("result").is_some());
+    let early: Vec<&str> = p
+        .seen
+        .iter()
+        .filter(|m| m.get("id").is_some())
+        .map(|m| m["method"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        early,
+        [
+            "ping",
+            "roots/list",
+            "sampling/createMessage",
+            "elicitation/create"
+        ]
+    );
+    assert_eq!(p.seen_with_method("notifications/message").len(), 1);
+    for n in 1..=4 {
+        p.send(json!({"jsonrpc": "2.0", "id": format!("early-{n}"), "result": {}}))
+            .await;
+    }
+    p.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let info = p.call("session_info", json!({})).await;
+    assert_eq!(
+        info["structuredContent"]["unknownResponses"],
+        json!(["early-1", "early-2", "early-3", "early-4"])
+    );
+    assert_eq!(Handshake::from_name("twice"), Some(Handshake::Twice));
+    assert_eq!(Handshake::EarlyRequests.name(), "early-requests");
 }

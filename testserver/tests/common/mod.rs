@@ -66,6 +66,23 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Peer<R, W> {
         }
     }
 
+    /// The next line as raw bytes (without newline) within `t`: `Err` on timeout, `Ok(None)`
+    /// at EOF. For lines that need not be UTF-8.
+    pub async fn recv_bytes_within(&mut self, t: Duration) -> Result<Option<Vec<u8>>, ()> {
+        let mut line = Vec::new();
+        match tokio::time::timeout(t, self.reader.read_until(b'\n', &mut line)).await {
+            Err(_) => Err(()),
+            Ok(Ok(0)) => Ok(None),
+            Ok(Ok(_)) => {
+                if line.last() == Some(&b'\n') {
+                    line.pop();
+                }
+                Ok(Some(line))
+            }
+            Ok(Err(e)) => panic!("read error: {e}"),
+        }
+    }
+
     /// The next message; panics at EOF, on timeout or on bad JSON.
     pub async fn recv(&mut self) -> Value {
         let line = self.recv_raw().await.expect("unexpected EOF");
