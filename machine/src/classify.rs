@@ -107,14 +107,25 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     }
 }
 
-/// The JSON value of `bytes`. A lone UTF-16 surrogate escape (a JavaScript server that cut a
-/// string in half) is not valid JSON text; it is read as U+FFFD, as JavaScript's own decoders
-/// do, rather than losing the whole message and leaving its caller waiting.
+/// The JSON value of `bytes`. Two kinds of damage a server's text takes are repaired rather
+/// than losing the whole message and leaving its caller waiting: a lone UTF-16 surrogate
+/// escape (a JavaScript server that cut a string in half) and bytes that are not UTF-8 (a
+/// server that cut a multi-byte character, or wrote Latin-1); both are read as U+FFFD, as
+/// JavaScript's and Python's lenient decoders do.
 fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice(bytes).or_else(|e| {
-        repair_lone_surrogates(bytes)
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or(e)
+        let text = match std::str::from_utf8(bytes) {
+            Ok(_) => std::borrow::Cow::Borrowed(bytes),
+            Err(_) => {
+                std::borrow::Cow::Owned(String::from_utf8_lossy(bytes).into_owned().into_bytes())
+            }
+        };
+        let repaired = repair_lone_surrogates(&text);
+        let candidate = repaired.as_deref().unwrap_or(&text);
+        if repaired.is_none() && matches!(text, std::borrow::Cow::Borrowed(_)) {
+            return Err(e);
+        }
+        serde_json::from_slice(candidate).map_err(|_| e)
     })
 }
 
@@ -210,6 +221,22 @@ mod tests {
 
     fn c(v: Value) -> Frame {
         classify(&serde_json::to_vec(&v).unwrap(), 1 << 20)
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_read_as_replacement_characters() {
+        let mut frame = br#"{"jsonrpc":"2.0","id":5,"result":{"text":"caf"#.to_vec();
+        frame.extend_from_slice(&[0xe9, 0xff]);
+        frame.extend_from_slice(br#""}}"#);
+        match classify(&frame, 1 << 20) {
+            Frame::Response(Response { id, body: Ok(v) }) => {
+                assert_eq!(id, ResponseId::Number(5));
+                assert_eq!(v["text"], "caf\u{fffd}\u{fffd}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Not JSON even when repaired: still malformed.
+        assert!(matches!(classify(&[0xff, b'{'], 99), Frame::Malformed(_)));
     }
 
     #[test]

@@ -64,9 +64,13 @@ impl RequestOptions {
         self
     }
 
-    /// Ask for progress and deliver it on a bounded channel (the latest
-    /// [`PROGRESS_CHANNEL_CAPACITY`] notifications; when the receiver lags, newer ones are
-    /// dropped and counted in a `tracing` debug event, so a flooding server cannot grow memory).
+    /// Ask for progress and deliver it on a bounded channel. Every notification that arrived
+    /// before the call's answer is in the channel before the call resolves: poll the channel
+    /// first (`biased` in a `select!`), or drain it with `try_recv` after the call.
+    ///
+    /// The channel holds [`PROGRESS_CHANNEL_CAPACITY`] notifications; when the receiver lags,
+    /// newer ones are dropped and counted in a `tracing` debug event, so a flooding server
+    /// cannot grow memory.
     pub fn progress_channel(self) -> (Self, mpsc::Receiver<Progress>) {
         let (tx, rx) = mpsc::channel(PROGRESS_CHANNEL_CAPACITY);
         let dropped = std::sync::atomic::AtomicU64::new(0);

@@ -53,8 +53,9 @@
 //!     tokio::pin!(call);
 //!     let result = loop {
 //!         tokio::select! {
-//!             result = &mut call => break result?,
+//!             biased; // progress first: every notification is in the channel before the result
 //!             Some(p) = progress.recv() => println!("progress {}/{:?}", p.progress, p.total),
+//!             result = &mut call => break result?,
 //!         }
 //!     };
 //!     println!("{}", result.text());

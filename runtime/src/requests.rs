@@ -257,6 +257,17 @@ impl ElicitResult {
         }
     }
 
+    /// Accepted in form mode, with the form's values given as anything serializable to a
+    /// JSON object (`json!({...})`, a struct); an error, not an empty form, if it is not one.
+    pub fn accept_with(content: impl Serialize) -> Result<Self, serde_json::Error> {
+        match serde_json::to_value(content)? {
+            Value::Object(map) => Ok(Self::accept(map)),
+            other => Err(serde::de::Error::custom(format!(
+                "elicitation content must be a JSON object, not {other}"
+            ))),
+        }
+    }
+
     /// Accepted in URL mode: the user agreed to open the URL (no content).
     pub fn accept_url() -> Self {
         Self::without_content(ElicitAction::Accept)
@@ -363,6 +374,16 @@ mod tests {
             serde_json::to_value(ElicitResult::accept(form)).unwrap(),
             json!({"action": "accept", "content": {"name": "Ada"}})
         );
+        assert_eq!(
+            ElicitResult::accept_with(json!({"name": "Ada"})).unwrap(),
+            ElicitResult::accept(
+                json!({"name": "Ada"})
+                    .as_object()
+                    .cloned()
+                    .unwrap_or_default()
+            )
+        );
+        assert!(ElicitResult::accept_with(json!(["not", "an", "object"])).is_err());
         assert_eq!(
             serde_json::to_value(ElicitResult::decline()).unwrap(),
             json!({"action": "decline"})

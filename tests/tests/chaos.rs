@@ -247,14 +247,15 @@ fn modes(stderr_bytes: u64) -> Vec<Mode> {
             &[Ok],
         )
         .text("not UTF-8"),
-        // The answer cannot be read, so its caller times out; nothing else suffers.
+        // The bytes that are not UTF-8 are read as U+FFFD: the caller gets its answer.
         tool(
             "invalid UTF-8 (the answer)",
             "invalid_utf8",
             json!({"in_answer": true}),
-            &[Timeout],
             &[Ok],
-        ),
+            &[Ok],
+        )
+        .text("bad \u{fffd}"),
         Mode {
             flags: vec!["--stderr-flood".into(), stderr_bytes.to_string()],
             ..tool(
