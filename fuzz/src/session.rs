@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use mcp_machine::classify::{Frame, classify};
@@ -43,6 +44,7 @@ fn config() -> Config {
 }
 
 /// The machine under test and what it did so far.
+#[derive(Clone)]
 struct Session {
     m: Machine,
     now: Duration,
@@ -106,7 +108,7 @@ impl Session {
             return;
         }
         *credit -= 1;
-        if let Frame::Request(r) = classify(&bytes, usize::MAX) {
+        if let Frame::Request(r) = classify(&bytes, self.m.config().max_frame_bytes) {
             self.server_ids.push(r.id.to_json());
         }
         self.feed(Input::Frame { generation, bytes });
@@ -227,9 +229,12 @@ fn call(id: u64, options: CallOptions) -> Input {
     })
 }
 
+/// The session every input starts from (the handshake is the same each time).
+static READY: LazyLock<Session> = LazyLock::new(Session::ready);
+
 /// Runs the session over `input`, one frame per line.
 pub fn run(input: &[u8]) {
-    let mut s = Session::ready();
+    let mut s = READY.clone();
     for line in input.split(|&b| b == b'\n') {
         s.step(line);
     }
