@@ -29,7 +29,7 @@ impl AsyncRead for Chunked<'_> {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         self.reads = self.reads.wrapping_add(1);
-        if self.pending_every != 0 && self.reads % self.pending_every == 0 {
+        if self.pending_every != 0 && self.reads.is_multiple_of(self.pending_every) {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }

@@ -72,7 +72,8 @@ pub fn check_text(text: &str, depth: Depth) {
 pub fn splice(mut ops: &[u8]) -> String {
     let original = SPEC.as_bytes();
     let mut text = original.to_vec();
-    let scale = |hi: u8, lo: u8, len: usize| usize::from(u16::from_be_bytes([hi, lo])) * len >> 16;
+    let scale =
+        |hi: u8, lo: u8, len: usize| (usize::from(u16::from_be_bytes([hi, lo])) * len) >> 16;
     while let [hi, lo, kind, len, rest @ ..] = ops {
         let at = scale(*hi, *lo, text.len() + 1);
         if *kind < 128 {
