@@ -8,6 +8,9 @@
 //! partial line lives in the reader, so [`FrameReader::next_frame`] is cancel-safe.
 //!
 //! Writing: each frame is followed by `\n`; the caller flushes once per batch.
+//!
+//! The reader is `pub` only for the fuzz targets in `fuzz/` (the module is `#[doc(hidden)]`):
+//! it is not part of the API.
 
 use std::io;
 
@@ -18,7 +21,7 @@ const READ_BUFFER: usize = 64 * 1024;
 
 /// One result of reading the next frame.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum ReadFrame {
+pub enum ReadFrame {
     /// A complete frame, without its line ending, never empty.
     Frame(Vec<u8>),
     /// The current line exceeded the limit; `seen` bytes of it were read before giving up.
@@ -31,7 +34,7 @@ pub(crate) enum ReadFrame {
 }
 
 /// Reads newline-delimited frames of at most `max` bytes from a byte stream.
-pub(crate) struct FrameReader<R> {
+pub struct FrameReader<R> {
     inner: BufReader<R>,
     line: Vec<u8>,
     max: usize,
@@ -39,7 +42,7 @@ pub(crate) struct FrameReader<R> {
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// Wraps `reader`; frames longer than `max` bytes (line ending excluded) are rejected.
-    pub(crate) fn new(reader: R, max: usize) -> Self {
+    pub fn new(reader: R, max: usize) -> Self {
         Self {
             inner: BufReader::with_capacity(READ_BUFFER, reader),
             line: Vec::new(),
@@ -48,7 +51,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 
     /// Reads the next frame. Cancel-safe: a partial line is kept for the next call.
-    pub(crate) async fn next_frame(&mut self) -> io::Result<ReadFrame> {
+    pub async fn next_frame(&mut self) -> io::Result<ReadFrame> {
         // One extra byte is tolerated while accumulating so that a frame of exactly `max`
         // bytes followed by `\r\n` is accepted; the real check happens after stripping `\r`.
         let hold = self.max.saturating_add(1);

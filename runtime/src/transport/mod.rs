@@ -16,7 +16,8 @@
 //!
 //! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
 
-mod framing;
+#[doc(hidden)]
+pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
 pub mod stdio;
 pub mod stream;
