@@ -1,5 +1,8 @@
 //! What the cross-crate integration tests in `tests/tests/` share: ways to start the in-repo
-//! servers (in process over a duplex stream, or as child processes over stdio).
+//! servers (in process over a duplex stream, or as child processes over stdio), and the
+//! deterministic simulation of the runtime ([`sim`]).
+
+pub mod sim;
 
 use std::time::Duration;
 
