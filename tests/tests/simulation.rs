@@ -5,9 +5,14 @@
 //! futures, get aborted; stops during all that), the model checker's properties checked on
 //! what the callers saw (see `mcp_tests::sim::oracle`).
 //!
-//! `SIM_CALLS` (default 100,000) sets how many calls a run makes at least, over consecutive
-//! seeds from `SIM_BASE` (default 0); `SIM_SEED=n` runs that seed alone (twice, to check it
-//! replays exactly); `SIM_VERBOSE=1` prints that seed's whole history.
+//! `SIM_CALLS` (default 100,000) sets how many calls the test makes at least, over consecutive
+//! seeds from `SIM_BASE` (default 0); a failing seed is printed with the command that replays
+//! it. `SIM_SEED=n` runs that seed alone (twice, to check it replays exactly); `SIM_VERBOSE=1`
+//! prints its whole history at the end, `SIM_LIVE=1` each entry as it happens (for a run that
+//! does not end).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_tests::sim::coverage::Coverage;
 use mcp_tests::sim::{self, Run};
@@ -29,10 +34,11 @@ fn simulated_calls_hold_the_properties() {
     if let Some(seed) = env_u64("SIM_SEED") {
         let run = sim::run_seed(seed);
         if std::env::var_os("SIM_VERBOSE").is_some() {
-            eprintln!("{}", sim::history::render(&run.history));
+            eprintln!("{}", sim::history::render(&run.history, 0));
         }
-        assert_holds(&run);
+        // A failing seed replays exactly too: compare before judging.
         assert_same(&run, &sim::run_seed(seed));
+        assert_holds(&run);
         eprintln!(
             "simulation: seed {seed}: {} calls, every property holds",
             run.calls
@@ -45,16 +51,13 @@ fn simulated_calls_hold_the_properties() {
     let (mut calls, mut seeds) = (0, 0);
     let mut failed: Vec<Run> = Vec::new();
     let mut coverage = Coverage::default();
-    while (calls as u64) < target {
-        let seed = base + seeds;
-        let run = sim::run_seed(seed);
-        calls += run.calls;
-        seeds += 1;
-        coverage.add(&run.history);
-        if !run.violations.is_empty() {
-            failed.push(run);
-            if failed.len() >= 10 {
-                break;
+    while (calls as u64) < target && failed.len() < 10 {
+        for run in run_batch(base + seeds) {
+            calls += run.calls;
+            seeds += 1;
+            coverage.add(&run.history);
+            if !run.violations.is_empty() {
+                failed.push(run);
             }
         }
     }
@@ -63,6 +66,29 @@ fn simulated_calls_hold_the_properties() {
         started.elapsed()
     );
     eprintln!("simulation: {coverage}");
+    // Vacuity: the faults and outcomes the properties judge did happen (the default run).
+    if target >= 100_000 && failed.is_empty() {
+        for what in [
+            "timed out",
+            "backpressure",
+            "connection lost",
+            "unavailable",
+            "shut down",
+            "server error",
+            "send failed",
+            "progress delivered",
+            "futures dropped",
+            "server crashes",
+            "connections refused",
+            "connections hung",
+            "cancels on the wire",
+            "stops",
+            "handles dropped",
+            "ready again",
+        ] {
+            assert!(coverage.get(what) > 0, "no run had {what}: {coverage}");
+        }
+    }
     if let Some(first) = failed.first() {
         let seeds: Vec<String> = failed.iter().map(|r| r.seed.to_string()).collect();
         panic!(
@@ -71,6 +97,35 @@ fn simulated_calls_hold_the_properties() {
             seeds.join(" ")
         );
     }
+}
+
+/// Seeds are run in batches of this many, so the seeds a run covers do not depend on the
+/// number of cores.
+const BATCH: u64 = 16;
+
+/// Runs the seeds `first..first + BATCH` (each on its own runtime and thread, as many at once
+/// as there are cores), in seed order.
+fn run_batch(first: u64) -> Vec<Run> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicU64::new(0);
+    let runs = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(BATCH as usize) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= BATCH {
+                        break;
+                    }
+                    let run = sim::run_seed(first + i);
+                    runs.lock().unwrap_or_else(|e| e.into_inner()).push(run);
+                }
+            });
+        }
+    });
+    let mut runs = runs.into_inner().unwrap_or_else(|e| e.into_inner());
+    runs.sort_by_key(|r| r.seed);
+    runs
 }
 
 /// The full histories of two runs are the same, entry by entry.

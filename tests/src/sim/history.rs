@@ -211,18 +211,22 @@ pub struct Entry {
     pub event: Event,
 }
 
-/// Renders entries one a line (for a failing seed's report).
-pub fn render(entries: &[Entry]) -> String {
+/// Renders entries one a line, numbered from `first` (for a failing seed's report).
+pub fn render(entries: &[Entry], first: usize) -> String {
     let mut s = String::new();
     for (i, e) in entries.iter().enumerate() {
         s.push_str(&format!(
-            "{i:6} {:>9.3} ms  {:?}\n",
+            "{:6} {:>9.3} ms  {:?}\n",
+            first + i,
             e.at.as_secs_f64() * 1e3,
             e.event
         ));
     }
     s
 }
+
+static LIVE: std::sync::LazyLock<bool> =
+    std::sync::LazyLock::new(|| std::env::var_os("SIM_LIVE").is_some());
 
 /// The run's log, shared by the callers, the simulated servers and the harness (all on one
 /// thread; the lock is never held across an await).
@@ -254,10 +258,14 @@ impl Log {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Appends `event`, stamped with the simulated time now.
+    /// Appends `event`, stamped with the simulated time now (and prints it at once when
+    /// `SIM_LIVE` is set: to see where a run that never ends got stuck).
     pub fn push(&self, event: Event) {
         let mut inner = self.lock();
         let at = tokio::time::Instant::now().saturating_duration_since(inner.start);
+        if *LIVE {
+            eprintln!("{:6} {at:>12?}  {event:?}", inner.entries.len());
+        }
         inner.entries.push(Entry { at, event });
     }
 

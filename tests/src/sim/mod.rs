@@ -79,10 +79,7 @@ impl Run {
             "history, entries {from}..{to} of {} (SIM_VERBOSE=1 prints all):\n",
             self.history.len()
         ));
-        let window = &self.history[from..to];
-        for (i, line) in history::render(window).lines().enumerate() {
-            s.push_str(&format!("{:6}{}\n", from + i, &line[6.min(line.len())..]));
-        }
+        s.push_str(&history::render(&self.history[from..to], from));
         s.push_str(&format!(
             "SIM_SEED={}\n{}\n",
             self.seed,
@@ -94,12 +91,44 @@ impl Run {
 
 /// The command that replays `seed`.
 pub fn replay_command(seed: u64) -> String {
-    format!("replay: SIM_SEED={seed} cargo test -p mcp-tests --test simulation -- --nocapture")
+    format!(
+        "replay: SIM_SEED={seed} cargo test -p mcp-tests --test simulation -- \
+         simulated_calls_hold_the_properties --nocapture"
+    )
 }
 
 /// Runs the simulation of `seed` (recording the client's trace and replaying it into a fresh
 /// machine at the end) and checks the oracles on its history.
+///
+/// Every wait of the harness is bounded in simulated time, so a run always ends; a runtime
+/// that spins at one instant (simulated time then stops moving) would not, and is reported after
+/// [`WATCHDOG`] of real time (the only read of the wall clock, and it decides nothing else).
 pub fn run_seed(seed: u64) -> Run {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("sim-{seed}"))
+        .spawn(move || {
+            let _ = tx.send(run_here(seed));
+        })
+        .expect("a thread for the run");
+    match rx.recv_timeout(WATCHDOG) {
+        Ok(run) => run,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!(
+            "simulation: seed {seed} panicked (above)\nSIM_SEED={seed}\n{}",
+            replay_command(seed)
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "simulation: seed {seed} did not end within {WATCHDOG:?} of real time (the runtime \
+             spins at one simulated instant?)\nSIM_SEED={seed}\n{}",
+            replay_command(seed)
+        ),
+    }
+}
+
+/// How long a run may take in real time before it is reported as stuck.
+pub const WATCHDOG: Duration = Duration::from_secs(120);
+
+fn run_here(seed: u64) -> Run {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -173,8 +202,12 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
             tasks.push(tokio::spawn(async move {
                 tokio::time::sleep_until(start + at).await;
                 log.push(Event::StopIssued { stop });
-                client.stop().await;
-                log.push(Event::StopReturned { stop });
+                if tokio::time::timeout(Duration::from_secs(5), client.stop())
+                    .await
+                    .is_ok()
+                {
+                    log.push(Event::StopReturned { stop });
+                }
             }));
         }
     }
@@ -210,15 +243,22 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
                 behaviour: Behaviour::Await,
             };
             let c = client.clone().expect("the client is held");
-            ctx.clone().call(sc.calls.len(), recovery, c, true).await;
+            // Bounded: a call that never completes is the oracle's to report.
+            let recovering = ctx.clone().call(sc.calls.len(), recovery, c, true);
+            let _ = tokio::time::timeout(Duration::from_secs(3), recovering).await;
             // Time for every owed frame (cancels of calls ended earlier) to reach the server.
             tokio::time::sleep(QUIET).await;
             log.push(Event::Quiet);
         }
         if sc.ending == Ending::StopAfterCalm {
             log.push(Event::StopIssued { stop: 0 });
-            client.as_ref().expect("the client is held").stop().await;
-            log.push(Event::StopReturned { stop: 0 });
+            let stop = client.as_ref().expect("the client is held").stop();
+            if tokio::time::timeout(Duration::from_secs(5), stop)
+                .await
+                .is_ok()
+            {
+                log.push(Event::StopReturned { stop: 0 });
+            }
         } else {
             log.push(Event::HandlesDropped);
             client = None;
