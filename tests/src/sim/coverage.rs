@@ -46,9 +46,11 @@ impl Coverage {
                 Event::KnownIssue { .. } => "runs with a known issue",
                 Event::TraceReplayed { error: None } => "traces replayed",
                 Event::Closed
+                | Event::Finished
                 | Event::TasksLeft { .. }
                 | Event::StopReturned { .. }
                 | Event::ConnEnded { .. }
+                | Event::Answered { .. }
                 | Event::ServerSaw { .. }
                 | Event::RuntimeError { .. }
                 | Event::TraceReplayed { .. }

@@ -130,9 +130,10 @@ pub enum Event {
     /// A quiet period after the faults stopped and the client came back, long enough for every
     /// frame the client owed to reach the server.
     Quiet,
-    /// The client was seen closed (`Client::closed`, or the state `closed` once no handle is
-    /// left).
+    /// The client's state became `closed`.
     Closed,
+    /// `Client::closed` returned after a stop: the driver and every transport ended.
+    Finished,
     /// Tasks still alive on the run's runtime once everything should have ended.
     TasksLeft {
         /// How many.
@@ -155,6 +156,13 @@ pub enum Event {
         method: String,
         /// The caller's token, for a tool call.
         token: Option<String>,
+    },
+    /// A simulated server's first answer to a request is in the stream (the client can read it).
+    Answered {
+        /// The connection.
+        conn: u64,
+        /// The request answered.
+        id: u64,
     },
     /// A simulated server received `notifications/cancelled` for one of its requests.
     CancelGot {

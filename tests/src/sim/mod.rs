@@ -169,6 +169,15 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         .max_frame_bytes(server::MAX_FRAME);
     let client = builder.record_trace(recorder.clone()).connect_lazy();
     let start = Instant::now();
+    // Sees the client closed when it happens (the harness may be busy waiting for callers).
+    let closed_watcher = {
+        let (mut states, log) = (client.watch_state(), log.clone());
+        tokio::spawn(async move {
+            if states.wait_for(|s| *s == ConnState::Closed).await.is_ok() {
+                log.push(Event::Closed);
+            }
+        })
+    };
     let ctx = Ctx {
         seed,
         log: log.clone(),
@@ -222,14 +231,13 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     }
 
     let mut client = Some(client);
-    let states = client.as_ref().map(Client::watch_state);
     if matches!(sc.ending, Ending::StopAfterCalm | Ending::DropAfterCalm) {
         let within = sc.ready_within();
         log.push(Event::Calm {
             ready_within: within,
         });
         calm_tx.send_replace(true);
-        let mut ready = states.clone().expect("the client is held");
+        let mut ready = client.as_ref().expect("the client is held").watch_state();
         let grace = within + Duration::from_secs(1);
         if let Ok(Ok(_)) =
             tokio::time::timeout(grace, ready.wait_for(|s| *s == ConnState::Ready)).await
@@ -264,17 +272,15 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
             client = None;
         }
     }
-    let close_bound = Duration::from_secs(5);
-    let closed = match &client {
-        Some(c) => tokio::time::timeout(close_bound, c.closed()).await.is_ok(),
-        None => {
-            let mut states = states.expect("a state watch");
-            let closed = states.wait_for(|s| *s == ConnState::Closed);
-            matches!(tokio::time::timeout(close_bound, closed).await, Ok(Ok(_)))
-        }
-    };
-    if closed {
-        log.push(Event::Closed);
+    let bound = Duration::from_secs(5);
+    if let Some(c) = &client
+        && tokio::time::timeout(bound, c.closed()).await.is_ok()
+    {
+        log.push(Event::Finished);
+    }
+    let abort = closed_watcher.abort_handle();
+    if tokio::time::timeout(bound, closed_watcher).await.is_err() {
+        abort.abort();
     }
     drop(client);
     // Everything should end now: the driver, its transports, the servers.

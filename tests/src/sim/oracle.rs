@@ -13,12 +13,15 @@
 //!   every call issued after it fails with `Shutdown` at once;
 //! - after the faults stop, the client is ready again within the bound the run states and a
 //!   call then succeeds;
-//! - the client closes within [`Bounds::close`] of its stop (or of its last handle dropped), and
-//!   no task is left on the runtime;
+//! - the client is closed within [`Bounds::stop`] of its stop (or of its last handle dropped),
+//!   `Client::closed` returns after a stop, and no task is left on the runtime;
 //! - what reaches the server is what the callers were told: a request the server got whose call
-//!   then ended early (timed out, or its future dropped) is followed by `notifications/cancelled`
-//!   on its connection, if that connection lived through the quiet period after the faults
-//!   stopped (a connection that crashed or closed earlier may take owed frames with it); a call
+//!   then ended early (timed out, or its future dropped), with no answer of the server in the
+//!   stream by that instant, is followed by `notifications/cancelled` on its connection, if that
+//!   connection lived through the quiet period after the faults stopped (a connection that
+//!   crashed or closed earlier may take owed frames with it; an answer in the stream by then may
+//!   have completed the call in the client first, which then owes no cancel, though its caller
+//!   never saw the answer: the driver reads the transport before its callers' commands); a call
 //!   that was answered is never cancelled on the wire; a call failed as not sent (unavailable,
 //!   busy, refused) never reached the server;
 //! - the servers saw no protocol violation, the runtime logged no error, the trace replays.
@@ -36,11 +39,9 @@ pub struct Bounds {
     /// call starts on one and every timeout in a simulation is a whole number of them, so a
     /// deadline is met exactly.
     pub slack: Duration,
-    /// How long `stop` may take: the machine's closing bound (100 ms).
+    /// How long `stop` may take, and the client to be closed after its stop or its last handle
+    /// dropped: the machine's closing bound (100 ms).
     pub stop: Duration,
-    /// How long after a stop (or the last handle dropped) the client may take to close: the
-    /// closing bound plus the transport's flush bound on close (2 s).
-    pub close: Duration,
 }
 
 impl Default for Bounds {
@@ -48,7 +49,6 @@ impl Default for Bounds {
         Bounds {
             slack: Duration::ZERO,
             stop: Duration::from_millis(100),
-            close: Duration::from_millis(2_100),
         }
     }
 }
@@ -102,6 +102,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
     let mut ready_seen = false;
     let mut closed_seen = false;
     let mut ended = false;
+    let mut finished = false;
     let mut wire = Wire::default();
     for (i, Entry { at, event }) in history.iter().enumerate() {
         let at = *at;
@@ -224,12 +225,12 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
             Event::Closed => {
                 closed_seen = true;
                 match ending {
-                    Some((_, since)) if at > since + bounds.close + bounds.slack => bad(
+                    Some((_, since)) if at > since + bounds.stop + bounds.slack => bad(
                         i,
                         format!(
                             "closed {:?} after the stop or drop (bound {:?})",
                             at - since,
-                            bounds.close
+                            bounds.stop
                         ),
                     ),
                     Some(_) => {}
@@ -249,6 +250,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
             Event::TraceReplayed { error: Some(e) } => {
                 bad(i, format!("the trace does not replay: {e}"))
             }
+            Event::Finished => finished = true,
             Event::End => ended = true,
             Event::ServerGot {
                 conn,
@@ -256,6 +258,9 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 token: Some(token),
                 ..
             } => wire.got.push((i, at, *conn, *id, token.clone())),
+            Event::Answered { conn, id } => {
+                wire.answered.entry((*conn, *id)).or_insert(at);
+            }
             Event::CancelGot { conn, id } => {
                 wire.cancels.entry((*conn, *id)).or_insert(at);
             }
@@ -306,6 +311,12 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
     if ending.is_some() && !closed_seen {
         bad(end, "the client never closed".to_owned());
     }
+    if !stops.is_empty() && !finished {
+        bad(
+            end,
+            "Client::closed never returned after the stop".to_owned(),
+        );
+    }
     if !ended {
         bad(end, "the run did not end".to_owned());
     }
@@ -317,6 +328,8 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
 struct Wire {
     /// Tool calls received: entry, when, connection, request id, token.
     got: Vec<(usize, Duration, u64, u64, String)>,
+    /// When each request's first answer went into the stream, by (connection, id).
+    answered: BTreeMap<(u64, u64), Duration>,
     /// Cancels received, by (connection, request id): when the first came.
     cancels: BTreeMap<(u64, u64), Duration>,
     /// The entry where each connection's server stopped listening.
@@ -358,9 +371,14 @@ fn check_wire(wire: &Wire, calls: &BTreeMap<usize, Call>, bad: &mut impl FnMut(u
                 )
             }
             (_, Some(early)) => {
-                let lived = wire
-                    .quiet
-                    .is_some_and(|q| wire.ended.get(conn).is_none_or(|end| *end > q));
+                let answered_first = wire
+                    .answered
+                    .get(&(*conn, *id))
+                    .is_some_and(|a| *a <= early);
+                let lived = !answered_first
+                    && wire
+                        .quiet
+                        .is_some_and(|q| wire.ended.get(conn).is_none_or(|end| *end > q));
                 if lived && cancelled.is_none() {
                     bad(
                         *i,
@@ -494,6 +512,7 @@ mod tests {
             e(5_000, Event::StopIssued { stop: 0 }),
             e(5_000, Event::StopReturned { stop: 0 }),
             e(5_001, Event::Closed),
+            e(5_050, Event::Finished),
             e(5_100, Event::TasksLeft { alive: 0 }),
             e(5_100, Event::End),
         ]

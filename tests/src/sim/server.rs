@@ -150,7 +150,8 @@ pub struct Server {
     calm: bool,
     queue: BTreeMap<(Instant, u64), Item>,
     seq: u64,
-    held: Vec<Vec<u8>>,
+    held: Vec<(Option<u64>, Vec<u8>)>,
+    answered: BTreeSet<u64>,
     stall_until: Option<Instant>,
     saw_initialize: bool,
     init_answered: bool,
@@ -172,6 +173,7 @@ impl Server {
             queue: BTreeMap::new(),
             seq: 0,
             held: Vec::new(),
+            answered: BTreeSet::new(),
             stall_until: None,
             saw_initialize: false,
             init_answered: false,
@@ -185,7 +187,9 @@ impl Server {
     /// Serves `stream` until the client closes it or the server crashes.
     pub async fn run(mut self, stream: DuplexStream, mut calm: watch::Receiver<bool>) {
         let (reader, mut writer) = tokio::io::split(stream);
-        let mut lines = BufReader::new(reader).lines();
+        let mut reader = BufReader::new(reader);
+        // A line is read into this buffer across polls (`read_until` is cancel-safe with it).
+        let mut line = Vec::new();
         if let Some(after) = self.plan.crash_after {
             self.at(after, Item::Crash);
         }
@@ -214,9 +218,13 @@ impl Server {
                     self.stall_until = None;
                     Next::Continue
                 }
-                line = lines.next_line(), if stall.is_none() => match line {
-                    Ok(Some(line)) => {
-                        self.on_line(&line);
+                read = reader.read_until(b'\n', &mut line), if stall.is_none() => match read {
+                    // A line cut short by the end of the stream (the client gave up flushing
+                    // on close) is not a frame.
+                    Ok(_) if line.ends_with(b"\n") => {
+                        let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                        line.clear();
+                        self.on_line(&text);
                         Next::Continue
                     }
                     _ => Next::Gone,
@@ -233,7 +241,9 @@ impl Server {
                     self.log.push(Event::ConnEnded { conn: self.conn });
                     let _ = writer.shutdown().await;
                     // A crashed server answers nothing; drain until the client lets go.
-                    while let Ok(Some(_)) = lines.next_line().await {}
+                    while matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                        line.clear();
+                    }
                     return;
                 }
             }
@@ -267,6 +277,18 @@ impl Server {
         });
     }
 
+    /// Notes the first answer to `request` that went into the stream.
+    fn wrote_answer(&mut self, request: Option<u64>) {
+        if let Some(id) = request
+            && self.answered.insert(id)
+        {
+            self.log.push(Event::Answered {
+                conn: self.conn,
+                id,
+            });
+        }
+    }
+
     /// Carries out every item due now, in order.
     async fn due(&mut self, writer: &mut WriteHalf<DuplexStream>) -> Next {
         let now = Instant::now();
@@ -288,7 +310,7 @@ impl Server {
                         continue;
                     }
                     if answer && self.plan.reorder.is_some() && !self.calm {
-                        self.held.push(bytes);
+                        self.held.push((request, bytes));
                         continue;
                     }
                     if writer.write_all(&bytes).await.is_err() {
@@ -296,6 +318,9 @@ impl Server {
                     }
                     if init {
                         self.init_answered = true;
+                    }
+                    if answer {
+                        self.wrote_answer(request);
                     }
                 }
                 Item::Stall => {
@@ -307,10 +332,11 @@ impl Server {
                 }
                 Item::Flush => {
                     let held = std::mem::take(&mut self.held);
-                    for bytes in held.iter().rev() {
+                    for (request, bytes) in held.iter().rev() {
                         if writer.write_all(bytes).await.is_err() {
                             return Next::Gone;
                         }
+                        self.wrote_answer(*request);
                     }
                     if let (Some(period), false) = (self.plan.reorder, self.calm) {
                         self.at(period, Item::Flush);
