@@ -1,8 +1,10 @@
 //! What the cross-crate integration tests in `tests/tests/` share: ways to start the in-repo
-//! servers (in process over a duplex stream, or as child processes over stdio), and
-//! [`probe`], what leak checks read about the process.
+//! servers (in process over a duplex stream, or as child processes over stdio), [`probe`], what
+//! leak checks read about the process, and the deterministic simulation of the runtime
+//! ([`sim`]).
 
 pub mod probe;
+pub mod sim;
 
 use std::time::Duration;
 

@@ -363,7 +363,10 @@ impl Task {
                 wait_closing(closing).await;
                 tokio::time::sleep(flush_bound).await;
             };
+            // Biased: the branches are polled in a fixed order (each runs until the link ends,
+            // so none starves), which makes a run on a paused clock replay exactly.
             tokio::select! {
+                biased;
                 end = write_loop(&mut self.frames, &mut writer, self.closing.clone()) => end,
                 end = pump.run(&self.events) => end,
                 reason = closer.exited() => End::Exited(reason),

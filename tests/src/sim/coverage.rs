@@ -1,0 +1,74 @@
+//! What the runs went through, counted from their histories: to show (and check) that the
+//! faults and outcomes the oracles judge do happen, so a property that holds is not a vacuous
+//! one.
+
+use std::collections::BTreeMap;
+
+use super::history::{Entry, Event, Outcome};
+
+/// Counts by name, summed over runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Coverage(pub BTreeMap<&'static str, u64>);
+
+impl Coverage {
+    /// Adds what `history` went through.
+    pub fn add(&mut self, history: &[Entry]) {
+        for e in history {
+            let name = match &e.event {
+                Event::Issued { .. } => "calls",
+                Event::Progress { .. } => "progress delivered",
+                Event::Outcome { outcome, .. } => match outcome {
+                    Outcome::Ok { .. } => "answered ok",
+                    Outcome::Timeout { .. } => "timed out",
+                    Outcome::Shutdown => "shut down",
+                    Outcome::Unavailable => "unavailable",
+                    Outcome::ConnectionLost(_) => "connection lost",
+                    Outcome::SendFailed => "send failed",
+                    Outcome::Backpressure => "backpressure",
+                    Outcome::Server { .. } => "server error",
+                    Outcome::Cancelled => "cancelled",
+                    Outcome::Other(_) => "other error",
+                },
+                Event::Dropped { .. } => "futures dropped",
+                Event::StopIssued { .. } => "stops",
+                Event::HandlesDropped => "handles dropped",
+                Event::Calm { .. } => "calm",
+                Event::Ready => "ready again",
+                Event::Quiet => "quiet",
+                Event::Connect { plan, .. } => match plan.split_once(',') {
+                    Some((p, _)) if p.contains("Refuse") => "connections refused",
+                    Some((p, _)) if p.contains("Hang") => "connections hung",
+                    _ => "connections",
+                },
+                Event::ServerGot { .. } => "requests on the wire",
+                Event::CancelGot { .. } => "cancels on the wire",
+                Event::Crash { .. } => "server crashes",
+                Event::KnownIssue { .. } => "runs with a known issue",
+                Event::TraceReplayed { error: None } => "traces replayed",
+                Event::Closed
+                | Event::Finished
+                | Event::TasksLeft { .. }
+                | Event::StopReturned { .. }
+                | Event::ConnEnded { .. }
+                | Event::Answered { .. }
+                | Event::ServerSaw { .. }
+                | Event::RuntimeError { .. }
+                | Event::TraceReplayed { .. }
+                | Event::End => continue,
+            };
+            *self.0.entry(name).or_default() += 1;
+        }
+    }
+
+    /// The count of `name` (0 if it never happened).
+    pub fn get(&self, name: &str) -> u64 {
+        self.0.get(name).copied().unwrap_or(0)
+    }
+}
+
+impl std::fmt::Display for Coverage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        write!(f, "{}", parts.join(", "))
+    }
+}

@@ -1,0 +1,418 @@
+//! Deterministic simulation of the runtime: the real driver and [`mcp_runtime::Client`] over a
+//! simulated network ([`net`], [`server`]) on tokio's paused clock, every fault drawn from one
+//! seed, and the model checker's properties checked on the history the callers saw
+//! ([`oracle`]).
+//!
+//! A run ([`run_seed`]) builds a single-threaded tokio runtime whose clock is paused (time only
+//! moves when every task waits, straight to the next timer), draws a [`scenario::Scenario`]
+//! from the seed, starts a client over the simulated network, lets the callers issue their
+//! calls (awaited, dropped after a while, aborted, dropped at once; with timeouts and progress
+//! that resets them), stops it (during the faults, or after they end and the client came back)
+//! or drops every handle, waits for the client to close and every task to end, and replays the
+//! client's recorded trace into a fresh machine. Nothing reads the wall clock and
+//! nothing draws randomness but from the seed, so a seed replays exactly.
+
+pub mod capture;
+pub mod coverage;
+pub mod history;
+pub mod known;
+pub mod net;
+pub mod oracle;
+pub mod rng;
+pub mod scenario;
+pub mod server;
+
+use std::time::Duration;
+
+use mcp_runtime::trace::{TraceError, TraceRecorder};
+use mcp_runtime::{Client, ClientBuilder, ConnState, RequestOptions};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+use self::capture::ErrorCapture;
+use self::history::{CallKind, Entry, Event, Log, Outcome};
+use self::net::Net;
+use self::oracle::{Bounds, Violation};
+use self::scenario::{Behaviour, CallPlan, Ending, Scenario};
+
+/// How long the harness waits, once the client is back after the faults, before it ends the
+/// run: a behaving server reads at once, and a frame the client owes is offered again every
+/// 10 ms ± 50 % while the transport is busy.
+const QUIET: Duration = Duration::from_millis(100);
+
+/// A finished run.
+#[derive(Debug)]
+pub struct Run {
+    /// Its seed.
+    pub seed: u64,
+    /// Calls issued (every call future that sent its command, the recovery call included).
+    pub calls: usize,
+    /// What happened.
+    pub history: Vec<Entry>,
+    /// What the oracles found wrong (empty when every property holds).
+    pub violations: Vec<Violation>,
+}
+
+impl Run {
+    /// A report of the violations with the history around the first one, and how to replay
+    /// the seed.
+    pub fn report(&self) -> String {
+        let mut s = format!(
+            "simulation: seed {} broke {} propert{}:\n",
+            self.seed,
+            self.violations.len(),
+            if self.violations.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        );
+        for v in self.violations.iter().take(20) {
+            s.push_str(&format!("  {v}\n"));
+        }
+        let first = self.violations.iter().map(|v| v.index).min().unwrap_or(0);
+        let from = first.saturating_sub(60);
+        let to = (first + 20).min(self.history.len());
+        s.push_str(&format!(
+            "history, entries {from}..{to} of {} (SIM_VERBOSE=1 prints all):\n",
+            self.history.len()
+        ));
+        s.push_str(&history::render(&self.history[from..to], from));
+        s.push_str(&format!(
+            "SIM_SEED={}\n{}\n",
+            self.seed,
+            replay_command(self.seed)
+        ));
+        s
+    }
+}
+
+/// The command that replays `seed`.
+pub fn replay_command(seed: u64) -> String {
+    format!(
+        "replay: SIM_SEED={seed} cargo test -p mcp-tests --test simulation -- \
+         simulated_calls_hold_the_properties --nocapture"
+    )
+}
+
+/// Runs the simulation of `seed` (recording the client's trace and replaying it into a fresh
+/// machine at the end) and checks the oracles on its history.
+///
+/// Every wait of the harness is bounded in simulated time, so a run always ends; a runtime
+/// that spins at one instant (simulated time then stops moving) would not, and is reported after
+/// [`WATCHDOG`] of real time (the only read of the wall clock, and it decides nothing else).
+pub fn run_seed(seed: u64) -> Run {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(format!("sim-{seed}"))
+        .spawn(move || {
+            let _ = tx.send(run_here(seed));
+        })
+        .expect("a thread for the run");
+    match rx.recv_timeout(WATCHDOG) {
+        Ok(run) => run,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!(
+            "simulation: seed {seed} panicked (above)\nSIM_SEED={seed}\n{}",
+            replay_command(seed)
+        ),
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+            "simulation: seed {seed} did not end within {WATCHDOG:?} of real time (the runtime \
+             spins at one simulated instant?)\nSIM_SEED={seed}\n{}",
+            replay_command(seed)
+        ),
+    }
+}
+
+/// How long a run may take in real time before it is reported as stuck.
+pub const WATCHDOG: Duration = Duration::from_secs(120);
+
+fn run_here(seed: u64) -> Run {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime");
+    let capture = ErrorCapture::default();
+    let history = tracing::subscriber::with_default(capture.clone(), || {
+        runtime.block_on(simulate(seed, capture.clone()))
+    });
+    drop(runtime);
+    let calls = history
+        .iter()
+        .filter(|e| matches!(e.event, Event::Issued { .. }))
+        .count();
+    let violations = oracle::check(&history, &Bounds::default());
+    Run {
+        seed,
+        calls,
+        history,
+        violations,
+    }
+}
+
+async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
+    let sc = Scenario::draw(seed);
+    let log = Log::new();
+    let (calm_tx, calm_rx) = watch::channel(false);
+    let net = Net::new(seed, log.clone(), calm_rx, sc.pipe);
+    let recorder = TraceRecorder::new();
+    let (min, max, jitter) = sc.backoff;
+    let builder = ClientBuilder::new(net.connector())
+        .seed(sc.client_seed)
+        .request_timeout(sc.request_timeout)
+        .connect_timeout(sc.connect_timeout)
+        .init_timeout(sc.init_timeout)
+        .backoff(min, max, jitter)
+        .send_queue(sc.send_queue)
+        .max_frame_bytes(server::MAX_FRAME);
+    let client = builder.record_trace(recorder.clone()).connect_lazy();
+    let start = Instant::now();
+    // Sees the client closed when it happens (the harness may be busy waiting for callers).
+    let closed_watcher = {
+        let (mut states, log) = (client.watch_state(), log.clone());
+        tokio::spawn(async move {
+            if states.wait_for(|s| *s == ConnState::Closed).await.is_ok() {
+                log.push(Event::Closed);
+            }
+        })
+    };
+    let ctx = Ctx {
+        seed,
+        log: log.clone(),
+        default_timeout: sc.request_timeout,
+    };
+
+    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    let mut last_deadline = Duration::ZERO;
+    for (n, plan) in sc.calls.iter().enumerate() {
+        let longest = plan.cap.unwrap_or(sc.timeout_of(plan));
+        last_deadline = last_deadline.max(plan.start + longest);
+        let caller = tokio::spawn(ctx.clone().call(n, plan.clone(), client.clone(), false));
+        if let Behaviour::Abort(after) = plan.behaviour {
+            let (log, victim) = (log.clone(), caller.abort_handle());
+            let at = start + plan.start + after;
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                if !victim.is_finished() {
+                    victim.abort();
+                    log.push(Event::Dropped { call: n });
+                }
+            }));
+        }
+        tasks.push(caller);
+    }
+    if let Ending::StopDuringFaults { at, second } = sc.ending {
+        let stops = [Some(at), second.map(|d| at + d)];
+        for (stop, at) in stops.into_iter().enumerate() {
+            let Some(at) = at else { continue };
+            let (client, log) = (client.clone(), log.clone());
+            tasks.push(tokio::spawn(async move {
+                tokio::time::sleep_until(start + at).await;
+                log.push(Event::StopIssued { stop });
+                if tokio::time::timeout(Duration::from_secs(5), client.stop())
+                    .await
+                    .is_ok()
+                {
+                    log.push(Event::StopReturned { stop });
+                }
+            }));
+        }
+    }
+    // Every caller is done by its deadline; a caller still waiting well past it is left for the
+    // oracle to report (its call never completed).
+    let give_up = start + last_deadline + Duration::from_secs(5);
+    for task in tasks {
+        let abort = task.abort_handle();
+        if tokio::time::timeout_at(give_up, task).await.is_err() {
+            abort.abort();
+        }
+    }
+
+    let mut client = Some(client);
+    if matches!(sc.ending, Ending::StopAfterCalm | Ending::DropAfterCalm) {
+        let within = sc.ready_within();
+        log.push(Event::Calm {
+            ready_within: within,
+        });
+        calm_tx.send_replace(true);
+        let mut ready = client.as_ref().expect("the client is held").watch_state();
+        let grace = within + Duration::from_secs(1);
+        if let Ok(Ok(_)) =
+            tokio::time::timeout(grace, ready.wait_for(|s| *s == ConnState::Ready)).await
+        {
+            log.push(Event::Ready);
+            let recovery = CallPlan {
+                start: Duration::ZERO,
+                kind: CallKind::Tool,
+                timeout: Some(Duration::from_secs(2)),
+                cap: None,
+                behaviour: Behaviour::Await,
+            };
+            let c = client.clone().expect("the client is held");
+            // Bounded: a call that never completes is the oracle's to report.
+            let recovering = ctx.clone().call(sc.calls.len(), recovery, c, true);
+            let _ = tokio::time::timeout(Duration::from_secs(3), recovering).await;
+            // Time for every owed frame (cancels of calls ended earlier) to reach the server.
+            tokio::time::sleep(QUIET).await;
+            log.push(Event::Quiet);
+        }
+        if sc.ending == Ending::StopAfterCalm {
+            log.push(Event::StopIssued { stop: 0 });
+            let stop = client.as_ref().expect("the client is held").stop();
+            if tokio::time::timeout(Duration::from_secs(5), stop)
+                .await
+                .is_ok()
+            {
+                log.push(Event::StopReturned { stop: 0 });
+            }
+        } else {
+            log.push(Event::HandlesDropped);
+            client = None;
+        }
+    }
+    let bound = Duration::from_secs(5);
+    if let Some(c) = &client
+        && tokio::time::timeout(bound, c.closed()).await.is_ok()
+    {
+        log.push(Event::Finished);
+    }
+    let abort = closed_watcher.abort_handle();
+    if tokio::time::timeout(bound, closed_watcher).await.is_err() {
+        abort.abort();
+    }
+    drop(client);
+    // Everything should end now: the driver, its transports, the servers.
+    let metrics = tokio::runtime::Handle::current().metrics();
+    let give_up = Instant::now() + Duration::from_secs(3);
+    while metrics.num_alive_tasks() > 0 && Instant::now() < give_up {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    log.push(Event::TasksLeft {
+        alive: metrics.num_alive_tasks(),
+    });
+    let error = match recorder.trace() {
+        Err(e) => Some(e.to_string()),
+        Ok(trace) => {
+            let known = known::SendAfterTimeout::find(&trace);
+            if !known.ids.is_empty() {
+                log.push(Event::KnownIssue {
+                    issue: known::SEND_AFTER_TIMEOUT,
+                    ids: known.ids.iter().copied().collect(),
+                });
+            }
+            match mcp_runtime::trace::replay(&trace) {
+                Ok(_) => None,
+                Err(e) if known.explains(&e) => None,
+                Err(e) => Some(format!("{e}\n{}", trace_context(&trace, &e))),
+            }
+        }
+    };
+    log.push(Event::TraceReplayed { error });
+    for message in capture.take() {
+        log.push(Event::RuntimeError { message });
+    }
+    log.push(Event::End);
+    log.entries()
+}
+
+/// The records of `trace` just before the one `error` names, one a line.
+fn trace_context(trace: &mcp_runtime::trace::Trace, error: &TraceError) -> String {
+    let index = match error {
+        TraceError::Mismatch { index, .. }
+        | TraceError::ImpossibleRow { index, .. }
+        | TraceError::UnknownCaller { index, .. }
+        | TraceError::Unanswered { index, .. }
+        | TraceError::SendAfterStop { index, .. } => *index,
+        TraceError::AnsweredTwice { second, .. } => *second,
+        TraceError::ExitTwice { second, .. } => *second,
+        _ => return String::new(),
+    };
+    let from = index.saturating_sub(24);
+    let to = (index + 1).min(trace.records.len());
+    (from..to)
+        .map(|i| format!("    record {i}: {:?}\n", trace.records[i]))
+        .collect()
+}
+
+/// What every caller of a run shares.
+#[derive(Clone)]
+struct Ctx {
+    seed: u64,
+    log: Log,
+    default_timeout: Duration,
+}
+
+impl Ctx {
+    /// Caller `n`: waits for its start, issues its call and does with the future what its plan
+    /// says, logging all of it.
+    async fn call(self, n: usize, plan: CallPlan, client: Client, recovery: bool) {
+        tokio::time::sleep(plan.start).await;
+        let token = format!("s{}c{n}", self.seed);
+        self.log.push(Event::Issued {
+            call: n,
+            kind: plan.kind,
+            token: token.clone(),
+            timeout: plan.timeout.unwrap_or(self.default_timeout),
+            cap: plan.cap,
+            recovery,
+        });
+        let mut call = Box::pin(self.issue(n, &plan, &client, token));
+        let outcome = match plan.behaviour {
+            Behaviour::Await | Behaviour::Abort(_) => Some((&mut call).await),
+            Behaviour::DropAfter(after) => tokio::select! {
+                biased;
+                outcome = &mut call => Some(outcome),
+                () = tokio::time::sleep(after) => None,
+            },
+            Behaviour::DropSoon => tokio::select! {
+                biased;
+                outcome = &mut call => Some(outcome),
+                () = tokio::task::yield_now() => None,
+            },
+        };
+        match outcome {
+            Some(outcome) => self.log.push(Event::Outcome { call: n, outcome }),
+            None => {
+                // The future is dropped here, before its answer: the call is cancelled.
+                drop(call);
+                self.log.push(Event::Dropped { call: n });
+            }
+        }
+    }
+
+    async fn issue(&self, n: usize, plan: &CallPlan, client: &Client, token: String) -> Outcome {
+        match plan.kind {
+            CallKind::Tool => {
+                let mut options = RequestOptions::new();
+                if let Some(timeout) = plan.timeout {
+                    options = options.timeout(timeout);
+                }
+                if let Some(cap) = plan.cap {
+                    let log = self.log.clone();
+                    options = options
+                        .on_progress(move |p| {
+                            log.push(Event::Progress {
+                                call: n,
+                                message: p.message,
+                            })
+                        })
+                        .reset_timeout_on_progress(cap);
+                }
+                let result = client
+                    .call_tool_with("sim", json!({ "token": token }), options)
+                    .await;
+                Outcome::of(result, |r| Some(r.text()))
+            }
+            CallKind::Ping => Outcome::of(client.ping().await, |()| None),
+            CallKind::Notify => {
+                let params = json!({ "token": token });
+                Outcome::of(
+                    client.notify("notifications/sim", Some(params)).await,
+                    |()| None,
+                )
+            }
+        }
+    }
+}

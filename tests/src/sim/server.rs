@@ -1,0 +1,609 @@
+//! The simulated MCP server: one task per connection, speaking newline-delimited JSON over an
+//! in-memory stream, misbehaving as its [`ConnPlan`] and its seeded generator say.
+//!
+//! It answers `initialize` (or refuses it, or answers a version nobody speaks, or never
+//! answers), `ping`, and `tools/call` of a tool that echoes the caller's token: after a delay,
+//! with progress carrying the token, sometimes twice, sometimes never, sometimes with an error
+//! carrying the token, sometimes even after the client cancelled it. Between answers it may
+//! send answers to ids nobody asked, garbage, an oversized frame, pings of its own; it may
+//! hold answers and release them in reverse order, stop reading for a while (the client's
+//! sends then go busy), or crash (close its side of the stream). Once the run turns calm,
+//! every new decision is a good one.
+//!
+//! It also checks what the client sends: `initialize` first and once, `notifications/initialized`
+//! once after the answer and before any other request, no request id ever reused (across
+//! connections), a `notifications/cancelled` only for a request it saw and at most once, an
+//! answer to each of its pings at most once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use super::history::{Event, Log};
+use super::rng::Rng;
+
+/// How a connection attempt goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConnectPlan {
+    /// Connected after this delay.
+    Ok(Duration),
+    /// Refused at once.
+    Refuse,
+    /// Never completes (the client's connect bound ends it).
+    Hang,
+}
+
+/// How the server answers `initialize`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitPlan {
+    /// Accepted after this delay.
+    Accept(Duration),
+    /// A JSON-RPC error after this delay.
+    Refuse(Duration),
+    /// A protocol version the client does not speak, after this delay.
+    BadVersion(Duration),
+    /// No answer.
+    Never,
+}
+
+/// Everything decided about a connection when it opens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConnPlan {
+    /// The connection attempt.
+    pub connect: ConnectPlan,
+    /// The handshake.
+    pub init: InitPlan,
+    /// Crash this long after the connection opened.
+    pub crash_after: Option<Duration>,
+    /// Stop reading every so often (the first), for up to the second.
+    pub stalls: Option<(Duration, Duration)>,
+    /// Hold answers and release them in reverse order at this period.
+    pub reorder: Option<Duration>,
+    /// Whether a `notifications/cancelled` stops the answer (else it is sent anyway: late).
+    pub honour_cancel: bool,
+}
+
+impl ConnPlan {
+    /// A connection that behaves.
+    pub fn calm() -> Self {
+        ConnPlan {
+            connect: ConnectPlan::Ok(Duration::ZERO),
+            init: InitPlan::Accept(Duration::from_millis(1)),
+            crash_after: None,
+            stalls: None,
+            reorder: None,
+            honour_cancel: true,
+        }
+    }
+
+    /// A connection drawn from `rng`.
+    pub fn draw(rng: &mut Rng) -> Self {
+        let connect = match rng.range(0, 99) {
+            0..=4 => ConnectPlan::Refuse,
+            5..=6 => ConnectPlan::Hang,
+            _ => ConnectPlan::Ok(rng.ms(0, 5)),
+        };
+        let delay = if rng.chance(5) {
+            rng.ms(0, 1_500)
+        } else {
+            rng.ms(0, 30)
+        };
+        let init = match rng.range(0, 99) {
+            0..=2 => InitPlan::Never,
+            3..=5 => InitPlan::Refuse(delay),
+            6..=7 => InitPlan::BadVersion(delay),
+            _ => InitPlan::Accept(delay),
+        };
+        ConnPlan {
+            connect,
+            init,
+            crash_after: rng.chance(25).then(|| rng.ms(0, 1_500)),
+            stalls: rng.chance(20).then(|| (rng.ms(20, 300), rng.ms(10, 400))),
+            reorder: rng.chance(20).then(|| rng.ms(1, 50)),
+            honour_cancel: rng.chance(50),
+        }
+    }
+}
+
+/// Something the server will do at a set time.
+#[derive(Debug)]
+enum Item {
+    /// Write a frame; skipped if it belongs to a request the client cancelled (when the plan
+    /// honours cancels), or if it is a fault (oversized) and the run turned calm. An answer
+    /// may be held for reordering.
+    Frame {
+        bytes: Vec<u8>,
+        request: Option<u64>,
+        answer: bool,
+        init: bool,
+        fault: bool,
+    },
+    /// Stop reading for a while (and schedule the next stall).
+    Stall,
+    /// Release the held answers in reverse order (and schedule the next release).
+    Flush,
+    /// Close our side of the stream.
+    Crash,
+}
+
+/// What became of the server after a step.
+enum Next {
+    Continue,
+    Crash,
+    Gone,
+}
+
+/// The largest frame the client accepts in a simulation (the server's oversized frames are one
+/// byte more).
+pub const MAX_FRAME: usize = 8 * 1024;
+
+/// One connection's server.
+pub struct Server {
+    conn: u64,
+    log: Log,
+    rng: Rng,
+    plan: ConnPlan,
+    calm: bool,
+    queue: BTreeMap<(Instant, u64), Item>,
+    seq: u64,
+    held: Vec<(Option<u64>, Vec<u8>)>,
+    answered: BTreeSet<u64>,
+    stall_until: Option<Instant>,
+    saw_initialize: bool,
+    init_answered: bool,
+    initialized: bool,
+    requests: BTreeSet<u64>,
+    cancels: BTreeSet<u64>,
+    pings: BTreeMap<String, bool>,
+}
+
+impl Server {
+    /// The server of connection `conn`.
+    pub fn new(conn: u64, log: Log, rng: Rng, plan: ConnPlan) -> Self {
+        Server {
+            conn,
+            log,
+            rng,
+            plan,
+            calm: false,
+            queue: BTreeMap::new(),
+            seq: 0,
+            held: Vec::new(),
+            answered: BTreeSet::new(),
+            stall_until: None,
+            saw_initialize: false,
+            init_answered: false,
+            initialized: false,
+            requests: BTreeSet::new(),
+            cancels: BTreeSet::new(),
+            pings: BTreeMap::new(),
+        }
+    }
+
+    /// Serves `stream` until the client closes it or the server crashes.
+    pub async fn run(mut self, stream: DuplexStream, mut calm: watch::Receiver<bool>) {
+        let (reader, mut writer) = tokio::io::split(stream);
+        let mut reader = BufReader::new(reader);
+        // A line is read into this buffer across polls (`read_until` is cancel-safe with it).
+        let mut line = Vec::new();
+        if let Some(after) = self.plan.crash_after {
+            self.at(after, Item::Crash);
+        }
+        if let Some((every, _)) = self.plan.stalls {
+            self.at(every, Item::Stall);
+        }
+        if let Some(period) = self.plan.reorder {
+            self.at(period, Item::Flush);
+        }
+        let mut calm_open = true;
+        loop {
+            if !self.calm && *calm.borrow() {
+                self.calm = true;
+                self.stall_until = None;
+            }
+            let next = self.queue.keys().next().map(|k| k.0);
+            let stall = self.stall_until;
+            let step = tokio::select! {
+                biased;
+                changed = calm.changed(), if calm_open && !self.calm => {
+                    calm_open = changed.is_ok();
+                    Next::Continue
+                }
+                () = sleep_until(next), if next.is_some() => self.due(&mut writer).await,
+                () = sleep_until(stall), if stall.is_some() => {
+                    self.stall_until = None;
+                    Next::Continue
+                }
+                read = reader.read_until(b'\n', &mut line), if stall.is_none() => match read {
+                    // A line cut short by the end of the stream (the client gave up flushing
+                    // on close) is not a frame.
+                    Ok(_) if line.ends_with(b"\n") => {
+                        let text = String::from_utf8_lossy(&line[..line.len() - 1]).into_owned();
+                        line.clear();
+                        self.on_line(&text);
+                        Next::Continue
+                    }
+                    _ => Next::Gone,
+                },
+            };
+            match step {
+                Next::Continue => {}
+                Next::Gone => {
+                    self.log.push(Event::ConnEnded { conn: self.conn });
+                    return;
+                }
+                Next::Crash => {
+                    self.log.push(Event::Crash { conn: self.conn });
+                    self.log.push(Event::ConnEnded { conn: self.conn });
+                    let _ = writer.shutdown().await;
+                    // A crashed server answers nothing; drain until the client lets go.
+                    while matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
+                        line.clear();
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn at(&mut self, after: Duration, item: Item) {
+        self.seq += 1;
+        self.queue.insert((Instant::now() + after, self.seq), item);
+    }
+
+    fn frame(&mut self, after: Duration, value: &Value, request: Option<u64>, answer: bool) {
+        let mut bytes = serde_json::to_vec(value).expect("a Value serializes");
+        bytes.push(b'\n');
+        self.at(
+            after,
+            Item::Frame {
+                bytes,
+                request,
+                answer,
+                init: false,
+                fault: false,
+            },
+        );
+    }
+
+    fn saw(&self, what: String) {
+        self.log.push(Event::ServerSaw {
+            conn: self.conn,
+            what,
+        });
+    }
+
+    /// Notes the first answer to `request` that went into the stream.
+    fn wrote_answer(&mut self, request: Option<u64>) {
+        if let Some(id) = request
+            && self.answered.insert(id)
+        {
+            self.log.push(Event::Answered {
+                conn: self.conn,
+                id,
+            });
+        }
+    }
+
+    /// Carries out every item due now, in order.
+    async fn due(&mut self, writer: &mut WriteHalf<DuplexStream>) -> Next {
+        let now = Instant::now();
+        while let Some(entry) = self.queue.first_entry() {
+            if entry.key().0 > now {
+                break;
+            }
+            match entry.remove() {
+                Item::Frame {
+                    bytes,
+                    request,
+                    answer,
+                    init,
+                    fault,
+                } => {
+                    let cancelled = request.is_some_and(|id| self.cancels.contains(&id));
+                    if (cancelled && (self.plan.honour_cancel || self.calm)) || (fault && self.calm)
+                    {
+                        continue;
+                    }
+                    if answer && self.plan.reorder.is_some() && !self.calm {
+                        self.held.push((request, bytes));
+                        continue;
+                    }
+                    if writer.write_all(&bytes).await.is_err() {
+                        return Next::Gone;
+                    }
+                    if init {
+                        self.init_answered = true;
+                    }
+                    if answer {
+                        self.wrote_answer(request);
+                    }
+                }
+                Item::Stall => {
+                    if let (Some((every, longest)), false) = (self.plan.stalls, self.calm) {
+                        let ms = u64::try_from(longest.as_millis()).unwrap_or(u64::MAX);
+                        self.stall_until = Some(now + Duration::from_millis(self.rng.range(1, ms)));
+                        self.at(every, Item::Stall);
+                    }
+                }
+                Item::Flush => {
+                    let held = std::mem::take(&mut self.held);
+                    for (request, bytes) in held.iter().rev() {
+                        if writer.write_all(bytes).await.is_err() {
+                            return Next::Gone;
+                        }
+                        self.wrote_answer(*request);
+                    }
+                    if let (Some(period), false) = (self.plan.reorder, self.calm) {
+                        self.at(period, Item::Flush);
+                    }
+                }
+                Item::Crash if !self.calm => return Next::Crash,
+                Item::Crash => {}
+            }
+        }
+        Next::Continue
+    }
+
+    fn on_line(&mut self, line: &str) {
+        let msg: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return self.saw(format!("a frame that is not JSON ({e}): {line}")),
+        };
+        let method = msg.get("method").and_then(Value::as_str);
+        let id = msg.get("id");
+        match (method, id) {
+            (Some(method), Some(id)) => {
+                let Some(id) = id.as_u64() else {
+                    return self.saw(format!("a request id that is not a number: {line}"));
+                };
+                let token = msg
+                    .pointer("/params/arguments/token")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned);
+                self.log.push(Event::ServerGot {
+                    conn: self.conn,
+                    id,
+                    method: method.to_owned(),
+                    token,
+                });
+                if !self.log.first_sight_of(id) {
+                    self.saw(format!("request id {id} reused"));
+                }
+                self.requests.insert(id);
+                self.on_request(id, method, msg.get("params"));
+            }
+            (Some(method), None) => self.on_notification(method, msg.get("params")),
+            (None, Some(id)) => {
+                let key = id.as_str().unwrap_or_default().to_owned();
+                match self.pings.get_mut(&key) {
+                    Some(answered @ false) => *answered = true,
+                    Some(true) => self.saw(format!("our ping {key} answered twice")),
+                    None => self.saw(format!("an answer to a request we never sent: {line}")),
+                }
+            }
+            (None, None) => self.saw(format!("a frame that is neither: {line}")),
+        }
+    }
+
+    fn on_request(&mut self, id: u64, method: &str, params: Option<&Value>) {
+        if method == "initialize" {
+            if self.saw_initialize {
+                return self.saw("initialize twice on one connection".to_owned());
+            }
+            self.saw_initialize = true;
+            let init = if self.calm {
+                InitPlan::Accept(Duration::from_millis(1))
+            } else {
+                self.plan.init
+            };
+            let (after, result) = match init {
+                InitPlan::Accept(after) => (
+                    after,
+                    json!({"result": {"protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "sim", "version": "0"}}}),
+                ),
+                InitPlan::Refuse(after) => (
+                    after,
+                    json!({"error": {"code": -32603, "message": "not today"}}),
+                ),
+                InitPlan::BadVersion(after) => (
+                    after,
+                    json!({"result": {"protocolVersion": "1999-01-01", "capabilities": {}}}),
+                ),
+                InitPlan::Never => return,
+            };
+            let mut frame = result;
+            frame["jsonrpc"] = json!("2.0");
+            frame["id"] = json!(id);
+            let mut bytes = serde_json::to_vec(&frame).expect("a Value serializes");
+            bytes.push(b'\n');
+            self.at(
+                after,
+                Item::Frame {
+                    bytes,
+                    request: None,
+                    answer: false,
+                    init: true,
+                    fault: false,
+                },
+            );
+            return;
+        }
+        if !self.saw_initialize {
+            self.saw(format!("{method} before initialize"));
+        } else if !self.initialized {
+            self.saw(format!("{method} before notifications/initialized"));
+        }
+        match method {
+            "tools/call" => self.on_call(id, params),
+            "ping" => {
+                let after = self.rng.ms(0, 5);
+                self.frame(
+                    after,
+                    &json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                    Some(id),
+                    true,
+                );
+            }
+            other => {
+                let frame = json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32601, "message": format!("no {other}")}});
+                self.frame(Duration::ZERO, &frame, Some(id), true);
+            }
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Option<&Value>) {
+        match method {
+            "notifications/initialized" => {
+                if !self.init_answered {
+                    self.saw("notifications/initialized before the initialize answer".to_owned());
+                }
+                if self.initialized {
+                    self.saw("notifications/initialized twice".to_owned());
+                }
+                self.initialized = true;
+            }
+            "notifications/cancelled" => {
+                let id = params
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(Value::as_u64);
+                let Some(id) = id else {
+                    return self.saw(format!("a cancel without a request id: {params:?}"));
+                };
+                if !self.requests.contains(&id) {
+                    self.saw(format!(
+                        "a cancel of request {id}, never sent on this connection"
+                    ));
+                }
+                if !self.cancels.insert(id) {
+                    self.saw(format!("request {id} cancelled twice"));
+                }
+                self.log.push(Event::CancelGot {
+                    conn: self.conn,
+                    id,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    fn on_call(&mut self, id: u64, params: Option<&Value>) {
+        let token = params
+            .and_then(|p| p.get("arguments"))
+            .and_then(|a| a.get("token"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let progress = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let answer = json!({"jsonrpc": "2.0", "id": id,
+            "result": {"content": [{"type": "text", "text": token}]}});
+        if self.calm {
+            let after = self.rng.ms(0, 5);
+            return self.frame(after, &answer, Some(id), true);
+        }
+        let r = &mut self.rng;
+        let delay = match r.range(0, 9) {
+            0..=5 => r.ms(0, 40),
+            6..=8 => r.ms(0, 400),
+            _ => r.ms(0, 2_500),
+        };
+        let some_time = |r: &mut Rng| Duration::from_millis(r.range(0, delay.as_millis() as u64));
+        if let Some(p) = progress
+            && r.chance(70)
+        {
+            let steps = r.range(1, 5);
+            for step in 1..=steps {
+                let at = delay * u32::try_from(step).unwrap_or(1)
+                    / u32::try_from(steps + 1).unwrap_or(1);
+                let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": p, "progress": step, "total": steps, "message": token}});
+                self.frame(at, &frame, Some(id), false);
+            }
+            if self.rng.chance(5) {
+                // Progress after the answer: the client must drop it.
+                let at = delay + self.rng.ms(1, 50);
+                let frame = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": p, "progress": 99, "message": token}});
+                self.frame(at, &frame, Some(id), false);
+            }
+        }
+        let r = &mut self.rng;
+        match r.range(0, 99) {
+            0..=3 => {} // never answered
+            4..=8 => {
+                let frame = json!({"jsonrpc": "2.0", "id": id,
+                    "error": {"code": -32000, "message": format!("failed {token}")}});
+                self.frame(delay, &frame, Some(id), true);
+            }
+            _ => {
+                self.frame(delay, &answer, Some(id), true);
+                if self.rng.chance(5) {
+                    let again = delay + self.rng.ms(0, 100);
+                    self.frame(again, &answer, Some(id), true);
+                }
+            }
+        }
+        let r = &mut self.rng;
+        if r.chance(2) {
+            let at = some_time(r);
+            let n = r.range(0, 1_000);
+            let frame = json!({"jsonrpc": "2.0", "id": 1_000_000_000u64 + n,
+                "result": {"content": [{"type": "text", "text": "nobody asked"}]}});
+            self.frame(at, &frame, None, false);
+        }
+        let r = &mut self.rng;
+        if r.chance(1) {
+            let at = some_time(r);
+            let mut bytes = b"}{ not json".to_vec();
+            bytes.push(b'\n');
+            self.at(at, raw(bytes, false));
+        }
+        let r = &mut self.rng;
+        if r.chance(2) {
+            let at = some_time(r);
+            let key = format!("sp{}", self.seq);
+            self.pings.insert(key.clone(), false);
+            let frame = json!({"jsonrpc": "2.0", "id": key, "method": "ping"});
+            self.frame(at, &frame, None, false);
+        }
+        let r = &mut self.rng;
+        if r.chance(1) {
+            let at = some_time(r);
+            let mut bytes = vec![b'x'; MAX_FRAME + 1];
+            bytes.push(b'\n');
+            self.at(at, raw(bytes, true));
+        }
+        let r = &mut self.rng;
+        if r.chance(1) {
+            let at = some_time(r);
+            self.at(at, Item::Crash);
+        }
+    }
+}
+
+fn raw(bytes: Vec<u8>, fault: bool) -> Item {
+    Item::Frame {
+        bytes,
+        request: None,
+        answer: false,
+        init: false,
+        fault,
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
