@@ -163,13 +163,20 @@ impl Machine {
         self.dispatch(event)
     }
 
-    /// Fires every timer due at `now`, earliest first (ties in timer-key order).
+    /// Fires the timers due at `now`, earliest first (ties in timer-key order), until one of
+    /// them queues a [`Action::Send`]: that send's outcome is due before anything else happens
+    /// (a call must not time out between its request's send and the send's outcome). Timers
+    /// still due then fire at the next call: drain the actions, feed the outcomes, and call
+    /// again while [`Machine::poll_timeout`] is at or before `now`.
     pub fn handle_timeout(&mut self, now: Duration) -> Vec<Step> {
         debug_assert!(self.awaiting.is_none(), "a send outcome is due first");
         self.advance(now);
         let mut steps = Vec::new();
         while let Some(key) = self.core.timers.pop_due(self.core.now) {
             steps.push(self.dispatch(timer_event(key)));
+            if self.out.iter().any(|a| matches!(a, Action::Send { .. })) {
+                break;
+            }
         }
         steps
     }

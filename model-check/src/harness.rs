@@ -685,7 +685,8 @@ impl Harness {
                 self.observe(n, step, &what, log.as_deref_mut());
             }
             record.absorb(self.drain(n, None, log.as_deref_mut()));
-            if at >= target {
+            // Timers still due (one queued a send, whose outcome came first) fire next round.
+            if at >= target && n.m.poll_timeout().is_none_or(|d| d > target) {
                 break;
             }
         }

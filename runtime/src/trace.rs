@@ -543,7 +543,7 @@ mod tests {
         drain(&mut machine, &mut sink, Duration::ZERO);
         sink.end_turn();
         for (input, now) in script {
-            if let Some(deadline) = machine.poll_timeout().filter(|d| *d <= now) {
+            while let Some(deadline) = machine.poll_timeout().filter(|d| *d <= now) {
                 sink.push(Record::Timeout { now: deadline });
                 for step in machine.handle_timeout(deadline) {
                     sink.push(Record::Step(step));

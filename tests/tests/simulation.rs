@@ -152,15 +152,15 @@ fn a_seed_replays_exactly() {
     }
 }
 
-/// The known issue [`sim::known::SEND_AFTER_TIMEOUT`], reproduced on the machine alone, as the
-/// driver feeds it: a busy request whose send retry falls due just before its timeout, and the
-/// driver wakes (as tokio's millisecond timers make it) once both are due. Both timers fire in
-/// one `handle_timeout`, the retry first; its `Send` is drained after the call was answered
-/// with its timeout, so the frame goes out for an ended call (with no cancel after it) and its
-/// outcome fires an impossible row. When the machine is fixed this test fails: then assert the
-/// opposite and delete `sim::known`.
+/// Found by the simulation: a busy request whose send retry falls due just before its timeout,
+/// and the driver waking (as tokio's millisecond timers make it) once both are due. Both timers
+/// used to fire in one `handle_timeout`, the retry first, so its `Send` was drained after the
+/// call had been answered with its timeout: the frame went out for an ended call (with no
+/// cancel after it) and its outcome fired an impossible row. Now `handle_timeout` stops after
+/// the retry's send; its outcome comes first, then the timeout fires and cancels the request
+/// on the wire.
 #[test]
-fn known_issue_a_send_retry_due_with_its_timeout_still_sends_after_the_timeout() {
+fn a_send_retry_due_with_its_timeout_is_sent_before_the_timeout() {
     use mcp_machine::{
         Action, CallError, CallId, CallOptions, CallRequest, Config, Input, Machine, Report,
         SendOutcome, SendToken, TimerKind,
@@ -234,33 +234,55 @@ fn known_issue_a_send_retry_due_with_its_timeout_still_sends_after_the_timeout()
     let deadline = at + Duration::from_micros(1);
     let mut m = busy_call(deadline - 10 * MS);
     assert_eq!(retry_at(&m), at);
+    // The first call fires the retry only: its send's outcome is due before anything else.
     let steps = m.handle_timeout(deadline);
-    let actions = settle(&mut m, deadline, SendOutcome::Ok);
-    let timed_out = actions.iter().position(|a| {
-        matches!(
-            a,
-            Action::Reply {
-                outcome: Err(CallError::Timeout { .. }),
-                ..
-            }
-        )
-    });
-    let sent = actions.iter().position(|a| {
-        matches!(
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    let first = settle(&mut m, deadline, SendOutcome::Ok);
+    assert!(
+        first.iter().any(|a| matches!(
             a,
             Action::Send {
                 token: SendToken::Request(2),
                 ..
             }
-        )
-    });
-    let impossible = actions
-        .iter()
-        .any(|a| matches!(a, Action::Report(Report::ImpossibleRow { .. })));
-    assert_eq!(steps.len(), 2, "{steps:?}");
+        )),
+        "{first:?}"
+    );
     assert!(
-        timed_out.is_some() && sent.is_some() && impossible,
-        "fixed? the request frame is no longer sent after its call timed out: \
-         turn this into a regression test and delete sim::known ({actions:?})"
+        !first.iter().any(|a| matches!(a, Action::Reply { .. })),
+        "{first:?}"
+    );
+    // The timeout is still due: it fires next, answers the caller and cancels on the wire.
+    assert!(m.poll_timeout().is_some_and(|d| d <= deadline));
+    let steps = m.handle_timeout(deadline);
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    let second = settle(&mut m, deadline, SendOutcome::Ok);
+    assert!(
+        second.iter().any(|a| matches!(
+            a,
+            Action::Reply {
+                outcome: Err(CallError::Timeout { .. }),
+                ..
+            }
+        )),
+        "{second:?}"
+    );
+    assert!(
+        second.iter().any(|a| matches!(
+            a,
+            Action::Send {
+                token: SendToken::Owed,
+                frame,
+                ..
+            } if String::from_utf8_lossy(frame).contains("notifications/cancelled")
+        )),
+        "{second:?}"
+    );
+    assert!(
+        !first
+            .iter()
+            .chain(&second)
+            .any(|a| matches!(a, Action::Report(Report::ImpossibleRow { .. }))),
+        "{first:?} {second:?}"
     );
 }

@@ -43,7 +43,6 @@ impl Coverage {
                 Event::ServerGot { .. } => "requests on the wire",
                 Event::CancelGot { .. } => "cancels on the wire",
                 Event::Crash { .. } => "server crashes",
-                Event::KnownIssue { .. } => "runs with a known issue",
                 Event::TraceReplayed { error: None } => "traces replayed",
                 Event::Closed
                 | Event::Finished

@@ -198,14 +198,6 @@ pub enum Event {
         /// Why it did not replay, if it did not.
         error: Option<String>,
     },
-    /// The run hit a known issue, not fixed yet (see [`super::known`]): what it did is not
-    /// counted as a violation.
-    KnownIssue {
-        /// Which issue.
-        issue: &'static str,
-        /// The request ids it affected.
-        ids: Vec<u64>,
-    },
     /// The run ended.
     End,
 }

@@ -15,7 +15,6 @@
 pub mod capture;
 pub mod coverage;
 pub mod history;
-pub mod known;
 pub mod net;
 pub mod oracle;
 pub mod rng;
@@ -294,20 +293,10 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     });
     let error = match recorder.trace() {
         Err(e) => Some(e.to_string()),
-        Ok(trace) => {
-            let known = known::SendAfterTimeout::find(&trace);
-            if !known.ids.is_empty() {
-                log.push(Event::KnownIssue {
-                    issue: known::SEND_AFTER_TIMEOUT,
-                    ids: known.ids.iter().copied().collect(),
-                });
-            }
-            match mcp_runtime::trace::replay(&trace) {
-                Ok(_) => None,
-                Err(e) if known.explains(&e) => None,
-                Err(e) => Some(format!("{e}\n{}", trace_context(&trace, &e))),
-            }
-        }
+        Ok(trace) => match mcp_runtime::trace::replay(&trace) {
+            Ok(_) => None,
+            Err(e) => Some(format!("{e}\n{}", trace_context(&trace, &e))),
+        },
     };
     log.push(Event::TraceReplayed { error });
     for message in capture.take() {

@@ -268,7 +268,6 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 wire.ended.entry(*conn).or_insert(i);
             }
             Event::Quiet => wire.quiet = Some(i),
-            Event::KnownIssue { ids, .. } => wire.known.extend(ids),
             Event::TraceReplayed { error: None }
             | Event::Connect { .. }
             | Event::ServerGot { token: None, .. }
@@ -336,8 +335,6 @@ struct Wire {
     ended: BTreeMap<u64, usize>,
     /// The entry where the quiet period after the faults ended.
     quiet: Option<usize>,
-    /// Request ids a known issue affected.
-    known: std::collections::BTreeSet<u64>,
 }
 
 fn check_wire(wire: &Wire, calls: &BTreeMap<usize, Call>, bad: &mut impl FnMut(usize, String)) {
@@ -346,9 +343,6 @@ fn check_wire(wire: &Wire, calls: &BTreeMap<usize, Call>, bad: &mut impl FnMut(u
         .map(|(n, c)| (c.token.as_str(), (*n, c)))
         .collect();
     for (i, got_at, conn, id, token) in &wire.got {
-        if wire.known.contains(id) {
-            continue;
-        }
         let Some((n, c)) = by_token.get(token.as_str()) else {
             bad(
                 *i,
