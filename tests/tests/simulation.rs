@@ -92,7 +92,7 @@ fn simulated_calls_hold_the_properties() {
     if let Some(first) = failed.first() {
         let seeds: Vec<String> = failed.iter().map(|r| r.seed.to_string()).collect();
         panic!(
-            "{}\nfailing seeds (stopped after 10): {}",
+            "{}\nfailing seeds (it stops after the batch with the 10th): {}",
             first.report(),
             seeds.join(" ")
         );
