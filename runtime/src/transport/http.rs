@@ -194,9 +194,16 @@ impl Bridge {
                 }
             }
         };
+        // Once the link is failed, the pipe closes at once: the transport reads what was
+        // delivered, then EOF, rather than waiting out its flush bound.
+        let mut ended = bridge.ended.subscribe();
+        let failed = async move {
+            let _ = ended.wait_for(Option::is_some).await;
+        };
         tokio::select! {
             () = writer => {}
             () = reader => {}
+            () = failed => {}
         }
     }
 
@@ -491,7 +498,10 @@ impl Closer for HttpCloser {
     fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(async move {
             self.task.abort();
-            let id = lock(&self.session).id.clone();
+            let (id, version) = {
+                let session = lock(&self.session);
+                (session.id.clone(), session.version.clone())
+            };
             let expired = matches!(
                 &*self.ended.borrow(),
                 Some(TransportError::SessionExpired { .. })
@@ -499,13 +509,16 @@ impl Closer for HttpCloser {
             if let Some(id) = id
                 && !expired
             {
-                let delete = self
+                let mut delete = self
                     .http
                     .client
                     .delete(self.http.endpoint.clone())
                     .headers(self.http.headers.clone())
-                    .header(SESSION_HEADER, id)
-                    .send();
+                    .header(SESSION_HEADER, id);
+                if let Some(version) = version {
+                    delete = delete.header(VERSION_HEADER, version);
+                }
+                let delete = delete.send();
                 match tokio::time::timeout(self.http.grace, delete).await {
                     Ok(Ok(r)) => {
                         tracing::debug!(target: "mcp::http", status = r.status().as_u16(), "session deleted")
