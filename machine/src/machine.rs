@@ -130,6 +130,13 @@ impl Machine {
         &self.core.config
     }
 
+    /// When the next reconnect attempt is due (in backoff), on the machine's clock.
+    pub fn reconnect_at(&self) -> Option<Duration> {
+        self.core
+            .timers
+            .deadline(TimerKey::plain(TimerKind::Reconnect))
+    }
+
     /// The next deadline at which [`Machine::handle_timeout`] is due.
     pub fn poll_timeout(&self) -> Option<Duration> {
         self.core.timers.next()

@@ -325,9 +325,18 @@ impl Driver {
             .last_error
             .write()
             .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().cloned();
+        let backoff = step.to == mcp_machine::State::Backoff;
         let transition = crate::state::Transition {
             step,
             at: Instant::now(),
+            cause: backoff
+                .then(|| self.machine.last_error().cloned())
+                .flatten(),
+            retry_in: self
+                .machine
+                .reconnect_at()
+                .filter(|_| backoff)
+                .map(|at| at.saturating_sub(self.now())),
         };
         self.out.transitions.publish(&transition, 1);
         self.out.state.send_replace(step.to);

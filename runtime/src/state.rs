@@ -4,13 +4,20 @@
 /// The state of a client's connection: the states of `spec/transitions.toml`, as generated.
 pub type ConnState = mcp_machine::State;
 
-/// One state change of the connection: the row that fired (its [`mcp_machine::Step`]) and when.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// One state change of the connection: the row that fired (its [`mcp_machine::Step`]), when,
+/// and, for a transition into backoff, why the connection or attempt ended and when the next
+/// attempt is due.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Transition {
     /// The row that fired: from, event, row index, spec line, to.
     pub step: mcp_machine::Step,
     /// When, on the tokio clock.
     pub at: tokio::time::Instant,
+    /// Into backoff: why the connection or the attempt ended.
+    pub cause: Option<mcp_machine::Failure>,
+    /// Into backoff: how long until the next attempt.
+    pub retry_in: Option<std::time::Duration>,
 }
 
 impl Transition {

@@ -249,10 +249,29 @@ async fn a_404_for_the_session_ends_it_and_the_client_starts_a_new_one() {
     client.ping().await.unwrap();
     assert_eq!(*sessions.lock().unwrap(), 2);
     let mut readies = 0;
+    let mut into_backoff = Vec::new();
     while let Some(t) = transitions.try_recv() {
         readies += usize::from(t.to() == ConnState::Ready);
+        if t.to() == ConnState::Backoff {
+            into_backoff.push(t);
+        }
     }
     assert_eq!(readies, 2);
+    // The transition into backoff says why, and when the next attempt is due.
+    let [t] = &into_backoff[..] else {
+        panic!("{into_backoff:?}")
+    };
+    assert!(
+        matches!(
+            &t.cause,
+            Some(Failure::Transport(TransportError::SessionExpired { .. }))
+        ),
+        "{t:?}"
+    );
+    assert!(
+        t.retry_in.is_some_and(|d| d <= Duration::from_millis(10)),
+        "{t:?}"
+    );
     client.stop().await;
     client.closed().await;
     // The expired session is not deleted; the new one is.
