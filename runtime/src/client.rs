@@ -179,6 +179,24 @@ impl ClientBuilder {
         Ok(Self::new(connector))
     }
 
+    /// A builder that spawns `program` over stdio, its arguments given with
+    /// [`ClientBuilder::arg`] (like `std::process::Command`); the same as
+    /// [`ClientBuilder::stdio`] with no arguments.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// let client = mcp_runtime::ClientBuilder::command("my-server").connect().await?;
+    /// # drop(client); Ok(()) }
+    /// ```
+    pub fn command(program: impl Into<std::ffi::OsString>) -> Self {
+        Self::over(Transport::Stdio(StdioConnector::builder(program)))
+    }
+
+    /// Stdio: appends an argument of the server's command line.
+    pub fn arg(self, arg: impl Into<std::ffi::OsString>) -> Self {
+        self.stdio_option("arg", |b| b.arg(arg))
+    }
+
     /// Stdio: sets a variable of the server's environment (on top of the default allowlist).
     /// Ignored, with a warning, by a builder that is not [`ClientBuilder::stdio`].
     pub fn env(

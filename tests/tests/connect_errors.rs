@@ -153,6 +153,15 @@ async fn the_builders_stdio_options_reach_the_server() {
         e.stderr_tail,
         [format!("key=k1 home=[{home}] cwd={}", cwd.display())]
     );
+    // A command built argument by argument, as with std::process::Command.
+    let e = connect_error(
+        ClientBuilder::command("sh")
+            .arg("-c")
+            .arg("echo \"args=$0\" >&2; exit 1")
+            .arg("zero"),
+    )
+    .await;
+    assert_eq!(e.stderr_tail, ["args=zero"]);
     // env_clear: nothing inherited, not even HOME.
     let e = connect_error(sh("echo \"home=[$HOME]\" >&2; exit 1").env_clear()).await;
     assert_eq!(e.stderr_tail, ["home=[]"]);
