@@ -30,6 +30,61 @@ pub fn in_process(config: ServerConfig) -> ClientBuilder {
     ClientBuilder::new(connector).seed(7)
 }
 
+/// A builder whose every transport generation is a scripted server over a duplex stream, for
+/// tests that need exact control of what a server says. `reply` gets the generation (from 1)
+/// and each message the client sends, and returns the messages to write back, one a line (an
+/// array is written as one line: a JSON-RPC batch); `None` closes the connection. At the end of
+/// the client's stream it gets `Value::Null` (its answer is then ignored).
+pub fn scripted<F>(reply: F) -> ClientBuilder
+where
+    F: Fn(u64, serde_json::Value) -> Option<Vec<serde_json::Value>> + Send + Sync + 'static,
+{
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let reply = Arc::new(reply);
+    let generations = Arc::new(AtomicU64::new(0));
+    let connector = StreamConnector::from_fn(move || {
+        let reply = Arc::clone(&reply);
+        let generation = generations.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let (sr, mut sw) = tokio::io::split(server);
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(sr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let msg = serde_json::from_str(&line).unwrap_or(serde_json::Value::Null);
+                    let Some(out) = reply(generation, msg) else {
+                        return;
+                    };
+                    for m in out {
+                        let mut bytes = serde_json::to_vec(&m).unwrap_or_default();
+                        bytes.push(b'\n');
+                        if sw.write_all(&bytes).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                reply(generation, serde_json::Value::Null);
+            });
+            let (cr, cw) = tokio::io::split(client);
+            Ok((cr, cw))
+        }
+    });
+    ClientBuilder::new(connector).seed(11)
+}
+
+/// The `initialize` result of a scripted server named `name` at `version`.
+pub fn initialize_result(
+    id: &serde_json::Value,
+    version: &str,
+    capabilities: serde_json::Value,
+    name: &str,
+) -> serde_json::Value {
+    serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": version,
+        "capabilities": capabilities, "serverInfo": {"name": name, "version": "1"}}})
+}
+
 /// A builder spawning a server binary of this package over stdio.
 pub fn stdio(binary: &str, args: &[&str]) -> ClientBuilder {
     ClientBuilder::stdio(binary, args.iter().copied())

@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, Error, ServerNotification};
+use mcp_tests::initialize_result;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// A scripted server: answers `initialize` with `version`, then answers the first `tools/call`
 /// with one batch holding a log notification, a `ping` request and the call's result, and
@@ -16,44 +15,28 @@ fn scripted(
     version: &'static str,
     seen: tokio::sync::mpsc::UnboundedSender<Value>,
 ) -> ClientBuilder {
-    let connector = StreamConnector::from_fn(move || {
-        let seen = seen.clone();
-        async move {
-            let (client, server) = tokio::io::duplex(1 << 16);
-            let (sr, mut sw) = tokio::io::split(server);
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(sr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let msg: Value = serde_json::from_str(&line).unwrap();
-                    let id = msg.get("id").cloned();
-                    let reply = match msg["method"].as_str() {
-                        Some("initialize") => json!({"jsonrpc": "2.0", "id": id, "result": {
-                            "protocolVersion": version, "capabilities": {"tools": {}},
-                            "serverInfo": {"name": "batcher", "version": "1"}}}),
-                        Some("tools/call") => json!([
-                            {"jsonrpc": "2.0", "method": "notifications/message",
-                             "params": {"level": "info", "data": "in a batch"}},
-                            {"jsonrpc": "2.0", "id": "s1", "method": "ping"},
-                            {"jsonrpc": "2.0", "id": id, "result": {
-                                "content": [{"type": "text", "text": "batched"}]}}
-                        ]),
-                        _ => {
-                            let _ = seen.send(msg);
-                            continue;
-                        }
-                    };
-                    let mut bytes = serde_json::to_vec(&reply).unwrap();
-                    bytes.push(b'\n');
-                    if sw.write_all(&bytes).await.is_err() {
-                        return;
-                    }
-                }
-            });
-            let (cr, cw) = tokio::io::split(client);
-            Ok((cr, cw))
-        }
-    });
-    ClientBuilder::new(connector).seed(3)
+    mcp_tests::scripted(move |_, msg| {
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        Some(match msg["method"].as_str() {
+            Some("initialize") => vec![initialize_result(
+                &id,
+                version,
+                json!({"tools": {}}),
+                "batcher",
+            )],
+            Some("tools/call") => vec![json!([
+                {"jsonrpc": "2.0", "method": "notifications/message",
+                 "params": {"level": "info", "data": "in a batch"}},
+                {"jsonrpc": "2.0", "id": "s1", "method": "ping"},
+                {"jsonrpc": "2.0", "id": id, "result": {
+                    "content": [{"type": "text", "text": "batched"}]}}
+            ])],
+            _ => {
+                let _ = seen.send(msg);
+                vec![]
+            }
+        })
+    })
 }
 
 #[tokio::test]

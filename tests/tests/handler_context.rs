@@ -4,49 +4,33 @@
 
 use std::time::Duration;
 
-use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, CreateMessageResult, ElicitResult, Handlers, RequestContext};
+use mcp_tests::initialize_result;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 
 /// A scripted server: after the handshake it sends `script` (server requests and
 /// notifications), then reports every message the client sends (after `initialized`).
 fn scripted(script: Vec<Value>, seen: mpsc::UnboundedSender<Value>) -> ClientBuilder {
-    let connector = StreamConnector::from_fn(move || {
-        let script = script.clone();
-        let seen = seen.clone();
-        async move {
-            let (client, server) = tokio::io::duplex(1 << 16);
-            let (sr, mut sw) = tokio::io::split(server);
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(sr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let msg: Value = serde_json::from_str(&line).unwrap();
-                    let mut out = Vec::new();
-                    match msg["method"].as_str() {
-                        Some("initialize") => out.push(json!({"jsonrpc": "2.0", "id": msg["id"],
-                            "result": {"protocolVersion": "2025-11-25", "capabilities": {},
-                                "serverInfo": {"name": "scripted", "version": "1"}}})),
-                        Some("notifications/initialized") => out.clone_from(&script),
-                        _ => {
-                            let _ = seen.send(msg);
-                        }
-                    }
-                    for m in out {
-                        let mut bytes = serde_json::to_vec(&m).unwrap();
-                        bytes.push(b'\n');
-                        if sw.write_all(&bytes).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-            });
-            let (cr, cw) = tokio::io::split(client);
-            Ok((cr, cw))
-        }
-    });
-    ClientBuilder::new(connector).seed(9)
+    mcp_tests::scripted(move |_, msg| {
+        Some(match msg["method"].as_str() {
+            Some("initialize") => {
+                vec![initialize_result(
+                    &msg["id"],
+                    "2025-11-25",
+                    json!({}),
+                    "scripted",
+                )]
+            }
+            Some("notifications/initialized") => script.clone(),
+            _ if msg.is_null() => vec![],
+            _ => {
+                let _ = seen.send(msg);
+                vec![]
+            }
+        })
+    })
+    .seed(9)
 }
 
 async fn next(seen: &mut mpsc::UnboundedReceiver<Value>) -> Value {

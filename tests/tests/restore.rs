@@ -2,14 +2,11 @@
 //! while the restore waits ends the driver and the connection at once (the restore is rows of
 //! the table, not a task of the client that would wait out its timeouts).
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, ConnState, Error};
-use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use mcp_tests::initialize_result;
+use serde_json::json;
 use tokio::sync::mpsc;
 
 /// What the scripted server tells the test.
@@ -24,48 +21,34 @@ enum Seen {
 /// Generation 1 answers everything and closes the link on `tools/call`; every later generation
 /// answers `initialize` but never `resources/subscribe`.
 fn stalling_restore(seen: mpsc::UnboundedSender<Seen>) -> ClientBuilder {
-    let generation = Arc::new(AtomicU64::new(0));
-    let connector = StreamConnector::from_fn(move || {
-        let seen = seen.clone();
-        let generation = generation.fetch_add(1, Ordering::SeqCst) + 1;
-        async move {
-            let (client, server) = tokio::io::duplex(1 << 16);
-            let (sr, mut sw) = tokio::io::split(server);
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(sr).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let msg: Value = serde_json::from_str(&line).unwrap();
-                    let id = msg.get("id").cloned();
-                    let result = match msg["method"].as_str() {
-                        Some("initialize") => json!({"protocolVersion": "2025-06-18",
-                            "capabilities": {"resources": {"subscribe": true}},
-                            "serverInfo": {"name": "staller", "version": "1"}}),
-                        Some("resources/subscribe") if generation > 1 => {
-                            let _ = seen.send(Seen::StalledRestore(generation));
-                            continue;
-                        }
-                        Some("tools/call") => return,
-                        _ if id.is_none() => continue,
-                        _ => json!({}),
-                    };
-                    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result});
-                    let mut bytes = serde_json::to_vec(&reply).unwrap();
-                    bytes.push(b'\n');
-                    if sw.write_all(&bytes).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = seen.send(Seen::Eof(generation));
-            });
-            let (cr, cw) = tokio::io::split(client);
-            Ok((cr, cw))
+    mcp_tests::scripted(move |generation, msg| {
+        if msg.is_null() {
+            let _ = seen.send(Seen::Eof(generation));
+            return None;
         }
-    });
-    ClientBuilder::new(connector).seed(5).backoff(
-        Duration::from_millis(10),
-        Duration::from_millis(10),
-        0,
-    )
+        let id = msg.get("id").cloned();
+        let result = match msg["method"].as_str() {
+            Some("initialize") => {
+                let caps = json!({"resources": {"subscribe": true}});
+                return Some(vec![initialize_result(
+                    &id.unwrap_or_default(),
+                    "2025-06-18",
+                    caps,
+                    "staller",
+                )]);
+            }
+            Some("resources/subscribe") if generation > 1 => {
+                let _ = seen.send(Seen::StalledRestore(generation));
+                return Some(vec![]);
+            }
+            Some("tools/call") => return None,
+            _ if id.is_none() => return Some(vec![]),
+            _ => json!({}),
+        };
+        Some(vec![json!({"jsonrpc": "2.0", "id": id, "result": result})])
+    })
+    .seed(5)
+    .backoff(Duration::from_millis(10), Duration::from_millis(10), 0)
 }
 
 #[tokio::test]
