@@ -114,18 +114,9 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
 /// JavaScript's and Python's lenient decoders do.
 fn parse(bytes: &[u8]) -> Result<Value, serde_json::Error> {
     serde_json::from_slice(bytes).or_else(|e| {
-        let text = match std::str::from_utf8(bytes) {
-            Ok(_) => std::borrow::Cow::Borrowed(bytes),
-            Err(_) => {
-                std::borrow::Cow::Owned(String::from_utf8_lossy(bytes).into_owned().into_bytes())
-            }
-        };
-        let repaired = repair_lone_surrogates(&text);
-        let candidate = repaired.as_deref().unwrap_or(&text);
-        if repaired.is_none() && matches!(text, std::borrow::Cow::Borrowed(_)) {
-            return Err(e);
-        }
-        serde_json::from_slice(candidate).map_err(|_| e)
+        let lossy = String::from_utf8_lossy(bytes);
+        let repaired = repair_lone_surrogates(lossy.as_bytes());
+        serde_json::from_slice(repaired.as_deref().unwrap_or(lossy.as_bytes())).map_err(|_| e)
     })
 }
 
@@ -140,15 +131,15 @@ pub fn batch_elements(bytes: &[u8], max_frame_bytes: usize) -> Option<Vec<Vec<u8
     if *first != b'[' || bytes.len() > max_frame_bytes {
         return None;
     }
-    match parse(bytes) {
-        Ok(Value::Array(items)) if !items.is_empty() => Some(
-            items
-                .iter()
-                .map(|item| serde_json::to_vec(item).unwrap_or_default())
-                .collect(),
-        ),
-        _ => None,
-    }
+    let Ok(Value::Array(items)) = parse(bytes) else {
+        return None;
+    };
+    (!items.is_empty()).then(|| {
+        items
+            .iter()
+            .map(|item| serde_json::to_vec(item).unwrap_or_default())
+            .collect()
+    })
 }
 
 /// `bytes` with every `\uD800`..`\uDFFF` escape that is not part of a high-low pair replaced by
