@@ -14,6 +14,9 @@ pub(crate) enum Phase {
     Retrying { attempt: u8 },
     /// Taken by the transport: the server may see it, so a cancel goes on the wire.
     Sent,
+    /// Kept across a session expiry (the server never ran it): sent again, with a new id,
+    /// once the new session is initialized.
+    Parked,
 }
 
 /// One call in flight.

@@ -107,6 +107,10 @@ pub struct Config {
     /// The most server requests the handler holds at once (64); more are answered busy
     /// (-32000) at once.
     pub max_server_requests: usize,
+    /// How many times in a row an expired session is initialized again at once, without a
+    /// backoff delay (3); the count starts again when a call of the new session is answered.
+    /// Past it, an expiry takes the reconnect path (backoff) like any transport failure.
+    pub max_session_reinits: u32,
 }
 
 impl Default for Config {
@@ -132,6 +136,7 @@ impl Default for Config {
             tombstone_sweep: Duration::from_secs(60),
             closing_exit: Duration::from_millis(100),
             max_server_requests: 64,
+            max_session_reinits: 3,
         }
     }
 }

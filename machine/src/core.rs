@@ -67,6 +67,8 @@ pub(crate) struct Core {
     /// Frames owed to the server (responses, rejections, cancels) not yet taken by the
     /// transport, in order; the head is being offered or waits for the owed retry timer.
     pub(crate) outbox: VecDeque<Vec<u8>>,
+    /// Sessions initialized again at once since a call was last answered.
+    pub(crate) reinits: u32,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -93,6 +95,7 @@ impl Core {
             timers: Timers::default(),
             session: Session::default(),
             outbox: VecDeque::new(),
+            reinits: 0,
             #[cfg(feature = "checker")]
             mutant: None,
         }
@@ -419,6 +422,27 @@ impl Handlers for Ctx<'_> {
 
     fn is_live_request(&self, p: &RequestId) -> Option<RequestId> {
         self.core.calls.get(*p).map(|_| *p)
+    }
+
+    fn can_reinitialize(&self, p: &TransportError) -> Option<Vec<RequestId>> {
+        let TransportError::SessionExpired { refused, .. } = p else {
+            return None;
+        };
+        if self.core.reinits >= self.core.config.max_session_reinits
+            && !mutant!(self.core, UnboundedReinit)
+        {
+            return None;
+        }
+        // Callers' calls only (a restore is asked for again by the new session anyway): those
+        // the server refused, and those it never got (not yet taken by the transport).
+        let unrun = self
+            .core
+            .calls
+            .iter()
+            .filter(|(id, e)| e.call.is_some() && (e.phase != Phase::Sent || refused.contains(id)))
+            .map(|(id, _)| id)
+            .collect();
+        Some(unrun)
     }
 
     fn is_retrying(&self, p: &RequestId) -> Option<RequestId> {
@@ -841,6 +865,97 @@ impl Handlers for Ctx<'_> {
     fn cancel_call(&mut self, w: RequestId) {
         if let Some(entry) = self.end_call(w, "cancelled by the client") {
             self.answer(&entry, w, Err(CallError::Cancelled));
+        }
+    }
+
+    fn park_unrun_calls(&mut self, w: Vec<RequestId>) {
+        if mutant!(self.core, ParkNothing) {
+            return;
+        }
+        for id in w {
+            let Some(entry) = self.core.calls.get_mut(id) else {
+                continue;
+            };
+            entry.phase = Phase::Parked;
+            let frame = entry.frame.clone();
+            // Its deadline stays armed; a busy send's retry has nothing to retry any more.
+            self.core
+                .timers
+                .cancel(TimerKey::keyed(TimerKind::SendRetry, id));
+            if mutant!(self.core, ResendOnExpired) {
+                self.send(SendToken::Request(id), frame);
+            }
+        }
+    }
+
+    fn fail_running_calls(&mut self) {
+        let cause = self
+            .core
+            .last_error
+            .clone()
+            .unwrap_or(Failure::Transport(TransportError::Closed));
+        let error = CallError::ConnectionLost(cause);
+        let running: Vec<RequestId> = self
+            .core
+            .calls
+            .iter()
+            .filter(|(_, e)| e.phase != Phase::Parked)
+            .map(|(id, _)| id)
+            .collect();
+        for id in running {
+            let Some(entry) = self.core.calls.remove(id) else {
+                continue;
+            };
+            self.cancel_call_timers(id);
+            self.tombstone(id);
+            if let Some(call) = entry.call {
+                self.reply(call, Some(id), Err(error.clone()));
+            }
+        }
+    }
+
+    fn count_reinit(&mut self) {
+        if !mutant!(self.core, UnboundedReinit) {
+            self.core.reinits += 1;
+        }
+    }
+
+    fn reset_reinits(&mut self) {
+        self.core.reinits = 0;
+    }
+
+    fn resend_parked(&mut self) {
+        if mutant!(self.core, NoResend) {
+            return;
+        }
+        let parked: Vec<RequestId> = self
+            .core
+            .calls
+            .iter()
+            .filter(|(_, e)| e.phase == Phase::Parked)
+            .map(|(id, _)| id)
+            .collect();
+        for old in parked {
+            let Some(mut entry) = self.core.calls.remove(old) else {
+                continue;
+            };
+            let id = self.core.next_id;
+            self.core.next_id += 1;
+            entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
+            entry.phase = Phase::Sending { attempt: 1 };
+            let deadline = self
+                .core
+                .timers
+                .deadline(TimerKey::keyed(TimerKind::RequestTimeout, old));
+            self.cancel_call_timers(old);
+            if let Some(at) = deadline {
+                self.core
+                    .timers
+                    .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+            }
+            let frame = entry.frame.clone();
+            self.core.calls.insert(id, entry);
+            self.send(SendToken::Request(id), frame);
         }
     }
 

@@ -115,13 +115,17 @@ pub enum TransportError {
         /// What the status was an answer to, or what was wrong with the answer.
         reason: String,
     },
-    /// The HTTP server no longer knows the session (404 to a request carrying its
-    /// `Mcp-Session-Id`): a new session must be initialized.
-    #[error("the server ended the session (HTTP 404 for session {session_hint})")]
+    /// The HTTP server no longer knows the session (404, or a 400 naming the session, to a
+    /// request carrying its `Mcp-Session-Id`): a new session must be initialized. Calls failed
+    /// with it may be retried: the server did not finish them on the session it lost.
+    #[error("the server ended the session (session {session_hint})")]
     SessionExpired {
         /// The first characters of the expired session id (never the whole id: it is a
         /// credential for the session).
         session_hint: String,
+        /// Ids of our requests the server refused with that status: they never ran, so the
+        /// machine sends them again on the new session.
+        refused: Vec<crate::io::RequestId>,
     },
 }
 

@@ -24,4 +24,13 @@ pub enum Mutant {
     /// A response is consumed by another live call than the one it answers (a payload-typing
     /// slip: the right type, the wrong value).
     AnswerWrongCall,
+    /// An expired session's refused calls are failed like the running ones, not kept.
+    ParkNothing,
+    /// Calls kept across a session expiry are never sent on the new session.
+    NoResend,
+    /// Calls kept across a session expiry are sent again at once, on the expired session.
+    ResendOnExpired,
+    /// The re-initialization budget is never spent: an expired session is initialized again
+    /// at once, however often.
+    UnboundedReinit,
 }

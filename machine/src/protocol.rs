@@ -55,6 +55,23 @@ pub(crate) fn request(
     encode(&Value::Object(msg))
 }
 
+/// A request frame the machine built, under a new id (its progress token, when it asked for
+/// progress, follows the id). A frame that does not parse (never: the machine wrote it) is
+/// returned unchanged.
+pub(crate) fn with_new_id(frame: &[u8], id: u64, progress: bool) -> Vec<u8> {
+    let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(frame) else {
+        return frame.to_vec();
+    };
+    msg.insert("id".into(), id.into());
+    if progress
+        && let Some(Value::Object(params)) = msg.get_mut("params")
+        && let Some(Value::Object(meta)) = params.get_mut("_meta")
+    {
+        meta.insert("progressToken".into(), id.into());
+    }
+    encode(&Value::Object(msg))
+}
+
 /// A notification frame.
 pub(crate) fn notification(method: &str, params: Option<Value>) -> Vec<u8> {
     let mut msg = Map::new();
@@ -136,6 +153,24 @@ pub(crate) fn check_init_result(result: &Value) -> Result<ServerInfo, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_under_a_new_id_keeps_everything_else() {
+        let old = request(
+            4,
+            "tools/call",
+            Some(json!({"name": "t", "x": [1]})),
+            Some(4),
+        );
+        let new: Value = serde_json::from_slice(&with_new_id(&old, 9, true)).unwrap();
+        assert_eq!(new["id"], 9);
+        assert_eq!(new["method"], "tools/call");
+        assert_eq!(new["params"]["x"], json!([1]));
+        assert_eq!(new["params"]["_meta"]["progressToken"], 9);
+        let plain = request(5, "ping", None, None);
+        let new: Value = serde_json::from_slice(&with_new_id(&plain, 6, false)).unwrap();
+        assert_eq!(new, json!({"jsonrpc": "2.0", "id": 6, "method": "ping"}));
+    }
 
     #[test]
     fn progress_token_goes_into_meta() {

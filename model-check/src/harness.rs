@@ -44,6 +44,8 @@ pub struct Bounds {
     pub jitter_extremes: bool,
     /// Long silences ([`Move::Wait`]).
     pub waits: u8,
+    /// Sessions the server may end ([`Move::Expire`]).
+    pub expiries: u8,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -146,6 +148,9 @@ pub fn model_config(bounds: &Bounds) -> Config {
         connect_timeout: bounds.first_connect,
         // One server request at a time: a second is over the cap.
         max_server_requests: 1,
+        // One re-initialization per outage: the second expiry in a row takes the backoff path
+        // within the depth bound.
+        max_session_reinits: 1,
         ..Config::default()
     }
 }
@@ -334,6 +339,12 @@ impl Harness {
             if g.closed || w.env.crashes < b.crashes {
                 out.push(Move::Down(generation));
             }
+            if g.up && !g.closed && w.env.expiries < b.expiries {
+                let refusable = refusable(w, generation).len();
+                for mask in 0..(1u8 << refusable) {
+                    out.push(Move::Expire(generation, mask));
+                }
+            }
             if g.credit == 0 || !g.up {
                 continue;
             }
@@ -436,7 +447,9 @@ impl Harness {
                     Input::Call(CallRequest {
                         call: CallId(u64::from(c)),
                         method: "tools/call".into(),
-                        params: Some(json!({"name": "t"})),
+                        // The caller rides along, so a request sent again under a new id is
+                        // known as this caller's from the wire alone.
+                        params: Some(json!({"name": "t", "caller": c})),
                         options: call_options(c),
                         session: None,
                     }),
@@ -520,6 +533,30 @@ impl Harness {
                     now,
                 ))
             }
+            Move::Expire(g, mask) => {
+                stale = stale_gen(g);
+                let refused: Vec<RequestId> = refusable(w, g)
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| mask & (1 << i) != 0)
+                    .map(|(_, id)| id)
+                    .collect();
+                n.env.expiries += 1;
+                if let Some(e) = n.env.gens.get_mut(&g) {
+                    e.down = true;
+                    e.credit = 0;
+                }
+                Some(n.m.handle(
+                    Input::TransportDown {
+                        generation: g,
+                        error: TransportError::SessionExpired {
+                            session_hint: String::new(),
+                            refused,
+                        },
+                    },
+                    now,
+                ))
+            }
             Move::Frame(g, f) => {
                 stale = stale_gen(g);
                 let live = !stale
@@ -539,6 +576,16 @@ impl Harness {
                     }
                 }
                 expect_answer = live.then(|| expected_answer(w, f)).flatten();
+                // A live restore answered shows the session works, as a call answered does
+                // (a restore is live while its deadline is armed).
+                if let ServerFrame::Answer(id) = f
+                    && live
+                    && w.m.state() == State::Ready
+                    && w.ghost.owners.get(&id) == Some(&Owner::Restore(g))
+                    && w.m.armed_timers().iter().any(|(k, _)| k.id == Some(id))
+                {
+                    n.ghost.reinits = 0;
+                }
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.credit -= 1;
                 }
@@ -823,6 +870,24 @@ impl Harness {
                 fail(n);
             }
         }
+        // A session the server ended: while the budget lasts a new one at once, the calls
+        // that never ran kept and those that may have run answered now; past it, backoff.
+        if let Move::Expire(g, mask) = mv
+            && g == w.m.generation()
+        {
+            let left = match before {
+                State::Ready => {
+                    self.expired(w, n, g, mask);
+                    true
+                }
+                State::Starting | State::Initializing => n.m.state() == State::Backoff,
+                State::Closing => n.m.state() == State::Closed,
+                State::Backoff | State::Closed => true,
+            };
+            if !left {
+                fail(n);
+            }
+        }
         // The handler's requests of a generation that ends are aborted with it.
         let g = w.m.generation();
         let held = w
@@ -879,6 +944,49 @@ impl Harness {
                 }
                 SendOutcome::Ok => g.resend_due = None,
                 SendOutcome::Failed => {}
+            }
+        }
+    }
+
+    /// The checks of a session expiry in ready (see [`violation::SESSION`] and
+    /// [`violation::REINIT`]).
+    fn expired(&self, w: &World, n: &mut World, g: u64, mask: u8) {
+        if w.ghost.reinits >= w.m.config().max_session_reinits {
+            if n.m.state() != State::Backoff {
+                n.ghost.violations |= violation::REINIT;
+            }
+            n.ghost.seen |= seen::REINITS_SPENT;
+            return;
+        }
+        if n.m.state() != State::Starting || n.m.generation() != g + 1 {
+            n.ghost.violations |= violation::REINIT;
+        }
+        n.ghost.reinits += 1;
+        let refused: Vec<RequestId> = refusable(w, g)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| mask & (1 << i) != 0)
+            .map(|(_, id)| id)
+            .collect();
+        for (&c, before) in &w.ghost.calls {
+            if before.replies > 0 || (NOTIFY_BASE..SUBSCRIBER).contains(&c) {
+                continue;
+            }
+            let answered = n.ghost.calls.get(&c).is_some_and(|x| x.replies > 0);
+            let on_wire = before
+                .request
+                .and_then(|id| w.env.on_wire.get(&id))
+                .is_some_and(|(on, _)| *on == g);
+            let ran = on_wire && !before.request.is_some_and(|id| refused.contains(&id));
+            if ran != answered {
+                n.ghost.violations |= violation::SESSION;
+            }
+            if !answered {
+                // Kept: nothing is offered to the dead transport; it goes out on the next.
+                n.ghost.parked.insert(c);
+                if let Some(x) = n.ghost.calls.get_mut(&c) {
+                    x.resend_due = None;
+                }
             }
         }
     }
@@ -972,6 +1080,22 @@ impl Harness {
 
     fn after_step(&self, w: &World, n: &mut World, mv: Move) {
         self.obligations(w, n, mv);
+        // Calls kept across a session expiry go out as soon as the new session is initialized.
+        let calls = &n.ghost.calls;
+        n.ghost
+            .parked
+            .retain(|c| calls.get(c).is_some_and(|g| g.replies == 0));
+        n.ghost
+            .resent
+            .retain(|c| calls.get(c).is_some_and(|g| g.replies == 0));
+        let initialized = n
+            .ghost
+            .initialized
+            .get(&n.m.generation())
+            .is_some_and(|k| *k > 0);
+        if n.m.state() == State::Ready && initialized && !n.ghost.parked.is_empty() {
+            n.ghost.violations |= violation::SESSION;
+        }
         let in_flight = n
             .ghost
             .calls
@@ -1093,7 +1217,7 @@ impl StepLog {
 /// Why a move that sent the machine to backoff ended the attempt (`None`: not judged).
 fn cause_of(mv: Move, from: State) -> Option<Cause> {
     match (mv, from) {
-        (Move::Down(_), _) => Some(Cause::Down),
+        (Move::Down(_) | Move::Expire(..), _) => Some(Cause::Down),
         (Move::Frame(_, ServerFrame::Oversized), _) => Some(Cause::Oversized),
         (Move::Frame(_, ServerFrame::InitError(_)), _) => Some(Cause::Refused),
         (Move::Frame(_, ServerFrame::InitBadVersion(_)), _) => Some(Cause::UnsupportedVersion),
@@ -1153,6 +1277,22 @@ fn call_ghost(m: &Machine, options: &CallOptions) -> CallGhost {
         deadline: m.now().saturating_add(timeout),
         ..CallGhost::default()
     }
+}
+
+/// The requests of generation `g` a server that ended its session may say it refused: those on
+/// the wire there that are unanswered, of callers still waiting, in id order.
+fn refusable(w: &World, g: u64) -> Vec<RequestId> {
+    w.env
+        .on_wire
+        .iter()
+        .filter(|(id, (on, answers))| {
+            *on == g
+                && *answers == 0
+                && matches!(w.ghost.owners.get(id), Some(Owner::Call(c))
+                    if w.ghost.calls.get(c).is_some_and(|x| x.replies == 0))
+        })
+        .map(|(id, _)| *id)
+        .collect()
 }
 
 /// Whether generation `g` is the current one and open: up, neither closed nor down, and it
@@ -1306,7 +1446,9 @@ impl Harness {
         let c = n.m.config();
         let now = n.m.now();
         let state = n.m.state();
-        if state == State::Backoff && w.m.state() != State::Backoff {
+        // Why the attempt ended: into backoff, or from ready straight into a new session.
+        let reinit = state == State::Starting && w.m.state() == State::Ready;
+        if (state == State::Backoff && w.m.state() != State::Backoff) || reinit {
             n.ghost.cause = cause_of(mv, w.m.state());
         }
         if state != w.m.state() {
@@ -1426,8 +1568,12 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 .and_then(Value::as_u64)
                 .filter(|_| !method.is_empty())
             {
+                let caller = v["params"]["caller"]
+                    .as_u64()
+                    .and_then(|c| u8::try_from(c).ok());
                 let owner = match (method, mv, n.ghost.owners.get(&id)) {
                     ("initialize", _, _) => Owner::Init(generation),
+                    _ if caller.is_some() => Owner::Call(caller.unwrap_or_default()),
                     (_, Some(Move::Call(c)), _) => Owner::Call(c),
                     (_, Some(Move::Subscribe), _) => Owner::Call(SUBSCRIBER),
                     (_, Some(Move::Unsubscribe), _) => Owner::Call(UNSUBSCRIBER),
@@ -1450,8 +1596,14 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                         if let Owner::Call(c) = owner
                             && let Some(g) = n.ghost.calls.get_mut(&c)
                         {
+                            // Only a call kept across a session expiry is sent again (once),
+                            // under a new id.
                             if g.request.is_some() {
-                                n.ghost.violations |= violation::ID_REUSED;
+                                if n.ghost.parked.remove(&c) {
+                                    n.ghost.resent.insert(c);
+                                } else {
+                                    n.ghost.violations |= violation::ID_REUSED;
+                                }
                             }
                             g.request = Some(id);
                         }
@@ -1503,6 +1655,13 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             );
             if from_server && request.is_some_and(|id| n.ghost.ended.contains_key(&id)) {
                 n.ghost.violations |= violation::LATE_DELIVERED;
+            }
+            if from_server && request.is_some() {
+                // The session works: the re-initialization budget is whole again.
+                n.ghost.reinits = 0;
+                if n.ghost.resent.contains(&c) {
+                    n.ghost.seen |= seen::RESENT_ANSWERED;
+                }
             }
             if outcome.is_ok() {
                 n.ghost.seen |= seen::CALL_OK;
@@ -1653,9 +1812,17 @@ impl Model for Harness {
             Property::<Self>::always("nothing is sent after stop", |_, w| {
                 ok(w, v::SENT_AFTER_STOP)
             }),
-            Property::<Self>::always("no call outlives ready", |_, w| {
-                w.m.state() == State::Ready || w.all_calls_answered()
-            }),
+            Property::<Self>::always(
+                "no call outlives ready, but those kept across a session expiry",
+                |_, w| {
+                    let keeping = matches!(w.m.state(), State::Starting | State::Initializing);
+                    w.m.state() == State::Ready
+                        || w.ghost
+                            .calls
+                            .iter()
+                            .all(|(c, g)| g.replies > 0 || (keeping && w.ghost.parked.contains(c)))
+                },
+            ),
             Property::<Self>::always("ids are never reused", |_, w| ok(w, v::ID_REUSED)),
             Property::<Self>::always("backoff stays within bounds", |_, w| {
                 ok(w, v::BACKOFF_BOUNDS)
@@ -1759,6 +1926,14 @@ impl Model for Harness {
                 "a caller turned away is told the cause of the last failure",
                 |_, w| ok(w, v::WRONG_CAUSE),
             ),
+            Property::<Self>::always(
+                "an expired session's calls that never ran are sent again once on the new one; the others are answered at once",
+                |_, w| ok(w, v::SESSION),
+            ),
+            Property::<Self>::always(
+                "an expired session is initialized again at once, at most the budget in a row",
+                |_, w| ok(w, v::REINIT),
+            ),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
             Property::<Self>::sometimes("a call succeeds", |_, w| {
                 w.ghost.seen & seen::CALL_OK != 0
@@ -1790,13 +1965,19 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[8].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[8].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[9].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[9].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[10].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[10].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u32); 9] = [
+pub const RUN_GUARDS: [(&str, u32); 11] = [
     (
         "two full reconnect cycles reach ready",
         seen::SECOND_RECONNECT_READY,
@@ -1814,5 +1995,13 @@ pub const RUN_GUARDS: [(&str, u32); 9] = [
     (
         "a subscription is restored after a reconnect",
         seen::RESTORED,
+    ),
+    (
+        "a call kept across a session expiry is answered by the new session",
+        seen::RESENT_ANSWERED,
+    ),
+    (
+        "a session expiry past the budget takes the backoff path",
+        seen::REINITS_SPENT,
     ),
 ];

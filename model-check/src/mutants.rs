@@ -143,6 +143,25 @@ pub fn hand_written() -> Vec<Case> {
             ),
         },
         Case {
+            name: "table: an expired session waits out a backoff delay".into(),
+            variant: edit(
+                S::Ready,
+                E::TransportDown,
+                Some(GuardId::CanReinitialize),
+                |a| {
+                    let spawn = a.iter().position(|x| *x == A::SpawnTransport);
+                    if let Some(i) = spawn {
+                        a[i] = A::ScheduleBackoff;
+                    }
+                    a.retain(|x| *x != A::ArmInitTimeout);
+                },
+            ),
+        },
+        Case {
+            name: "table: calls kept across a session expiry not answered when stopped".into(),
+            variant: without(S::Starting, E::Stop, None, A::FailCallsShutdown),
+        },
+        Case {
             name: "table: transport left open after an oversized frame".into(),
             variant: without(S::Ready, E::OversizedFrame, None, A::CloseTransport),
         },
@@ -180,6 +199,22 @@ pub fn hand_written() -> Vec<Case> {
         (
             "handlers: a response consumed by another call",
             Mutant::AnswerWrongCall,
+        ),
+        (
+            "handlers: an expired session's refused calls failed, not kept",
+            Mutant::ParkNothing,
+        ),
+        (
+            "handlers: calls kept across a session expiry never sent again",
+            Mutant::NoResend,
+        ),
+        (
+            "handlers: kept calls sent again on the expired session (a stale session id)",
+            Mutant::ResendOnExpired,
+        ),
+        (
+            "handlers: expired sessions initialized again at once without bound",
+            Mutant::UnboundedReinit,
         ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {

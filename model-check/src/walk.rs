@@ -23,6 +23,7 @@ pub fn walk_bounds() -> Bounds {
         first_connect: Duration::from_secs(60),
         jitter_extremes: false,
         waits: 5,
+        expiries: 8,
     }
 }
 

@@ -68,6 +68,10 @@ pub enum Move {
     Up(u64),
     /// Generation `g` goes down.
     Down(u64),
+    /// Generation `g` ends because the server ended its session, saying it refused the
+    /// requests picked by the mask (bit `i`: the `i`-th unanswered call request of `g` on the
+    /// wire, in id order).
+    Expire(u64, u8),
     /// Generation `g` delivers a frame (spending a credit).
     Frame(u64, ServerFrame),
     /// The current transport starts answering sends this way (Ok, Busy: its queue is full,
@@ -164,6 +168,8 @@ pub struct Env {
     pub stops: u8,
     /// Transports that died on their own.
     pub crashes: u8,
+    /// Sessions the server ended.
+    pub expiries: u8,
     /// Switches to the busy mode so far.
     pub busy: u8,
     /// Long silences so far.
@@ -267,6 +273,13 @@ pub mod violation {
     pub const UNASKED_CLOSE: u32 = 1 << 23;
     /// A call told the connection is unavailable was not given the cause of the last failure.
     pub const WRONG_CAUSE: u32 = 1 << 24;
+    /// When a session expired, a call that never ran on it was failed, or a call that may
+    /// have run was not answered at once, or a kept call was not sent again as soon as the
+    /// new session was initialized (or was sent again twice).
+    pub const SESSION: u32 = 1 << 25;
+    /// An expired session was not initialized again at once while the budget lasted, or
+    /// was initialized again at once past it.
+    pub const REINIT: u32 = 1 << 26;
     /// Progress delivered for a call already answered.
     pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
     /// A row marked impossible in the table fired.
@@ -281,7 +294,7 @@ pub mod violation {
     pub const LEAKED_TRANSPORT: u32 = 1 << 16;
 
     /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u32; 25] = [
+    pub const ALL: [u32; 27] = [
         DOUBLE_REPLY,
         LATE_DELIVERED,
         SENT_AFTER_STOP,
@@ -307,6 +320,8 @@ pub mod violation {
         UNREPORTED,
         UNASKED_CLOSE,
         WRONG_CAUSE,
+        SESSION,
+        REINIT,
     ];
 
     #[cfg(test)]
@@ -347,6 +362,10 @@ pub mod seen {
     pub const CRASH_WITH_SERVER_REQUEST: u32 = 1 << 9;
     /// Three calls were in flight at once.
     pub const THREE_IN_FLIGHT: u32 = 1 << 10;
+    /// A call kept across a session expiry got the new session's answer.
+    pub const RESENT_ANSWERED: u32 = 1 << 11;
+    /// A session expiry past the re-initialization budget took the backoff path.
+    pub const REINITS_SPENT: u32 = 1 << 12;
 }
 
 /// Ghost history.
@@ -389,6 +408,13 @@ pub struct Ghost {
     pub exited: bool,
     /// Why the last transport attempt ended, as the machine must tell callers it turns away.
     pub cause: Option<Cause>,
+    /// Callers whose request never ran on a session that expired: they must be sent again
+    /// once the new session is initialized (removed when that send is seen).
+    pub parked: BTreeSet<u8>,
+    /// Callers whose request was sent again on a new session (until answered).
+    pub resent: BTreeSet<u8>,
+    /// Sessions initialized again at once since a call was last answered by the server.
+    pub reinits: u32,
     /// Broken properties (bits of [`violation`]).
     pub violations: u32,
     /// Vacuity guards met (bits of [`seen`]).

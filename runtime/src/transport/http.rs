@@ -311,7 +311,10 @@ impl Bridge {
             .and_then(|v| v.to_str().ok())
             .map(|s| s.chars().take(8).collect())
             .unwrap_or_default();
-        TransportError::SessionExpired { session_hint: hint }
+        TransportError::SessionExpired {
+            session_hint: hint,
+            refused: Vec::new(),
+        }
     }
 
     /// Hands one message to the transport; learns the protocol version from the `initialize`
