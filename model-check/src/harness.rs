@@ -184,7 +184,7 @@ fn session_call(caller: u8, change: SessionChange) -> Input {
     Input::Call(CallRequest {
         call: CallId(u64::from(caller)),
         method: method.into(),
-        params: Some(json!({ "uri": URI })),
+        params: Some(json!({ "uri": URI, "caller": caller })),
         options: CallOptions::default(),
         session: Some(change),
     })

@@ -184,21 +184,21 @@ pub fn configurations() -> Vec<Configuration> {
         Configuration {
             name: "session-expiry",
             bounds: Bounds {
-                calls: 2,
+                calls: 1,
                 stops: 1,
                 crashes: 1,
                 busy: 1,
                 gens: 3,
                 notifies: 0,
                 depth: 11,
-                subscriptions: 0,
+                subscriptions: 1,
                 first_connect: Duration::from_secs(60),
                 jitter_extremes: false,
                 waits: 0,
                 junk: junk(&[InitError, Oversized]),
                 expiries: 2,
             },
-            pinned_unique: 853769,
+            pinned_unique: 2010909,
         },
     ]
 }
