@@ -112,7 +112,7 @@ pub struct ClientBuilder {
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
 #[derive(Clone, Debug)]
 enum HttpSetup {
-    Auto(crate::transport::AutoHttpConnector),
+    Auto(Box<crate::transport::AutoHttpConnector>),
     Streamable(crate::transport::HttpConnector),
     Sse(crate::transport::SseConnector),
 }
@@ -195,7 +195,7 @@ impl ClientBuilder {
     pub fn http(url: &str) -> Result<Self> {
         let connector = crate::transport::AutoHttpConnector::new(url)
             .map_err(|e| http_error(format!("http: {url}"), e))?;
-        Ok(Self::new_http(HttpSetup::Auto(connector)))
+        Ok(Self::new_http(HttpSetup::Auto(Box::new(connector))))
     }
 
     /// A builder for a Streamable HTTP server at `url`, without the fallback of
@@ -229,7 +229,7 @@ impl ClientBuilder {
     pub fn header(mut self, name: &str, value: &str) -> Result<Self> {
         let target = self.connector.describe();
         let setup = match self.http.take() {
-            Some(HttpSetup::Auto(c)) => c.header(name, value).map(HttpSetup::Auto),
+            Some(HttpSetup::Auto(c)) => c.header(name, value).map(|c| HttpSetup::Auto(Box::new(c))),
             Some(HttpSetup::Streamable(c)) => c.header(name, value).map(HttpSetup::Streamable),
             Some(HttpSetup::Sse(c)) => c.header(name, value).map(HttpSetup::Sse),
             None => Err(crate::TransportError::Http {
@@ -249,7 +249,7 @@ impl ClientBuilder {
     /// an HTTP one.
     pub fn http_timeout(mut self, timeout: Duration) -> Self {
         let setup = match self.http.take() {
-            Some(HttpSetup::Auto(c)) => HttpSetup::Auto(c.http_timeout(timeout)),
+            Some(HttpSetup::Auto(c)) => HttpSetup::Auto(Box::new(c.http_timeout(timeout))),
             Some(HttpSetup::Streamable(c)) => HttpSetup::Streamable(c.http_timeout(timeout)),
             Some(HttpSetup::Sse(c)) => HttpSetup::Sse(c.http_timeout(timeout)),
             None => {
@@ -601,7 +601,7 @@ impl Transport {
 impl HttpSetup {
     fn connector(&self) -> Arc<dyn Connector> {
         match self.clone() {
-            HttpSetup::Auto(c) => Arc::new(c),
+            HttpSetup::Auto(c) => Arc::new(*c),
             HttpSetup::Streamable(c) => Arc::new(c),
             HttpSetup::Sse(c) => Arc::new(c),
         }
