@@ -19,19 +19,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .client_info("sse-example", "0.1.0")
         .connect()
         .await?;
-    let info = client
-        .server_info()
-        .expect("ready clients know their server");
-    println!(
-        "connected to {} {} (protocol {})",
-        info.name(),
-        info.version(),
-        info.protocol_version
-    );
-    println!("{} tools", client.list_all_tools().await?.len());
-    let echo = client
-        .call_tool("echo", json!({"message": "over legacy sse"}))
-        .await?;
+    let names: Vec<String> = client
+        .list_all_tools()
+        .await?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    println!("tools over the legacy transport: {}", names.join(", "));
+    let echo = client.call_tool("echo", json!({"message": "hi"})).await?;
     println!("echo -> {}", echo.text());
     client.stop().await;
     client.closed().await;

@@ -23,20 +23,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.header("Authorization", &format!("Bearer {token}"))?;
     }
     let client = builder.connect().await?;
-    let info = client
-        .server_info()
-        .expect("ready clients know their server");
-    println!(
-        "connected to {} {} (protocol {})",
-        info.name(),
-        info.version(),
-        info.protocol_version
-    );
-    println!("{} tools", client.list_all_tools().await?.len());
-    let echo = client
-        .call_tool("echo", json!({"message": "over streamable http"}))
-        .await?;
-    println!("echo -> {}", echo.text());
+    if let Some(server) = client.server_info() {
+        println!("{} speaks {}", server.name(), server.protocol_version);
+    }
+    let sum = client.call_tool("get-sum", json!({"a": 2, "b": 3})).await?;
+    println!("get-sum(2, 3) -> {}", sum.text());
     client.stop().await;
     client.closed().await;
     Ok(())

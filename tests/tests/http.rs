@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use mcp_runtime::transport::{AutoHttpConnector, HttpConnector, HttpVerdict};
 use mcp_runtime::{ClientBuilder, ConnState, Error, Failure, RequestOptions, TransportError};
-use scripted_http::{Answer, Script, Seen, init_result, legacy, serve};
+use scripted_http::{
+    Answer, Script, Seen, end_stream_and_reconnect, init_result, legacy, serve, wait_for,
+};
 use serde_json::{Value, json};
 
 /// A well-behaved server: a session per `initialize`, tool calls answered over SSE with a
@@ -180,20 +182,13 @@ async fn a_redirect_is_not_followed_and_an_error_status_is_typed() {
         )
     });
     let (url, seen) = serve(script).await;
-    let err = ClientBuilder::http(&url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
-    let Error::Connect(e) = &err else {
-        panic!("{err:?}")
-    };
+    let cause = refused(ClientBuilder::http(&url).unwrap()).await;
     assert!(
         matches!(
-            &e.cause,
+            &cause,
             Failure::Transport(TransportError::Http { status: 307, .. })
         ),
-        "{e:?}"
+        "{cause:?}"
     );
     assert_eq!(
         seen.lock().unwrap().len(),
@@ -213,17 +208,10 @@ async fn a_session_id_that_is_not_visible_ascii_is_refused() {
         Answer::Json(init_result(&id), vec![("mcp-session-id", "bad id".into())])
     });
     let (url, _) = serve(script).await;
-    let err = ClientBuilder::http(&url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
-    let Error::Connect(e) = &err else {
-        panic!("{err:?}")
-    };
+    let cause = refused(ClientBuilder::http(&url).unwrap()).await;
     assert!(
-        matches!(&e.cause, Failure::Transport(TransportError::Http { reason, .. }) if reason.contains("visible ASCII")),
-        "{e:?}"
+        matches!(&cause, Failure::Transport(TransportError::Http { reason, .. }) if reason.contains("visible ASCII")),
+        "{cause:?}"
     );
 }
 
@@ -267,6 +255,25 @@ fn resumes(seen: &[Seen]) -> Vec<Seen> {
         .collect()
 }
 
+/// Why connecting with `builder` failed (it must fail).
+async fn refused(builder: ClientBuilder) -> Failure {
+    match builder.connect().await {
+        Err(Error::Connect(e)) => e.cause.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Serves `script`, calls a tool through `ClientBuilder::http`, checks the result's text, stops;
+/// returns what the server saw.
+async fn call_through(script: Script, text: &str) -> Vec<Seen> {
+    let (url, seen) = serve(script).await;
+    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
+    let r = client.call_tool("any", json!({})).await.unwrap();
+    assert_eq!(r.text(), text);
+    client.stop().await;
+    seen.lock().unwrap().clone()
+}
+
 #[tokio::test]
 async fn a_post_stream_that_ends_before_its_response_is_resumed_after_the_servers_retry() {
     // The stream ends after a priming event with an id and `retry: 1500`, as in the
@@ -274,12 +281,7 @@ async fn a_post_stream_that_ends_before_its_response_is_resumed_after_the_server
     let script = resuming(vec!["id: p-1\nretry: 1500\ndata: ".into()], |_, id| {
         Answer::Sse(vec![tool_result(id, "resumed")])
     });
-    let (url, seen) = serve(script).await;
-    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
-    let r = client.call_tool("any", json!({})).await.unwrap();
-    assert_eq!(r.text(), "resumed");
-    client.stop().await;
-    let seen = seen.lock().unwrap().clone();
+    let seen = call_through(script, "resumed").await;
     let post = seen
         .iter()
         .find(|r| r.rpc_method() == Some("tools/call"))
@@ -294,9 +296,9 @@ async fn a_post_stream_that_ends_before_its_response_is_resumed_after_the_server
     assert!(waited >= Duration::from_millis(1500), "{waited:?}");
 }
 
-#[tokio::test]
-async fn a_post_stream_without_event_ids_that_ends_early_fails_the_call_rather_than_hang() {
-    let script = resuming(vec!["data: ".into()], |_, _| Answer::Status(500, vec![]));
+/// Serves `script`, calls a tool that must fail, within 20 s (not after its 60 s timeout),
+/// because its response stream is lost (a message with `why`); returns what the server saw.
+async fn lost_call(script: Script, why: &str) -> Vec<Seen> {
     let (url, seen) = serve(script).await;
     let client = ClientBuilder::http(&url)
         .unwrap()
@@ -310,12 +312,18 @@ async fn a_post_stream_without_event_ids_that_ends_early_fails_the_call_rather_t
         .unwrap_err();
     assert!(
         matches!(&err, Error::ConnectionLost(Failure::Transport(TransportError::Io(cause)))
-            if cause.kind() == std::io::ErrorKind::UnexpectedEof
-                && cause.to_string().contains("no event id")),
+            if cause.kind() == std::io::ErrorKind::UnexpectedEof && cause.to_string().contains(why)),
         "{err:?}"
     );
-    assert!(resumes(&seen.lock().unwrap()).is_empty());
     client.stop().await;
+    seen.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_post_stream_without_event_ids_that_ends_early_fails_the_call_rather_than_hang() {
+    let script = resuming(vec!["data: ".into()], |_, _| Answer::Status(500, vec![]));
+    let seen = lost_call(script, "no event id").await;
+    assert!(resumes(&seen).is_empty());
 }
 
 #[tokio::test]
@@ -325,22 +333,11 @@ async fn streams_that_end_without_a_message_spend_the_resumption_budget() {
     let script = resuming(vec!["id: a\nretry: 20\ndata: ".into()], |_, _| {
         Answer::Sse(vec!["id: a\ndata: ".into()])
     });
-    let (url, seen) = serve(script).await;
-    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
-    let err = tokio::time::timeout(Duration::from_secs(20), client.call_tool("any", json!({})))
-        .await
-        .expect("the call does not hang")
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::ConnectionLost(Failure::Transport(TransportError::Io(cause)))
-            if cause.to_string().contains("gave up after 5 attempts")),
-        "{err:?}"
-    );
+    let seen = lost_call(script, "gave up after 5 attempts").await;
     assert_eq!(
-        resumes(&seen.lock().unwrap()).len(),
+        resumes(&seen).len(),
         mcp_runtime::transport::http::RESUME_ATTEMPTS as usize
     );
-    client.stop().await;
 }
 
 #[tokio::test]
@@ -356,13 +353,9 @@ async fn a_resumed_stream_that_brings_a_message_resets_the_budget() {
             Answer::Sse(vec![tool_result(id, "after eight")])
         }
     });
-    let (url, seen) = serve(script).await;
-    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
-    let r = client.call_tool("any", json!({})).await.unwrap();
-    assert_eq!(r.text(), "after eight");
-    client.stop().await;
+    let seen = call_through(script, "after eight").await;
     // Each resumption starts after the last event seen.
-    let ids: Vec<_> = resumes(&seen.lock().unwrap())
+    let ids: Vec<_> = resumes(&seen)
         .iter()
         .map(|g| g.header("last-event-id").unwrap().to_owned())
         .collect();
@@ -387,25 +380,7 @@ async fn the_standalone_get_stream_resumes_with_the_last_event_id() {
     let builder = ClientBuilder::http(&url).unwrap();
     let mut notifications = builder.notifications();
     let client = builder.connect().await.unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.method == "GET")
-        .count()
-        < 2
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let gets: Vec<_> = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.method == "GET")
-        .cloned()
-        .collect();
+    let gets = wait_for(&seen, 2, |r| r.method == "GET").await;
     assert_eq!(gets.len(), 2, "{gets:?}");
     assert_eq!(gets[0].header("last-event-id"), None);
     assert_eq!(gets[1].header("last-event-id"), Some("g-1"));
@@ -492,20 +467,15 @@ async fn static_headers_go_on_every_request_and_bad_values_are_refused_before_se
 async fn the_http_timeout_bounds_a_request_that_gets_no_answer() {
     let (url, _) = serve(Arc::new(|_, _| Answer::Hang)).await;
     let started = std::time::Instant::now();
-    let err = ClientBuilder::streamable_http(&url)
+    let builder = ClientBuilder::streamable_http(&url)
         .unwrap()
         .http_timeout(Duration::from_millis(300))
-        .init_timeout(Duration::from_secs(30))
-        .connect()
-        .await
-        .unwrap_err();
-    let Error::Connect(e) = &err else {
-        panic!("{err:?}")
-    };
+        .init_timeout(Duration::from_secs(30));
+    let cause = refused(builder).await;
     assert!(
-        matches!(&e.cause, Failure::Transport(TransportError::Io(cause))
-            if cause.kind() == std::io::ErrorKind::TimedOut),
-        "{e:?}"
+        matches!(&cause, Failure::Transport(TransportError::Io(io))
+            if io.kind() == std::io::ErrorKind::TimedOut),
+        "{cause:?}"
     );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
@@ -526,24 +496,7 @@ async fn falls_back_on(status: u16) {
     let r = client.call_tool("any", json!({})).await.unwrap();
     assert_eq!(r.text(), "over legacy sse");
     // The server ends the stream: the client reconnects, straight to the legacy transport.
-    stream.lock().unwrap().take();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.method == "GET")
-        .count()
-        < 2
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::timeout(Duration::from_secs(20), client.ready())
-        .await
-        .expect("ready again")
-        .unwrap();
-    client.ping().await.unwrap();
+    end_stream_and_reconnect(&stream, &seen, &client).await;
     client.stop().await;
     client.closed().await;
     let seen = seen.lock().unwrap().clone();
@@ -582,29 +535,19 @@ async fn a_405_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() 
 
 #[tokio::test]
 async fn other_statuses_and_streamable_only_builders_do_not_fall_back() {
-    let (script, _) = legacy("/messages".into(), 500);
-    let (url, seen) = serve(script).await;
-    let err = ClientBuilder::http(&url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::Connect(e) if matches!(e.cause, Failure::Transport(TransportError::Http { status: 500, .. }))),
-        "{err:?}"
-    );
-    let (script, _) = legacy("/messages".into(), 405);
-    let (url2, seen2) = serve(script).await;
-    let err = ClientBuilder::streamable_http(&url2)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, Error::Connect(e) if matches!(e.cause, Failure::Transport(TransportError::Http { status: 405, .. }))),
-        "{err:?}"
-    );
-    for seen in [seen, seen2] {
+    type Builder = fn(&str) -> mcp_runtime::Result<ClientBuilder>;
+    let cases: [(u16, Builder); 2] = [
+        (500, ClientBuilder::http),
+        (405, ClientBuilder::streamable_http),
+    ];
+    for (status, builder) in cases {
+        let (script, _) = legacy("/messages".into(), status);
+        let (url, seen) = serve(script).await;
+        let cause = refused(builder(&url).unwrap()).await;
+        assert!(
+            matches!(cause, Failure::Transport(TransportError::Http { status: s, .. }) if s == status),
+            "{cause:?}"
+        );
         assert!(!seen.lock().unwrap().iter().any(|r| r.method == "GET"));
     }
 }

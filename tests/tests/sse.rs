@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mcp_runtime::transport::SseConnector;
 use mcp_runtime::{ClientBuilder, ConnState, Error, Failure, TransportError};
-use scripted_http::{Answer, Script, legacy, serve_at};
+use scripted_http::{Answer, Script, end_stream_and_reconnect, legacy, serve_at};
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -159,24 +159,7 @@ async fn the_end_of_the_stream_ends_the_link_and_the_client_reconnects() {
     );
     let mut transitions = builder.transitions();
     let client = builder.connect().await.unwrap();
-    stream.lock().unwrap().take();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|r| r.method == "GET")
-        .count()
-        < 2
-        && tokio::time::Instant::now() < deadline
-    {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    tokio::time::timeout(Duration::from_secs(20), client.ready())
-        .await
-        .expect("ready again")
-        .unwrap();
-    client.ping().await.unwrap();
+    end_stream_and_reconnect(&stream, &seen, &client).await;
     let mut causes = Vec::new();
     while let Some(t) = transitions.try_recv() {
         if t.to() == ConnState::Backoff {

@@ -50,7 +50,7 @@ use super::bridge::{self, BoxFut, Fallback, Leg, Out, PostError};
 use super::sse::SseConnector;
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
-    reconnect_wait,
+    reconnect_wait, web_options,
 };
 use super::{Connector, IoCause, Link, TransportError};
 
@@ -87,36 +87,9 @@ impl HttpConnector {
         })
     }
 
-    /// Largest message accepted from the server (the client's frame limit: 16 MiB); a JSON
-    /// body or an SSE event over it ends the link.
-    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
-        self.web.max_frame_bytes = bytes;
-        self
-    }
-
     /// How long the `DELETE` at close may take (2 s).
     pub fn grace(mut self, grace: Duration) -> Self {
         self.web.grace = grace;
-        self
-    }
-
-    /// A static header sent on every request (an `Authorization` token, an API key), replacing
-    /// an earlier one of the same name. Fails, before anything is sent, on an invalid name, a
-    /// value with CR, LF or another control character, or a header the transport sets itself
-    /// (`Accept`, `Content-Type`, `Mcp-Session-Id`, `MCP-Protocol-Version`, `Last-Event-ID`,
-    /// …). The value never appears in errors, logs or `Debug` output.
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
-        self.web.set_header(name, value)?;
-        Ok(self)
-    }
-
-    /// Bounds connecting plus receiving the response headers of each HTTP request (none by
-    /// default); not the length of an SSE stream, and not the MCP request timeout. A request
-    /// over it ends the link with [`TransportError::Io`] of kind `TimedOut`. A server that
-    /// answers a POST with JSON only once the call is done needs a bound above its longest
-    /// call.
-    pub fn http_timeout(mut self, timeout: Duration) -> Self {
-        self.web.http_timeout = Some(timeout);
         self
     }
 
@@ -128,6 +101,8 @@ impl HttpConnector {
         })
     }
 }
+
+web_options!(HttpConnector);
 
 impl Connector for HttpConnector {
     fn connect(

@@ -27,7 +27,9 @@ use std::time::Duration;
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use super::bridge::{self, BoxFut, Leg, Out, PostError};
-use super::web::{SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url};
+use super::web::{
+    SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
+};
 use super::{Connector, IoCause, Link, TransportError};
 
 /// Default bound on the wait for the `endpoint` event.
@@ -53,26 +55,6 @@ impl SseConnector {
             web: WebOptions::new(Duration::from_secs(2))?,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
         })
-    }
-
-    /// Largest message accepted from the server (16 MiB); an event over it ends the link.
-    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
-        self.web.max_frame_bytes = bytes;
-        self
-    }
-
-    /// A static header sent on every request; see [`super::HttpConnector::header`] for what
-    /// is refused. The value never appears in errors, logs or `Debug` output.
-    pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
-        self.web.set_header(name, value)?;
-        Ok(self)
-    }
-
-    /// Bounds connecting plus receiving the response headers of each HTTP request (none by
-    /// default); not the life of the event stream.
-    pub fn http_timeout(mut self, timeout: Duration) -> Self {
-        self.web.http_timeout = Some(timeout);
-        self
     }
 
     /// How long to wait for the `endpoint` event once the stream is open (10 s); past it the
@@ -143,6 +125,8 @@ impl SseConnector {
         Ok((leg, events))
     }
 }
+
+web_options!(SseConnector);
 
 impl Connector for SseConnector {
     fn connect(

@@ -120,6 +120,43 @@ impl WebOptions {
     }
 }
 
+/// The options every HTTP connector takes, as builder methods of `$connector` (a struct with
+/// a `web: WebOptions` field).
+macro_rules! web_options {
+    ($connector:ty) => {
+        impl $connector {
+            /// Largest message accepted from the server (the client's frame limit: 16 MiB); a
+            /// JSON body or an SSE event over it ends the link (it is never buffered whole).
+            pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+                self.web.max_frame_bytes = bytes;
+                self
+            }
+
+            /// A static header sent on every request (an `Authorization` token, an API key),
+            /// replacing an earlier one of the same name. Fails, before anything is sent, on an
+            /// invalid name, a value with CR, LF or another control character, or a header the
+            /// transport sets itself (`Accept`, `Content-Type`, `Mcp-Session-Id`,
+            /// `MCP-Protocol-Version`, `Last-Event-ID`, …). The value never appears in errors,
+            /// logs or `Debug` output.
+            pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
+                self.web.set_header(name, value)?;
+                Ok(self)
+            }
+
+            /// Bounds connecting plus receiving the response headers of each HTTP request
+            /// (none by default); not the length of an SSE stream, and not the MCP request
+            /// timeout. A request over it ends the link with [`TransportError::Io`] of kind
+            /// `TimedOut`. A server that answers a POST with JSON only once the call is done
+            /// needs a bound above its longest call.
+            pub fn http_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.web.http_timeout = Some(timeout);
+                self
+            }
+        }
+    };
+}
+pub(crate) use web_options;
+
 /// Parses an `http://` or `https://` URL.
 pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, TransportError> {
     let parsed = reqwest::Url::parse(url).map_err(|e| TransportError::Http {

@@ -220,3 +220,44 @@ pub fn legacy(endpoint: String, refuse_post: u16) -> (Script, LegacyStream) {
     });
     (script, stream)
 }
+
+/// Waits (at most 20 s) until the server saw `n` requests matching `which`; returns those it
+/// saw by then.
+pub async fn wait_for(log: &Log, n: usize, which: impl Fn(&Seen) -> bool) -> Vec<Seen> {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let matching: Vec<Seen> = log
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| which(r))
+            .cloned()
+            .collect();
+        if matching.len() >= n || tokio::time::Instant::now() >= deadline {
+            return matching;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// Ends the legacy server's open event stream, then waits (at most 20 s each) for the client's
+/// next `GET` and for it to be ready again; pings over the new stream.
+pub async fn end_stream_and_reconnect(
+    stream: &LegacyStream,
+    log: &Log,
+    client: &mcp_runtime::Client,
+) {
+    let gets = log
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.method == "GET")
+        .count();
+    stream.lock().unwrap().take();
+    wait_for(log, gets + 1, |r| r.method == "GET").await;
+    tokio::time::timeout(std::time::Duration::from_secs(20), client.ready())
+        .await
+        .expect("ready again")
+        .unwrap();
+    client.ping().await.unwrap();
+}
