@@ -263,6 +263,29 @@ async fn refused(builder: ClientBuilder) -> Failure {
     }
 }
 
+#[tokio::test]
+async fn notifications_initialized_reaches_the_server_before_the_next_request() {
+    // The server takes its time to accept notifications/initialized; the tool call must not
+    // overtake it (on its own connection).
+    let inner = well_behaved(Arc::new(Mutex::new(0)));
+    let script: Script = Arc::new(move |req, before| {
+        let answer = inner(req, before);
+        if req.rpc_method() == Some("notifications/initialized") {
+            Answer::Delayed(Duration::from_millis(300), Box::new(answer))
+        } else {
+            answer
+        }
+    });
+    let (url, seen) = serve(script).await;
+    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
+    client.call_tool("any", json!({})).await.unwrap();
+    client.stop().await;
+    let seen = seen.lock().unwrap().clone();
+    let at = |m: &str| seen.iter().find(|r| r.rpc_method() == Some(m)).unwrap().at;
+    let gap = at("tools/call") - at("notifications/initialized");
+    assert!(gap >= Duration::from_millis(300), "{gap:?}");
+}
+
 /// Serves `script`, calls a tool through `ClientBuilder::http`, checks the result's text, stops;
 /// returns what the server saw.
 async fn call_through(script: Script, text: &str) -> Vec<Seen> {

@@ -49,6 +49,39 @@ pub(crate) trait Leg: Send + Sync + 'static {
     fn post(self: Arc<Self>, frame: String, out: Out) -> BoxFut<Result<(), PostError>>;
     /// Teardown after the link ended (`DELETE` of a session), given why it ended.
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()>;
+    /// Whether `frame` must be posted to the end before the next frame is posted (its
+    /// answer is quick), so that the server sees the frames in the order they were sent:
+    /// `notifications/initialized` before the first request, a cancellation after its
+    /// request. Other frames are posted concurrently.
+    fn in_order(&self, frame: &Frame) -> bool;
+}
+
+/// What the bridge reads of a frame: its method, and whether it is a request.
+pub(crate) struct Frame {
+    /// The JSON-RPC method, for requests and notifications.
+    pub(crate) method: Option<String>,
+    /// Whether it has an id and a method.
+    pub(crate) is_request: bool,
+}
+
+impl Frame {
+    fn of(frame: &str) -> Frame {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<serde::de::IgnoredAny>,
+            method: Option<String>,
+        }
+        match serde_json::from_str::<Head>(frame) {
+            Ok(h) => Frame {
+                is_request: h.id.is_some() && h.method.is_some(),
+                method: h.method,
+            },
+            Err(_) => Frame {
+                method: None,
+                is_request: false,
+            },
+        }
+    }
 }
 
 /// Opens the legacy leg of an automatic link, and remembers which transport the server speaks.
@@ -108,13 +141,13 @@ impl Bridge {
         Arc::clone(&lock(&self.leg))
     }
 
-    async fn post_line(self: Arc<Self>, frame: String) {
+    async fn post_line(self: Arc<Self>, frame: String, initialize: bool) {
         let result = self.leg().post(frame.clone(), self.out.clone()).await;
         let pending = lock(&self.fallback).clone();
         let reason = match (result, pending) {
             (Ok(()), None) => return,
             (Ok(()), Some(fallback)) => {
-                if is_initialize(&frame) {
+                if initialize {
                     lock(&self.fallback).take();
                     fallback.decided(false);
                 }
@@ -147,16 +180,6 @@ impl Bridge {
         };
         self.out.fail(reason);
     }
-}
-
-/// Whether a frame is an `initialize` request.
-fn is_initialize(frame: &str) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-    }
-    serde_json::from_str::<Head<'_>>(frame).is_ok_and(|h| h.method.as_deref() == Some("initialize"))
 }
 
 /// Work a link runs from its start (a stream its leg already opened), given the link's [`Out`].
@@ -226,7 +249,14 @@ async fn run(
                 tokio::select! {
                     line = lines.next_line() => match line {
                         Ok(Some(line)) => {
-                            set.spawn(Arc::clone(&bridge).post_line(line));
+                            let frame = Frame::of(&line);
+                            let initialize = frame.method.as_deref() == Some("initialize");
+                            let post = Arc::clone(&bridge).post_line(line, initialize);
+                            if bridge.leg().in_order(&frame) {
+                                post.await;
+                            } else {
+                                set.spawn(post);
+                            }
                         }
                         // The transport closed its end: the link is closing.
                         _ => return,

@@ -12,6 +12,9 @@
 //! - every `POST` carries `Accept: application/json, text/event-stream`; `202` answers (to our
 //!   notifications and responses) carry nothing; SSE events without data (priming events) are
 //!   skipped, but their `id` and `retry` are kept;
+//! - notifications and responses are posted one after the other, each until its answer, so the
+//!   server sees them in order (`notifications/initialized` before the next request, a
+//!   cancellation after its request); requests are posted concurrently;
 //! - the `Mcp-Session-Id` of the `initialize` answer (visible ASCII only, else the link fails)
 //!   is sent on every later request, and `MCP-Protocol-Version` once the handshake chose one;
 //! - a POST's SSE stream that breaks or ends before the response to the POST's request is
@@ -46,7 +49,7 @@ use reqwest::{Method, StatusCode};
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use super::bridge::{self, BoxFut, Fallback, Leg, Out, PostError};
+use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError};
 use super::sse::SseConnector;
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
@@ -304,6 +307,12 @@ impl Leg for StreamableLeg {
 
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()> {
         Box::pin(async move { self.delete(ended).await })
+    }
+
+    /// Notifications and responses (answered `202` at once); a request's answer can take as
+    /// long as the call.
+    fn in_order(&self, frame: &Frame) -> bool {
+        !frame.is_request
     }
 }
 

@@ -7,8 +7,9 @@
 //! (scheme, host and port), else the link fails with [`TransportError::Http`]: a server may not
 //! send our messages and headers elsewhere. Then, over the same bridge design as
 //! [`super::http`] (so the frame limit, credits and "exactly one `Down`" hold):
-//! - each frame is `POST`ed to the endpoint (`Content-Type: application/json`); any 2xx (`202`
-//!   expected) is fine, anything else ends the link with [`TransportError::Http`];
+//! - each frame is `POST`ed to the endpoint (`Content-Type: application/json`), one after the
+//!   other so the server sees them in order; any 2xx (`202` expected) is fine, anything else
+//!   ends the link with [`TransportError::Http`];
 //! - answers and server messages arrive on the stream as `message` events, one message each;
 //!   an event over the frame limit ends the link with [`TransportError::Oversized`] (it is
 //!   never buffered whole);
@@ -26,7 +27,7 @@ use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
-use super::bridge::{self, BoxFut, Leg, Out, PostError};
+use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError};
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
 };
@@ -219,6 +220,12 @@ impl Leg for LegacyLeg {
 
     fn close(self: Arc<Self>, _ended: Option<TransportError>) -> BoxFut<()> {
         Box::pin(async {})
+    }
+
+    /// Every frame: the server answers each POST with `202` at once (answers come on the
+    /// stream), so posting them one after the other keeps their order for free.
+    fn in_order(&self, _frame: &Frame) -> bool {
+        true
     }
 }
 

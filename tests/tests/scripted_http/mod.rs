@@ -56,6 +56,8 @@ pub enum Answer {
     Status(u16, Vec<(&'static str, String)>),
     /// No answer at all: the connection stays open, silent.
     Hang,
+    /// This answer, after a pause.
+    Delayed(std::time::Duration, Box<Answer>),
 }
 
 pub type Script = Arc<dyn Fn(&Seen, &[Seen]) -> Answer + Send + Sync>;
@@ -117,7 +119,11 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                 };
                 let before = log.lock().unwrap().clone();
                 log.lock().unwrap().push(req.clone());
-                let answer = script(&req, &before);
+                let mut answer = script(&req, &before);
+                while let Answer::Delayed(pause, then) = answer {
+                    tokio::time::sleep(pause).await;
+                    answer = *then;
+                }
                 let head = |status: u16, extra: &[(&str, String)], kind: Option<&str>| {
                     let mut h = format!("HTTP/1.1 {status} X\r\nconnection: close\r\n");
                     if let Some(kind) = kind {
@@ -153,6 +159,7 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                         }
                         result
                     }
+                    Answer::Delayed(..) => unreachable!("unwrapped above"),
                     Answer::Hang => {
                         std::future::pending::<()>().await;
                         Ok(())
