@@ -343,6 +343,28 @@ async fn lost_call(script: Script, why: &str) -> Vec<Seen> {
 }
 
 #[tokio::test]
+async fn a_post_stream_whose_connection_breaks_is_resumed_after_the_last_event() {
+    // A progress notification with an id, then the connection breaks mid-body.
+    let script: Script = {
+        let inner = resuming(vec![], |_, id| {
+            Answer::Sse(vec![tool_result(id, "resumed after a break")])
+        });
+        Arc::new(move |req, before| match req.rpc_method() {
+            Some("tools/call") => {
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": "info", "data": "before the break"}});
+                Answer::SseBroken(vec![format!("id: b-7\nretry: 10\ndata: {note}")])
+            }
+            _ => inner(req, before),
+        })
+    };
+    let seen = call_through(script, "resumed after a break").await;
+    let gets = resumes(&seen);
+    let [get] = &gets[..] else { panic!("{gets:?}") };
+    assert_eq!(get.header("last-event-id"), Some("b-7"));
+}
+
+#[tokio::test]
 async fn a_post_stream_without_event_ids_that_ends_early_fails_the_call_rather_than_hang() {
     let script = resuming(vec!["data: ".into()], |_, _| Answer::Status(500, vec![]));
     let seen = lost_call(script, "no event id").await;

@@ -54,6 +54,9 @@ pub enum Answer {
     Stream(mpsc::UnboundedReceiver<String>, Vec<(&'static str, String)>),
     /// A status without body, with extra headers.
     Status(u16, Vec<(&'static str, String)>),
+    /// An SSE stream of these events in a chunked body cut off before its last chunk: the
+    /// client sees a broken connection, not a normal end.
+    SseBroken(Vec<String>),
     /// No answer at all: the connection stays open, silent.
     Hang,
     /// This answer, after a pause.
@@ -158,6 +161,17 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                             result = w.write_all(format!("{e}\n\n").as_bytes()).await;
                         }
                         result
+                    }
+                    Answer::SseBroken(events) => {
+                        let mut h = head(200, &[], Some("text/event-stream"));
+                        h.push_str("transfer-encoding: chunked\r\n\r\n");
+                        for e in events {
+                            let chunk = format!("{e}\n\n");
+                            h.push_str(&format!("{:x}\r\n{chunk}\r\n", chunk.len()));
+                        }
+                        // A chunk announced, never sent: the body breaks off.
+                        h.push_str("100\r\npartial");
+                        w.write_all(h.as_bytes()).await
                     }
                     Answer::Delayed(..) => unreachable!("unwrapped above"),
                     Answer::Hang => {
