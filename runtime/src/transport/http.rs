@@ -5,8 +5,8 @@
 //! The transport task speaks newline-delimited frames over a [`Link`], as for stdio; here the
 //! link's other end is a bridge task (shared with [`super::sse`]) that turns each frame into
 //! an HTTP `POST` and each message of the answers (a JSON body, or the messages of an SSE
-//! stream) into a frame. So the frame limit, the read credit, the send queue and "exactly one `Down`" work as
-//! for every link.
+//! stream) into a frame. So the frame limit, the read credit, the send queue and "exactly one
+//! `Down`" work as for every link.
 //!
 //! What the bridge does, as the specification's transport page asks:
 //! - every `POST` carries `Accept: application/json, text/event-stream`; `202` answers (to our
