@@ -33,6 +33,8 @@ pub(crate) struct Entry {
     pub(crate) progress: bool,
     pub(crate) reset_on_progress: bool,
     pub(crate) max_total: Option<Duration>,
+    /// Sent again after a session expiry (a call is sent again at most once).
+    pub(crate) resent: bool,
 }
 
 /// Calls by request id, with the reverse index by caller.

@@ -219,6 +219,7 @@ impl Ctx<'_> {
                 progress: options.progress,
                 reset_on_progress: options.reset_timeout_on_progress,
                 max_total: options.max_total_timeout,
+                resent: false,
             },
         );
         let at = later(self.core.now, deadline);
@@ -433,13 +434,18 @@ impl Handlers for Ctx<'_> {
         {
             return None;
         }
-        // Callers' calls only (a restore is asked for again by the new session anyway): those
-        // the server refused, and those it never got (not yet taken by the transport).
+        // Callers' calls only (a restore is asked for again by the new session anyway), not
+        // sent again before: those the server refused, and those it never got (not yet taken
+        // by the transport).
         let unrun = self
             .core
             .calls
             .iter()
-            .filter(|(id, e)| e.call.is_some() && (e.phase != Phase::Sent || refused.contains(id)))
+            .filter(|(id, e)| {
+                e.call.is_some()
+                    && (!e.resent || mutant!(self.core, ParkResentAgain))
+                    && (e.phase != Phase::Sent || refused.contains(id))
+            })
             .map(|(id, _)| id)
             .collect();
         Some(unrun)
@@ -943,6 +949,7 @@ impl Handlers for Ctx<'_> {
             self.core.next_id += 1;
             entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
             entry.phase = Phase::Sending { attempt: 1 };
+            entry.resent = true;
             let deadline = self
                 .core
                 .timers

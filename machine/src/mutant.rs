@@ -33,4 +33,6 @@ pub enum Mutant {
     /// The re-initialization budget is never spent: an expired session is initialized again
     /// at once, however often.
     UnboundedReinit,
+    /// A call already sent again after a session expiry is kept again at the next one.
+    ParkResentAgain,
 }

@@ -148,9 +148,9 @@ pub fn model_config(bounds: &Bounds) -> Config {
         connect_timeout: bounds.first_connect,
         // One server request at a time: a second is over the cap.
         max_server_requests: 1,
-        // One re-initialization per outage: the second expiry in a row takes the backoff path
+        // Two re-initializations per outage: the third expiry in a row takes the backoff path
         // within the depth bound.
-        max_session_reinits: 1,
+        max_session_reinits: 2,
         ..Config::default()
     }
 }
@@ -977,7 +977,9 @@ impl Harness {
                 .request
                 .and_then(|id| w.env.on_wire.get(&id))
                 .is_some_and(|(on, _)| *on == g);
-            let ran = on_wire && !before.request.is_some_and(|id| refused.contains(&id));
+            // A call already sent again once is not kept a second time.
+            let ran = (on_wire && !before.request.is_some_and(|id| refused.contains(&id)))
+                || w.ghost.resent.contains(&c);
             if ran != answered {
                 n.ghost.violations |= violation::SESSION;
             }

@@ -196,9 +196,9 @@ pub fn configurations() -> Vec<Configuration> {
                 jitter_extremes: false,
                 waits: 0,
                 junk: junk(&[InitError, Oversized]),
-                expiries: 2,
+                expiries: 3,
             },
-            pinned_unique: 2010909,
+            pinned_unique: 2030955,
         },
     ]
 }

@@ -216,6 +216,10 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: expired sessions initialized again at once without bound",
             Mutant::UnboundedReinit,
         ),
+        (
+            "handlers: a call sent again after an expiry kept again at the next",
+            Mutant::ParkResentAgain,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

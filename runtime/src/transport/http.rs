@@ -28,9 +28,11 @@
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
 //!   opened again with `Last-Event-ID` after the same wait, at most [`GET_STREAM_ATTEMPTS`]
 //!   times in a row without a message;
-//! - a `404` to a request carrying the session id ends the link with
-//!   [`TransportError::SessionExpired`]; any other non-2xx status ends it with
-//!   [`TransportError::Http`] (the table then fails the calls in flight and reconnects);
+//! - a `404` to a request carrying the session id (or a `400` whose body names the session,
+//!   as some servers answer an unknown session) ends the link with
+//!   [`TransportError::SessionExpired`], listing the requests refused so (they never ran: the
+//!   table sends them again on a new session, initialized at once); any other non-2xx status
+//!   ends it with [`TransportError::Http`] (the table fails the calls in flight and reconnects);
 //! - closing sends `DELETE` with the session id (bounded by the close grace; `405` is fine);
 //! - static headers ([`HttpConnector::header`]) go on every request; redirects are never
 //!   followed; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured.
@@ -69,6 +71,16 @@ pub const GET_STREAM_ATTEMPTS: u32 = 5;
 pub const RESUME_ATTEMPTS: u32 = 5;
 /// Default bound on the `DELETE` at close.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// How much of a `400` body is read to tell "unknown session" from other bad requests.
+const UNKNOWN_SESSION_BODY: usize = 4096;
+
+/// Whether a `400` body says the session is unknown (some servers answer an expired session
+/// so instead of `404`): it names the session.
+fn names_session(body: &[u8]) -> bool {
+    String::from_utf8_lossy(body)
+        .to_ascii_lowercase()
+        .contains("session")
+}
 
 /// Opens a Streamable HTTP link to one MCP endpoint per generation. A factory: it holds no
 /// session itself. It never falls back to the legacy HTTP+SSE transport (see
@@ -246,6 +258,8 @@ struct Session {
     initialize_id: Option<Value>,
     /// Whether the standalone GET stream was started.
     get_started: bool,
+    /// Ids of our requests the server refused because it no longer knew the session.
+    refused: Vec<u64>,
 }
 
 /// Where an SSE stream is, for resuming it.
@@ -350,8 +364,23 @@ impl StreamableLeg {
             )
             .await?;
         let status = response.status();
-        if status == StatusCode::NOT_FOUND && had_session {
-            return Err(self.expired().into());
+        // The server no longer knows the session: a 404, or a 400 that says so (some servers
+        // answer an unknown session that way). The request never ran: the machine sends it
+        // again on the next session.
+        if had_session && status == StatusCode::NOT_FOUND {
+            return Err(self.expired(request.as_ref()).into());
+        }
+        if had_session && status == StatusCode::BAD_REQUEST {
+            let body = read_capped(response, UNKNOWN_SESSION_BODY)
+                .await
+                .unwrap_or_default();
+            if names_session(&body) {
+                return Err(self.expired(request.as_ref()).into());
+            }
+            return Err(PostError::Fail(TransportError::Http {
+                status: 400,
+                reason: format!("to a POST of {}", method.as_deref().unwrap_or("a response")),
+            }));
         }
         if !status.is_success() {
             let error = TransportError::Http {
@@ -399,8 +428,14 @@ impl StreamableLeg {
         Ok(())
     }
 
-    fn expired(&self) -> TransportError {
-        let hint = lock(&self.session)
+    /// The session ended; `refused` is the id of the request whose POST the server refused
+    /// for it (it never ran), added to those refused before on this link.
+    fn expired(&self, refused: Option<&Value>) -> TransportError {
+        let mut session = lock(&self.session);
+        if let Some(id) = refused.and_then(Value::as_u64) {
+            session.refused.push(id);
+        }
+        let hint = session
             .id
             .as_ref()
             .and_then(|v| v.to_str().ok())
@@ -408,7 +443,7 @@ impl StreamableLeg {
             .unwrap_or_default();
         TransportError::SessionExpired {
             session_hint: hint,
-            refused: Vec::new(),
+            refused: session.refused.clone(),
         }
     }
 
@@ -529,7 +564,7 @@ impl StreamableLeg {
             };
             let status = response.status();
             if status == StatusCode::NOT_FOUND && lock(&self.session).id.is_some() {
-                return Err(self.expired());
+                return Err(self.expired(None));
             }
             if !status.is_success() || !is_sse(&response) {
                 return Err(TransportError::Http {
@@ -574,7 +609,7 @@ impl StreamableLeg {
                     return;
                 }
                 StatusCode::NOT_FOUND if lock(&self.session).id.is_some() => {
-                    return out.fail(self.expired());
+                    return out.fail(self.expired(None));
                 }
                 s if !s.is_success() || !is_sse(&response) => {
                     tracing::debug!(target: "mcp::http", status = s.as_u16(), "GET stream refused");
@@ -629,6 +664,14 @@ impl StreamableLeg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_400_naming_the_session_is_an_expiry() {
+        assert!(names_session(br#"{"error":"Bad Request: No valid session ID provided"}"#));
+        assert!(names_session(b"Unknown SESSION"));
+        assert!(!names_session(b"Bad Request: invalid JSON"));
+        assert!(!names_session(&[0xff, 0xfe]));
+    }
 
     #[test]
     fn only_http_urls() {
