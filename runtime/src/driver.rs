@@ -325,13 +325,15 @@ impl Driver {
             .last_error
             .write()
             .unwrap_or_else(|e| e.into_inner()) = self.machine.last_error().cloned();
-        let backoff = step.to == mcp_machine::State::Backoff;
+        use mcp_machine::State as S;
+        let backoff = step.to == S::Backoff;
+        // An attempt ended: into backoff, or from a live state straight into a new attempt
+        // (an expired session initialized again at once).
+        let ended = backoff || (step.to == S::Starting && step.from != S::Backoff);
         let transition = crate::state::Transition {
             step,
             at: Instant::now(),
-            cause: backoff
-                .then(|| self.machine.last_error().cloned())
-                .flatten(),
+            cause: ended.then(|| self.machine.last_error().cloned()).flatten(),
             retry_in: self
                 .machine
                 .reconnect_at()

@@ -5,8 +5,9 @@
 pub type ConnState = mcp_machine::State;
 
 /// One state change of the connection: the row that fired (its [`mcp_machine::Step`]), when,
-/// and, for a transition into backoff, why the connection or attempt ended and when the next
-/// attempt is due.
+/// and, for a transition that ends an attempt (into backoff, or from ready straight into a
+/// new session when the server ended the session), why it ended; into backoff also when the
+/// next attempt is due.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Transition {
@@ -14,7 +15,7 @@ pub struct Transition {
     pub step: mcp_machine::Step,
     /// When, on the tokio clock.
     pub at: tokio::time::Instant,
-    /// Into backoff: why the connection or the attempt ended.
+    /// Into backoff, or into a new session at once: why the connection or the attempt ended.
     pub cause: Option<mcp_machine::Failure>,
     /// Into backoff: how long until the next attempt.
     pub retry_in: Option<std::time::Duration>,

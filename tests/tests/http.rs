@@ -97,67 +97,58 @@ async fn a_session_over_http_carries_its_headers_and_reads_json_and_sse() {
     assert_eq!(seen.last().map(|r| r.method.as_str()), Some("DELETE"));
 }
 
-#[tokio::test]
-async fn a_404_for_the_session_ends_it_and_the_client_starts_a_new_one() {
-    let sessions = Arc::new(Mutex::new(0));
-    let inner = well_behaved(Arc::clone(&sessions));
+/// A server whose first session (`s-1`) expires at the first request `expire` picks: it
+/// answers that request `status` (with `body`), and everything of `s-1` after it the same.
+fn expiring_at(
+    sessions: Arc<Mutex<u32>>,
+    status: u16,
+    body: &'static str,
+    expire: impl Fn(&scripted_http::Seen) -> bool + Send + Sync + 'static,
+) -> Script {
+    let inner = well_behaved(sessions);
     let expired = Arc::new(Mutex::new(false));
-    let flag = Arc::clone(&expired);
-    let script: Script = Arc::new(move |req, before| {
-        // The first session expires at its first ping.
-        if req.rpc_method() == Some("ping") && req.header("mcp-session-id") == Some("s-1") {
-            *flag.lock().unwrap() = true;
-            return Answer::Status(404, vec![]);
+    Arc::new(move |req, before| {
+        let on_first = req.header("mcp-session-id") == Some("s-1");
+        if on_first && (*expired.lock().unwrap() || expire(req)) {
+            *expired.lock().unwrap() = true;
+            return if body.is_empty() {
+                Answer::Status(status, vec![])
+            } else {
+                Answer::StatusText(status, body)
+            };
         }
         inner(req, before)
-    });
-    let (url, seen) = serve(script).await;
-    let builder = ClientBuilder::http(&url).unwrap().backoff(
-        Duration::from_millis(10),
-        Duration::from_millis(50),
-        0,
-    );
-    let mut transitions = builder.transitions();
-    let client = builder.connect().await.unwrap();
-    let err = client.ping().await.unwrap_err();
-    assert!(
-        matches!(
-            &err,
-            Error::ConnectionLost(Failure::Transport(TransportError::SessionExpired { session_hint }))
-                if session_hint == "s-1"
-        ),
-        "{err:?}"
-    );
-    assert!(*expired.lock().unwrap());
-    // The failed link ends at once (not after the transport's flush bound of 2 s).
-    tokio::time::timeout(Duration::from_secs(1), client.ready())
-        .await
-        .expect("a new session within 1 s")
-        .unwrap();
-    client.ping().await.unwrap();
+    })
+}
+
+/// Checks a session expiry took the table's re-initialization path: two sessions made ready,
+/// straight from ready to starting (no backoff), the cause said; only the live session deleted.
+async fn reinitialized_at_once(
+    client: mcp_runtime::Client,
+    mut transitions: mcp_runtime::Transitions,
+    sessions: &Arc<Mutex<u32>>,
+    seen: &scripted_http::Log,
+) {
     assert_eq!(*sessions.lock().unwrap(), 2);
     let mut readies = 0;
-    let mut into_backoff = Vec::new();
+    let mut reinits = Vec::new();
     while let Some(t) = transitions.try_recv() {
         readies += usize::from(t.to() == ConnState::Ready);
-        if t.to() == ConnState::Backoff {
-            into_backoff.push(t);
+        assert_ne!(t.to(), ConnState::Backoff, "{t:?}");
+        if t.from() == ConnState::Ready && t.to() == ConnState::Starting {
+            reinits.push(t);
         }
     }
     assert_eq!(readies, 2);
-    // The transition into backoff says why, and when the next attempt is due.
-    let [t] = &into_backoff[..] else {
-        panic!("{into_backoff:?}")
+    let [t] = &reinits[..] else {
+        panic!("{reinits:?}")
     };
     assert!(
         matches!(
             &t.cause,
-            Some(Failure::Transport(TransportError::SessionExpired { .. }))
+            Some(Failure::Transport(TransportError::SessionExpired { session_hint, .. }))
+                if session_hint == "s-1"
         ),
-        "{t:?}"
-    );
-    assert!(
-        t.retry_in.is_some_and(|d| d <= Duration::from_millis(10)),
         "{t:?}"
     );
     client.stop().await;
@@ -171,6 +162,122 @@ async fn a_404_for_the_session_ends_it_and_the_client_starts_a_new_one() {
         .map(|r| r.header("mcp-session-id").unwrap_or("").to_owned())
         .collect();
     assert_eq!(deletes, ["s-2"]);
+}
+
+#[tokio::test]
+async fn a_404_for_the_session_starts_a_new_one_at_once_and_the_refused_call_is_sent_again() {
+    let sessions = Arc::new(Mutex::new(0));
+    let script = expiring_at(Arc::clone(&sessions), 404, "", |req| {
+        req.rpc_method() == Some("ping")
+    });
+    let (url, seen) = serve(script).await;
+    // A backoff long enough that the test would time out if the expiry took that path.
+    let builder = ClientBuilder::http(&url).unwrap().backoff(
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+        0,
+    );
+    let transitions = builder.transitions();
+    let client = builder.connect().await.unwrap();
+    // The ping the server refused never ran: it is answered by the new session.
+    tokio::time::timeout(Duration::from_secs(10), client.ping())
+        .await
+        .expect("answered by the new session")
+        .unwrap();
+    let pings: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.rpc_method() == Some("ping"))
+        .map(|r| {
+            (
+                r.header("mcp-session-id").unwrap_or("").to_owned(),
+                r.rpc_id(),
+            )
+        })
+        .collect();
+    // Sent once on each session, under a new id the second time.
+    assert_eq!(pings.len(), 2, "{pings:?}");
+    assert_eq!((pings[0].0.as_str(), pings[1].0.as_str()), ("s-1", "s-2"));
+    assert_ne!(pings[0].1, pings[1].1);
+    reinitialized_at_once(client, transitions, &sessions, &seen).await;
+}
+
+#[tokio::test]
+async fn a_400_naming_the_session_is_an_expiry_too() {
+    let sessions = Arc::new(Mutex::new(0));
+    let script = expiring_at(
+        Arc::clone(&sessions),
+        400,
+        "Bad Request: No valid session ID provided",
+        |req| req.rpc_method() == Some("ping"),
+    );
+    let (url, seen) = serve(script).await;
+    let builder = ClientBuilder::http(&url).unwrap().backoff(
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+        0,
+    );
+    let transitions = builder.transitions();
+    let client = builder.connect().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), client.ping())
+        .await
+        .expect("answered by the new session")
+        .unwrap();
+    reinitialized_at_once(client, transitions, &sessions, &seen).await;
+}
+
+#[tokio::test]
+async fn a_call_whose_answer_was_streaming_fails_retriably_when_the_session_expires() {
+    let sessions = Arc::new(Mutex::new(0));
+    let (feed, stream) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let stream = Arc::new(Mutex::new(Some(stream)));
+    let inner = expiring_at(Arc::clone(&sessions), 404, "", |req| {
+        req.rpc_method() == Some("ping")
+    });
+    // The first tools/call of s-1 gets a stream that stays open without its answer.
+    let script: Script = Arc::new(move |req, before| {
+        if req.rpc_method() == Some("tools/call")
+            && req.header("mcp-session-id") == Some("s-1")
+            && let Some(rx) = stream.lock().unwrap().take()
+        {
+            return Answer::Stream(rx, vec![]);
+        }
+        inner(req, before)
+    });
+    let (url, seen) = serve(script).await;
+    let builder = ClientBuilder::http(&url).unwrap().backoff(
+        Duration::from_secs(60),
+        Duration::from_secs(60),
+        0,
+    );
+    let transitions = builder.transitions();
+    let client = builder.connect().await.unwrap();
+    let slow = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("slow", json!({})).await })
+    };
+    // The stream is open (its priming event went out) before the session expires.
+    feed.send("id: p0\ndata: ".into()).unwrap();
+    scripted_http::wait_for(&seen, 1, |r| r.rpc_method() == Some("tools/call")).await;
+    tokio::time::timeout(Duration::from_secs(10), client.ping())
+        .await
+        .expect("answered by the new session")
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(10), slow)
+        .await
+        .expect("answered at once")
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::ConnectionLost(Failure::Transport(TransportError::SessionExpired { .. }))
+        ),
+        "{err:?}"
+    );
+    drop(feed);
+    reinitialized_at_once(client, transitions, &sessions, &seen).await;
 }
 
 #[tokio::test]

@@ -667,7 +667,9 @@ mod tests {
 
     #[test]
     fn a_400_naming_the_session_is_an_expiry() {
-        assert!(names_session(br#"{"error":"Bad Request: No valid session ID provided"}"#));
+        assert!(names_session(
+            br#"{"error":"Bad Request: No valid session ID provided"}"#
+        ));
         assert!(names_session(b"Unknown SESSION"));
         assert!(!names_session(b"Bad Request: invalid JSON"));
         assert!(!names_session(&[0xff, 0xfe]));

@@ -54,6 +54,8 @@ pub enum Answer {
     Stream(mpsc::UnboundedReceiver<String>, Vec<(&'static str, String)>),
     /// A status without body, with extra headers.
     Status(u16, Vec<(&'static str, String)>),
+    /// A status with a plain-text body.
+    StatusText(u16, &'static str),
     /// An SSE stream of these events in a chunked body cut off before its last chunk: the
     /// client sees a broken connection, not a normal end.
     SseBroken(Vec<String>),
@@ -177,6 +179,11 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                     Answer::Hang => {
                         std::future::pending::<()>().await;
                         Ok(())
+                    }
+                    Answer::StatusText(status, text) => {
+                        let mut h = head(status, &[], Some("text/plain"));
+                        h.push_str(&format!("content-length: {}\r\n\r\n{text}", text.len()));
+                        w.write_all(h.as_bytes()).await
                     }
                     Answer::Status(status, extra) => {
                         let mut h = head(status, &extra, None);
