@@ -26,6 +26,12 @@ pub const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
 /// The wire revision the mock server speaks (unset by harnesses before 0.2: the handshake era).
 pub const VERSION_VAR: &str = "MCP_CONFORMANCE_PROTOCOL_VERSION";
 
+/// How long the elicitation scenario waits before its tool call, for the transport's standalone
+/// GET stream to be open: the scenario's mock sends its `elicitation/create` with no related
+/// request, so on the GET stream, and drops it when none is open yet (the stream is opened in
+/// the background after `notifications/initialized`, which races with the next POSTs).
+pub const GET_STREAM_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// The scenarios mcpc performs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -169,7 +175,13 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
         redact_url(url)
     );
     if setup.context.as_object().is_some_and(|c| !c.is_empty()) {
-        outln!("context keys: {:?}", setup.context.as_object().map(|c| c.keys().collect::<Vec<_>>()));
+        outln!(
+            "context keys: {:?}",
+            setup
+                .context
+                .as_object()
+                .map(|c| c.keys().collect::<Vec<_>>())
+        );
     }
     let mut handlers = Handlers::new();
     if setup.scenario == Scenario::ElicitationDefaults {
@@ -226,7 +238,10 @@ async fn perform(client: &Client, scenario: Scenario, what: &str) -> Result<(), 
     let (tool, arguments) = match scenario {
         Scenario::Initialize => return Ok(()),
         Scenario::ToolsCall => ("add_numbers", json!({"a": 2, "b": 3})),
-        Scenario::ElicitationDefaults => ("test_client_elicitation_defaults", json!({})),
+        Scenario::ElicitationDefaults => {
+            tokio::time::sleep(GET_STREAM_SETTLE).await;
+            ("test_client_elicitation_defaults", json!({}))
+        }
         Scenario::SseRetry => ("test_reconnection", json!({})),
         Scenario::JsonSchemaPreservation => {
             let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool") else {
@@ -305,7 +320,10 @@ mod tests {
             (VERSION_VAR, "2026-07-28"),
         ]))
         .unwrap_err();
-        assert!(e.to_string().contains("2026-07-28 is not supported yet"), "{e}");
+        assert!(
+            e.to_string().contains("2026-07-28 is not supported yet"),
+            "{e}"
+        );
     }
 
     #[test]

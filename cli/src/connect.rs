@@ -107,7 +107,11 @@ pub fn configure(
 pub fn http_builder(g: &Global, url: &str, headers: &[Header]) -> Result<ClientBuilder, CliError> {
     if !g.env.is_empty() || g.inherit_env {
         return Err(CliError::usage(
-            if g.inherit_env { "--inherit-env" } else { "--env" },
+            if g.inherit_env {
+                "--inherit-env"
+            } else {
+                "--env"
+            },
             "the server's environment is for --stdio servers, not --http ones",
         ));
     }
@@ -171,7 +175,9 @@ pub fn redact_url(url: &str) -> String {
 /// What connecting waits for, in words.
 fn waiting_for(state: ConnState, line: &str) -> String {
     match state {
-        ConnState::Starting if line.starts_with("http://") || line.starts_with("https://") => format!("connecting to `{line}`"),
+        ConnState::Starting if line.starts_with("http://") || line.starts_with("https://") => {
+            format!("connecting to `{line}`")
+        }
         ConnState::Starting => format!("starting `{line}`"),
         _ => format!("waiting for the server's initialize answer (`{line}`)"),
     }
