@@ -1,5 +1,8 @@
-//! Connect to a Streamable HTTP MCP server, list its tools and call one.
+//! Connect to an MCP server over HTTP (Streamable HTTP, falling back to the legacy HTTP+SSE
+//! transport by itself), list its tools and call one with progress.
 //!
+//! Against server-everything: `PORT=3001 npx @modelcontextprotocol/server-everything
+//! streamableHttp` (or `... sse`, then the URL ends in `/sse`), then
 //! `cargo run -p mcp-runtime --example http -- http://127.0.0.1:3001/mcp`
 
 use std::time::Duration;

@@ -105,6 +105,16 @@ pub struct ClientBuilder {
     trace: Option<TraceRecorder>,
     notifications: Arc<Hub<Notification>>,
     transitions: Arc<Hub<crate::state::Transition>>,
+    /// The HTTP connector still taking options ([`ClientBuilder::header`]), for HTTP builders.
+    http: Option<HttpSetup>,
+}
+
+/// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
+#[derive(Clone, Debug)]
+enum HttpSetup {
+    Auto(Box<crate::transport::AutoHttpConnector>),
+    Streamable(crate::transport::HttpConnector),
+    Sse(crate::transport::SseConnector),
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -136,6 +146,7 @@ impl ClientBuilder {
             trace: None,
             notifications: Arc::new(Hub::new(FeedLimits::NOTIFICATIONS)),
             transitions: Arc::new(Hub::new(FeedLimits::TRANSITIONS)),
+            http: None,
         }
     }
 
@@ -166,17 +177,90 @@ impl ClientBuilder {
         ))
     }
 
-    /// A builder for the Streamable HTTP server at `url` (MCP 2025-03-26 … 2025-11-25; see
-    /// [`crate::transport::http`]). Fails only on a URL that is not `http(s)`.
+    /// A builder for the MCP server at `url` over HTTP: Streamable HTTP (MCP 2025-03-26 …
+    /// 2025-11-25; see [`crate::transport::http`]), falling back to the legacy HTTP+SSE
+    /// transport of 2024-11-05 on the same URL when the server refuses the POST of
+    /// `initialize` with 400, 404 or 405; the verdict is kept for the client's lifetime
+    /// ([`crate::transport::AutoHttpConnector`]). Fails only on a URL that is not `http(s)`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> mcp_runtime::Result<()> {
+    /// let client = mcp_runtime::ClientBuilder::http("https://mcp.example.com/mcp")?
+    ///     .header("Authorization", "Bearer …")?
+    ///     .http_timeout(std::time::Duration::from_secs(20))
+    ///     .connect()
+    ///     .await?;
+    /// # drop(client); Ok(()) }
+    /// ```
     pub fn http(url: &str) -> Result<Self> {
-        let connector = crate::transport::HttpConnector::new(url).map_err(|e| {
-            Error::Connect(Box::new(ConnectError {
-                target: format!("http: {url}"),
-                cause: Failure::Transport(e),
-                stderr_tail: Vec::new(),
-            }))
-        })?;
-        Ok(Self::new(connector))
+        let connector = crate::transport::AutoHttpConnector::new(url)
+            .map_err(|e| http_error(format!("http: {url}"), e))?;
+        Ok(Self::new_http(HttpSetup::Auto(Box::new(connector))))
+    }
+
+    /// A builder for a Streamable HTTP server at `url`, without the fallback of
+    /// [`ClientBuilder::http`]. Fails only on a URL that is not `http(s)`.
+    pub fn streamable_http(url: &str) -> Result<Self> {
+        let connector = crate::transport::HttpConnector::new(url)
+            .map_err(|e| http_error(format!("http: {url}"), e))?;
+        Ok(Self::new_http(HttpSetup::Streamable(connector)))
+    }
+
+    /// A builder for a server of the legacy HTTP+SSE transport (MCP 2024-11-05) whose event
+    /// stream is at `url` (see [`crate::transport::sse`]); never Streamable HTTP. Fails only
+    /// on a URL that is not `http(s)`.
+    pub fn sse(url: &str) -> Result<Self> {
+        let connector = crate::transport::SseConnector::new(url)
+            .map_err(|e| http_error(format!("sse: {url}"), e))?;
+        Ok(Self::new_http(HttpSetup::Sse(connector)))
+    }
+
+    fn new_http(setup: HttpSetup) -> Self {
+        let mut builder = Self::over(Transport::Built(setup.connector()));
+        builder.http = Some(setup);
+        builder
+    }
+
+    /// HTTP: a static header sent on every HTTP request (an `Authorization` token, an API
+    /// key), replacing an earlier one of the same name. Fails on a builder that is not an
+    /// HTTP one, an invalid name, a value with CR, LF or another control character, or a
+    /// header the transport sets itself; nothing is sent before. The value never appears in
+    /// errors, logs or `Debug` output.
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self> {
+        let target = self.connector.describe();
+        let setup = match self.http.take() {
+            Some(HttpSetup::Auto(c)) => c.header(name, value).map(|c| HttpSetup::Auto(Box::new(c))),
+            Some(HttpSetup::Streamable(c)) => c.header(name, value).map(HttpSetup::Streamable),
+            Some(HttpSetup::Sse(c)) => c.header(name, value).map(HttpSetup::Sse),
+            None => Err(crate::TransportError::Http {
+                status: 0,
+                reason: "header() on a builder that is not an HTTP one".into(),
+            }),
+        }
+        .map_err(|e| http_error(target, e))?;
+        self.connector = Transport::Built(setup.connector());
+        self.http = Some(setup);
+        Ok(self)
+    }
+
+    /// HTTP: bounds connecting plus receiving the response headers of each HTTP request (no
+    /// bound by default); not the length of an SSE stream, and distinct from
+    /// [`ClientBuilder::request_timeout`]. Ignored, with a warning, by a builder that is not
+    /// an HTTP one.
+    pub fn http_timeout(mut self, timeout: Duration) -> Self {
+        let setup = match self.http.take() {
+            Some(HttpSetup::Auto(c)) => HttpSetup::Auto(Box::new(c.http_timeout(timeout))),
+            Some(HttpSetup::Streamable(c)) => HttpSetup::Streamable(c.http_timeout(timeout)),
+            Some(HttpSetup::Sse(c)) => HttpSetup::Sse(c.http_timeout(timeout)),
+            None => {
+                tracing::warn!(target: "mcp::builder", option = "http_timeout", transport = %self.connector.describe(),
+                    "an HTTP option on a builder that is not HTTP is ignored");
+                return self;
+            }
+        };
+        self.connector = Transport::Built(setup.connector());
+        self.http = Some(setup);
+        self
     }
 
     /// A builder that spawns `program` over stdio, its arguments given with
@@ -512,6 +596,25 @@ impl Transport {
             Transport::Stdio(b) => b.describe(),
         }
     }
+}
+
+impl HttpSetup {
+    fn connector(&self) -> Arc<dyn Connector> {
+        match self.clone() {
+            HttpSetup::Auto(c) => Arc::new(*c),
+            HttpSetup::Streamable(c) => Arc::new(c),
+            HttpSetup::Sse(c) => Arc::new(c),
+        }
+    }
+}
+
+/// An HTTP builder's error, as [`ClientBuilder::connect`] would report it.
+fn http_error(target: String, e: crate::TransportError) -> Error {
+    Error::Connect(Box::new(ConnectError {
+        target,
+        cause: Failure::Transport(e),
+        stderr_tail: Vec::new(),
+    }))
 }
 
 fn random_seed() -> u64 {

@@ -2,137 +2,25 @@
 //! headers, answers as JSON and as SSE streams, the standalone GET stream's 405, a session
 //! expiry, DELETE on stop, and a redirect that is not followed.
 //!
-//! The server is a few lines of HTTP/1.1 over a `TcpListener` (one request per connection,
-//! `Connection: close`), so each test says exactly what the server answers.
+//! Also: resuming a POST's SSE stream with `Last-Event-ID` (and not without event ids), the
+//! resumption budget, the server's `retry`, the standalone GET stream's resumption, the
+//! fallback to the legacy HTTP+SSE transport and its verdict kept across reconnects, static
+//! headers, the per-request timeout, oversized events, and proxies from the environment.
+//!
+//! The server (`scripted_http`) is a few lines of HTTP/1.1 over a `TcpListener` (one request
+//! per connection, `Connection: close`), so each test says exactly what the server answers.
+
+mod scripted_http;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_runtime::transport::{AutoHttpConnector, HttpConnector, HttpVerdict};
 use mcp_runtime::{ClientBuilder, ConnState, Error, Failure, RequestOptions, TransportError};
+use scripted_http::{
+    Answer, Script, Seen, end_stream_and_reconnect, init_result, legacy, serve, wait_for,
+};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpListener;
-
-/// One request as the server saw it.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    headers: Vec<(String, String)>,
-    body: Option<Value>,
-}
-
-impl Seen {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    fn rpc_method(&self) -> Option<&str> {
-        self.body.as_ref()?.get("method")?.as_str()
-    }
-}
-
-/// What the server answers to one request.
-enum Answer {
-    Json(Value, Vec<(&'static str, String)>),
-    Sse(Vec<String>),
-    Status(u16, Vec<(&'static str, String)>),
-}
-
-type Script = Arc<dyn Fn(&Seen, &[Seen]) -> Answer + Send + Sync>;
-
-/// Serves `script` on a free port; returns the endpoint URL and what the server saw.
-async fn serve(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = Arc::clone(&seen);
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let (log, script) = (Arc::clone(&log), Arc::clone(&script));
-            tokio::spawn(async move {
-                let (r, mut w) = stream.into_split();
-                let mut r = BufReader::new(r);
-                let mut line = String::new();
-                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
-                    return;
-                }
-                let method = line.split(' ').next().unwrap_or("").to_owned();
-                let mut headers = Vec::new();
-                loop {
-                    let mut h = String::new();
-                    r.read_line(&mut h).await.unwrap();
-                    let h = h.trim_end();
-                    if h.is_empty() {
-                        break;
-                    }
-                    if let Some((k, v)) = h.split_once(':') {
-                        headers.push((k.trim().to_owned(), v.trim().to_owned()));
-                    }
-                }
-                let len = headers
-                    .iter()
-                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                    .and_then(|(_, v)| v.parse::<usize>().ok())
-                    .unwrap_or(0);
-                let mut body = vec![0; len];
-                r.read_exact(&mut body).await.unwrap();
-                let req = Seen {
-                    method,
-                    headers,
-                    body: serde_json::from_slice(&body).ok(),
-                };
-                let before = log.lock().unwrap().clone();
-                log.lock().unwrap().push(req.clone());
-                let answer = script(&req, &before);
-                let head = |status: u16, extra: &[(&str, String)], kind: Option<&str>| {
-                    let mut h = format!("HTTP/1.1 {status} X\r\nconnection: close\r\n");
-                    if let Some(kind) = kind {
-                        h.push_str(&format!("content-type: {kind}\r\n"));
-                    }
-                    for (k, v) in extra {
-                        h.push_str(&format!("{k}: {v}\r\n"));
-                    }
-                    h
-                };
-                let _ = match answer {
-                    Answer::Json(v, extra) => {
-                        let body = v.to_string();
-                        let mut h = head(200, &extra, Some("application/json"));
-                        h.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
-                        w.write_all(h.as_bytes()).await
-                    }
-                    Answer::Sse(events) => {
-                        let mut h = head(200, &[], Some("text/event-stream"));
-                        h.push_str("\r\n");
-                        for e in events {
-                            h.push_str(&e);
-                            h.push_str("\n\n");
-                        }
-                        w.write_all(h.as_bytes()).await
-                    }
-                    Answer::Status(status, extra) => {
-                        let mut h = head(status, &extra, None);
-                        h.push_str("content-length: 0\r\n\r\n");
-                        w.write_all(h.as_bytes()).await
-                    }
-                };
-                let _ = w.shutdown().await;
-            });
-        }
-    });
-    (url, seen)
-}
-
-fn init_result(id: &Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {}}, "serverInfo": {"name": "scripted-http", "version": "1"}}})
-}
 
 /// A well-behaved server: a session per `initialize`, tool calls answered over SSE with a
 /// priming event and a progress notification first, no GET stream, DELETE accepted.
@@ -294,20 +182,13 @@ async fn a_redirect_is_not_followed_and_an_error_status_is_typed() {
         )
     });
     let (url, seen) = serve(script).await;
-    let err = ClientBuilder::http(&url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap_err();
-    let Error::Connect(e) = &err else {
-        panic!("{err:?}")
-    };
+    let cause = refused(ClientBuilder::http(&url).unwrap()).await;
     assert!(
         matches!(
-            &e.cause,
+            &cause,
             Failure::Transport(TransportError::Http { status: 307, .. })
         ),
-        "{e:?}"
+        "{cause:?}"
     );
     assert_eq!(
         seen.lock().unwrap().len(),
@@ -327,16 +208,415 @@ async fn a_session_id_that_is_not_visible_ascii_is_refused() {
         Answer::Json(init_result(&id), vec![("mcp-session-id", "bad id".into())])
     });
     let (url, _) = serve(script).await;
-    let err = ClientBuilder::http(&url)
+    let cause = refused(ClientBuilder::http(&url).unwrap()).await;
+    assert!(
+        matches!(&cause, Failure::Transport(TransportError::Http { reason, .. }) if reason.contains("visible ASCII")),
+        "{cause:?}"
+    );
+}
+
+/// A server whose tools/call answers with `first` (a POST's SSE stream) and whose resuming
+/// GETs are answered by `resume`, given how many came before and the id of the call;
+/// everything else as [`well_behaved`].
+fn resuming(
+    first: Vec<String>,
+    resume: impl Fn(usize, &Value) -> Answer + Send + Sync + 'static,
+) -> Script {
+    let inner = well_behaved(Arc::new(Mutex::new(0)));
+    Arc::new(
+        move |req, before| match (req.method.as_str(), req.rpc_method()) {
+            ("POST", Some("tools/call")) => Answer::Sse(first.clone()),
+            ("GET", _) if req.header("last-event-id").is_some() => {
+                resume(resumes(before).len(), &call_id(before))
+            }
+            _ => inner(req, before),
+        },
+    )
+}
+
+fn tool_result(id: &Value, text: &str) -> String {
+    let result = json!({"jsonrpc": "2.0", "id": id,
+        "result": {"content": [{"type": "text", "text": text}]}});
+    format!("id: r-final\ndata: {result}")
+}
+
+/// The id of the first tools/call the server saw.
+fn call_id(seen: &[Seen]) -> Value {
+    seen.iter()
+        .find(|r| r.rpc_method() == Some("tools/call"))
+        .map(Seen::rpc_id)
+        .unwrap_or(Value::Null)
+}
+
+fn resumes(seen: &[Seen]) -> Vec<Seen> {
+    seen.iter()
+        .filter(|r| r.method == "GET" && r.header("last-event-id").is_some())
+        .cloned()
+        .collect()
+}
+
+/// Why connecting with `builder` failed (it must fail).
+async fn refused(builder: ClientBuilder) -> Failure {
+    match builder.connect().await {
+        Err(Error::Connect(e)) => e.cause.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Serves `script`, calls a tool through `ClientBuilder::http`, checks the result's text, stops;
+/// returns what the server saw.
+async fn call_through(script: Script, text: &str) -> Vec<Seen> {
+    let (url, seen) = serve(script).await;
+    let client = ClientBuilder::http(&url).unwrap().connect().await.unwrap();
+    let r = client.call_tool("any", json!({})).await.unwrap();
+    assert_eq!(r.text(), text);
+    client.stop().await;
+    seen.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_post_stream_that_ends_before_its_response_is_resumed_after_the_servers_retry() {
+    // The stream ends after a priming event with an id and `retry: 1500`, as in the
+    // conformance scenario sse-retry; the resumed GET brings the result.
+    let script = resuming(vec!["id: p-1\nretry: 1500\ndata: ".into()], |_, id| {
+        Answer::Sse(vec![tool_result(id, "resumed")])
+    });
+    let seen = call_through(script, "resumed").await;
+    let post = seen
+        .iter()
+        .find(|r| r.rpc_method() == Some("tools/call"))
+        .unwrap();
+    let gets = resumes(&seen);
+    let [get] = &gets[..] else { panic!("{gets:?}") };
+    assert_eq!(get.header("last-event-id"), Some("p-1"));
+    assert_eq!(get.header("mcp-session-id"), Some("s-1"));
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    // Not sooner than the server asked (the default wait would be about 1 s).
+    let waited = get.at - post.at;
+    assert!(waited >= Duration::from_millis(1500), "{waited:?}");
+}
+
+/// Serves `script`, calls a tool that must fail, within 20 s (not after its 60 s timeout),
+/// because its response stream is lost (a message with `why`); returns what the server saw.
+async fn lost_call(script: Script, why: &str) -> Vec<Seen> {
+    let (url, seen) = serve(script).await;
+    let client = ClientBuilder::http(&url)
         .unwrap()
+        .request_timeout(Duration::from_secs(60))
         .connect()
         .await
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(20), client.call_tool("any", json!({})))
+        .await
+        .expect("the call does not hang")
         .unwrap_err();
-    let Error::Connect(e) = &err else {
-        panic!("{err:?}")
-    };
     assert!(
-        matches!(&e.cause, Failure::Transport(TransportError::Http { reason, .. }) if reason.contains("visible ASCII")),
-        "{e:?}"
+        matches!(&err, Error::ConnectionLost(Failure::Transport(TransportError::Io(cause)))
+            if cause.kind() == std::io::ErrorKind::UnexpectedEof && cause.to_string().contains(why)),
+        "{err:?}"
+    );
+    client.stop().await;
+    seen.lock().unwrap().clone()
+}
+
+#[tokio::test]
+async fn a_post_stream_without_event_ids_that_ends_early_fails_the_call_rather_than_hang() {
+    let script = resuming(vec!["data: ".into()], |_, _| Answer::Status(500, vec![]));
+    let seen = lost_call(script, "no event id").await;
+    assert!(resumes(&seen).is_empty());
+}
+
+#[tokio::test]
+async fn streams_that_end_without_a_message_spend_the_resumption_budget() {
+    // Every resumed stream brings a priming event and ends: no progress, so the budget of
+    // five attempts is spent, never reset.
+    let script = resuming(vec!["id: a\nretry: 20\ndata: ".into()], |_, _| {
+        Answer::Sse(vec!["id: a\ndata: ".into()])
+    });
+    let seen = lost_call(script, "gave up after 5 attempts").await;
+    assert_eq!(
+        resumes(&seen).len(),
+        mcp_runtime::transport::http::RESUME_ATTEMPTS as usize
+    );
+}
+
+#[tokio::test]
+async fn a_resumed_stream_that_brings_a_message_resets_the_budget() {
+    // Seven resumptions in a row, each bringing a log notification: more than the budget,
+    // so only the reset on progress lets the eighth bring the result.
+    let script = resuming(vec!["id: 0\nretry: 20\ndata: ".into()], |before, id| {
+        if before < 7 {
+            let note = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": before}});
+            Answer::Sse(vec![format!("id: {}\ndata: {note}", before + 1)])
+        } else {
+            Answer::Sse(vec![tool_result(id, "after eight")])
+        }
+    });
+    let seen = call_through(script, "after eight").await;
+    // Each resumption starts after the last event seen.
+    let ids: Vec<_> = resumes(&seen)
+        .iter()
+        .map(|g| g.header("last-event-id").unwrap().to_owned())
+        .collect();
+    assert_eq!(ids, ["0", "1", "2", "3", "4", "5", "6", "7"]);
+}
+
+#[tokio::test]
+async fn the_standalone_get_stream_resumes_with_the_last_event_id() {
+    let inner = well_behaved(Arc::new(Mutex::new(0)));
+    let script: Script = Arc::new(move |req, before| {
+        let gets = before.iter().filter(|r| r.method == "GET").count();
+        match (req.method.as_str(), gets) {
+            ("GET", 0) => {
+                let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+                Answer::Sse(vec![format!("id: g-1\nretry: 50\ndata: {note}")])
+            }
+            ("GET", _) => Answer::Status(405, vec![]),
+            _ => inner(req, before),
+        }
+    });
+    let (url, seen) = serve(script).await;
+    let builder = ClientBuilder::http(&url).unwrap();
+    let mut notifications = builder.notifications();
+    let client = builder.connect().await.unwrap();
+    let gets = wait_for(&seen, 2, |r| r.method == "GET").await;
+    assert_eq!(gets.len(), 2, "{gets:?}");
+    assert_eq!(gets[0].header("last-event-id"), None);
+    assert_eq!(gets[1].header("last-event-id"), Some("g-1"));
+    assert!(gets[1].at - gets[0].at >= Duration::from_millis(50));
+    assert!(std::iter::from_fn(|| notifications.try_recv()).count() >= 1);
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn an_sse_event_over_the_frame_limit_ends_the_link() {
+    let script: Script = {
+        let inner = well_behaved(Arc::new(Mutex::new(0)));
+        Arc::new(move |req, before| match req.rpc_method() {
+            Some("tools/call") => Answer::Sse(vec![format!("data: {}", "x".repeat(64 * 1024))]),
+            _ => inner(req, before),
+        })
+    };
+    let (url, _) = serve(script).await;
+    let connector = HttpConnector::new(&url).unwrap().max_frame_bytes(4096);
+    let client = ClientBuilder::new(connector).connect().await.unwrap();
+    let err = client.call_tool("any", json!({})).await.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            Error::ConnectionLost(Failure::Transport(TransportError::Oversized {
+                max: 4096,
+                ..
+            }))
+        ),
+        "{err:?}"
+    );
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn static_headers_go_on_every_request_and_bad_values_are_refused_before_sending() {
+    let (url, seen) = serve(well_behaved(Arc::new(Mutex::new(0)))).await;
+    for bad in ["a\r\nx-injected: 1", "a\nb", "a\rb"] {
+        let err = ClientBuilder::http(&url)
+            .unwrap()
+            .header("x-api-key", bad)
+            .unwrap_err();
+        assert!(!err.to_string().contains(bad), "{err}");
+    }
+    assert!(
+        ClientBuilder::http(&url)
+            .unwrap()
+            .header("mcp-session-id", "mine")
+            .is_err()
+    );
+    assert!(
+        ClientBuilder::stdio("true", [""; 0])
+            .header("x-api-key", "k")
+            .is_err()
+    );
+    assert!(seen.lock().unwrap().is_empty(), "nothing sent");
+    let builder = ClientBuilder::http(&url)
+        .unwrap()
+        .header("X-Api-Key", "k-1")
+        .unwrap()
+        .header("x-api-key", "k-2")
+        .unwrap()
+        .header("Authorization", "Bearer secret-token")
+        .unwrap();
+    assert!(!format!("{builder:?}").contains("secret-token"));
+    let client = builder.connect().await.unwrap();
+    client.call_tool("any", json!({})).await.unwrap();
+    client.stop().await;
+    client.closed().await;
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.iter().any(|r| r.method == "GET"));
+    assert!(seen.iter().any(|r| r.method == "DELETE"));
+    for req in &seen {
+        assert_eq!(req.header("x-api-key"), Some("k-2"), "{req:?}");
+        assert_eq!(
+            req.header("authorization"),
+            Some("Bearer secret-token"),
+            "{req:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_http_timeout_bounds_a_request_that_gets_no_answer() {
+    let (url, _) = serve(Arc::new(|_, _| Answer::Hang)).await;
+    let started = std::time::Instant::now();
+    let builder = ClientBuilder::streamable_http(&url)
+        .unwrap()
+        .http_timeout(Duration::from_millis(300))
+        .init_timeout(Duration::from_secs(30));
+    let cause = refused(builder).await;
+    assert!(
+        matches!(&cause, Failure::Transport(TransportError::Io(io))
+            if io.kind() == std::io::ErrorKind::TimedOut),
+        "{cause:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// The fallback of `ClientBuilder::http` for one status of the POST of `initialize`.
+async fn falls_back_on(status: u16) {
+    let (script, stream) = legacy("/messages?session=abc".into(), status);
+    let (url, seen) = serve(script).await;
+    let connector = AutoHttpConnector::new(&url).unwrap();
+    let builder = ClientBuilder::new(connector.clone()).backoff(
+        Duration::from_millis(10),
+        Duration::from_millis(50),
+        0,
+    );
+    let client = builder.connect().await.unwrap();
+    assert_eq!(connector.verdict(), Some(HttpVerdict::Legacy));
+    assert_eq!(client.server_info().unwrap().protocol_version, "2024-11-05");
+    let r = client.call_tool("any", json!({})).await.unwrap();
+    assert_eq!(r.text(), "over legacy sse");
+    // The server ends the stream: the client reconnects, straight to the legacy transport.
+    end_stream_and_reconnect(&stream, &seen, &client).await;
+    client.stop().await;
+    client.closed().await;
+    let seen = seen.lock().unwrap().clone();
+    let refused: Vec<_> = seen
+        .iter()
+        .filter(|r| r.method == "POST" && !r.target.starts_with("/messages"))
+        .collect();
+    assert_eq!(refused.len(), 1, "one Streamable POST only: {refused:?}");
+    assert_eq!(refused[0].rpc_method(), Some("initialize"));
+    assert_eq!(seen.iter().filter(|r| r.method == "GET").count(), 2);
+    let inits = seen
+        .iter()
+        .filter(|r| r.target.starts_with("/messages") && r.rpc_method() == Some("initialize"))
+        .count();
+    assert_eq!(
+        inits, 2,
+        "initialize again on the legacy transport after the reconnect"
+    );
+    assert!(!seen.iter().any(|r| r.method == "DELETE"));
+}
+
+#[tokio::test]
+async fn a_400_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
+    falls_back_on(400).await;
+}
+
+#[tokio::test]
+async fn a_404_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
+    falls_back_on(404).await;
+}
+
+#[tokio::test]
+async fn a_405_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
+    falls_back_on(405).await;
+}
+
+#[tokio::test]
+async fn other_statuses_and_streamable_only_builders_do_not_fall_back() {
+    type Builder = fn(&str) -> mcp_runtime::Result<ClientBuilder>;
+    let cases: [(u16, Builder); 2] = [
+        (500, ClientBuilder::http),
+        (405, ClientBuilder::streamable_http),
+    ];
+    for (status, builder) in cases {
+        let (script, _) = legacy("/messages".into(), status);
+        let (url, seen) = serve(script).await;
+        let cause = refused(builder(&url).unwrap()).await;
+        assert!(
+            matches!(cause, Failure::Transport(TransportError::Http { status: s, .. }) if s == status),
+            "{cause:?}"
+        );
+        assert!(!seen.lock().unwrap().iter().any(|r| r.method == "GET"));
+    }
+}
+
+/// Runs in a child process only (it needs its own environment): connects through whatever
+/// proxy the environment names and reports what happened by its exit status.
+#[tokio::test]
+async fn proxy_child() {
+    let Ok(expect) = std::env::var("MCP_PROXY_CHILD_EXPECT") else {
+        return;
+    };
+    let result = ClientBuilder::streamable_http("http://mcp-upstream.invalid/mcp")
+        .unwrap()
+        .init_timeout(Duration::from_secs(10))
+        .connect()
+        .await;
+    assert_eq!(result.is_ok(), expect == "ok", "{result:?}");
+    if let Ok(client) = result {
+        client.stop().await;
+        client.closed().await;
+    }
+}
+
+#[tokio::test]
+async fn http_proxy_and_no_proxy_from_the_environment_are_honoured() {
+    let (proxy, seen) = serve(well_behaved(Arc::new(Mutex::new(0)))).await;
+    let proxy = proxy.trim_end_matches("/mcp").to_owned();
+    let run = move |no_proxy: Option<&str>, expect: &str| {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["proxy_child", "--exact", "--test-threads=1"])
+            .env("MCP_PROXY_CHILD_EXPECT", expect)
+            .env("HTTP_PROXY", &proxy)
+            .env_remove("http_proxy")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("https_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("no_proxy")
+            .env_remove("REQUEST_METHOD")
+            .stdout(std::process::Stdio::null());
+        match no_proxy {
+            Some(n) => child.env("NO_PROXY", n),
+            None => child.env_remove("NO_PROXY"),
+        };
+        child.status().unwrap()
+    };
+    let status = tokio::task::spawn_blocking({
+        let run = run.clone();
+        move || run(None, "ok")
+    })
+    .await
+    .unwrap();
+    assert!(status.success(), "through the proxy: {status:?}");
+    let through = seen.lock().unwrap().clone();
+    assert!(
+        through
+            .iter()
+            .any(|r| r.method == "POST" && r.target == "http://mcp-upstream.invalid/mcp"),
+        "{through:?}"
+    );
+    let before = through.len();
+    let status = tokio::task::spawn_blocking(move || run(Some("mcp-upstream.invalid"), "fail"))
+        .await
+        .unwrap();
+    assert!(status.success(), "around the proxy: {status:?}");
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        before,
+        "NO_PROXY: not through the proxy"
     );
 }

@@ -1,142 +1,234 @@
 //! The Streamable HTTP transport (MCP 2025-03-26 … 2025-11-25) as a link: one HTTP session per
-//! transport generation.
+//! transport generation; and [`AutoHttpConnector`], which falls back to the legacy HTTP+SSE
+//! transport ([`super::sse`]) when the server does not speak Streamable HTTP.
 //!
 //! The transport task speaks newline-delimited frames over a [`Link`], as for stdio; here the
-//! link's other end is a bridge task that turns each frame into an HTTP `POST` and each message
-//! of the answers (a JSON body, or the messages of an SSE stream) into a frame. So the frame
-//! limit, the read credit, the send queue and "exactly one `Down`" work as for every link.
+//! link's other end is a bridge task ([`super::bridge`]) that turns each frame into an HTTP
+//! `POST` and each message of the answers (a JSON body, or the messages of an SSE stream) into
+//! a frame. So the frame limit, the read credit, the send queue and "exactly one `Down`" work as
+//! for every link.
 //!
 //! What the bridge does, as the specification's transport page asks:
 //! - every `POST` carries `Accept: application/json, text/event-stream`; `202` answers (to our
 //!   notifications and responses) carry nothing; SSE events without data (priming events) are
-//!   skipped;
+//!   skipped, but their `id` and `retry` are kept;
 //! - the `Mcp-Session-Id` of the `initialize` answer (visible ASCII only, else the link fails)
 //!   is sent on every later request, and `MCP-Protocol-Version` once the handshake chose one;
+//! - a POST's SSE stream that breaks or ends before the response to the POST's request is
+//!   resumed with `GET` and `Last-Event-ID` (the last event id seen), after the server's
+//!   `retry` (the last one seen; else 1 s doubling), plus up to 20 % jitter, at most
+//!   [`RESUME_ATTEMPTS`] times in a row without a delivered message (an end without progress
+//!   does not reset the count). Without an event id, or once the attempts are spent, the link
+//!   ends with [`TransportError::Io`] of kind `UnexpectedEof`: a call is never left waiting on
+//!   a stream that is gone;
 //! - after `notifications/initialized`, a standalone `GET` stream carries what the server sends
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
-//!   opened again after the server's `retry` (or 1 s), at most [`GET_STREAM_ATTEMPTS`] times
-//!   in a row without an event;
+//!   opened again with `Last-Event-ID` after the same wait, at most [`GET_STREAM_ATTEMPTS`]
+//!   times in a row without a message;
 //! - a `404` to a request carrying the session id ends the link with
 //!   [`TransportError::SessionExpired`]; any other non-2xx status ends it with
 //!   [`TransportError::Http`] (the table then fails the calls in flight and reconnects);
-//! - closing sends `DELETE` with the session id (bounded by the close grace; `405` is fine).
-//!
-//! Not yet: resuming a broken response stream with `Last-Event-ID` (a broken stream ends the
-//! link), and the legacy HTTP+SSE transport of 2024-11-05.
+//! - closing sends `DELETE` with the session id (bounded by the close grace; `405` is fine);
+//! - static headers ([`HttpConnector::header`]) go on every request; redirects are never
+//!   followed; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured.
 //!
 //! Like every transport it decides nothing about the protocol: it reads a frame's JSON only
-//! to find the `initialize` exchange (for the session's headers).
+//! to find the `initialize` exchange (for the session's headers) and which response answers
+//! a POST (to know whether its stream must be resumed).
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bytes::Bytes;
-use futures_util::{Stream, StreamExt, TryStreamExt};
-use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, StatusCode};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, watch};
+use serde::de::IgnoredAny;
+use serde_json::Value;
 
-use super::{Closer, Connector, IoCause, Link, TransportError};
+use super::bridge::{self, BoxFut, Fallback, Leg, Out, PostError};
+use super::sse::SseConnector;
+use super::web::{
+    SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
+    reconnect_wait, web_options,
+};
+use super::{Connector, IoCause, Link, TransportError};
 
 /// `Mcp-Session-Id`.
 const SESSION_HEADER: &str = "mcp-session-id";
 /// `MCP-Protocol-Version`.
 const VERSION_HEADER: &str = "mcp-protocol-version";
-/// How often in a row the standalone GET stream is opened again without bringing an event.
+/// `Last-Event-ID`.
+const LAST_EVENT_HEADER: &str = "last-event-id";
+/// How often in a row the standalone GET stream is opened again without bringing a message.
 pub const GET_STREAM_ATTEMPTS: u32 = 5;
-/// The wait before opening the GET stream again when the server gave no `retry`.
-const GET_STREAM_RETRY: Duration = Duration::from_secs(1);
-/// Bytes of the duplex pipe between the bridge and the transport task.
-const PIPE: usize = 64 * 1024;
+/// How often in a row a POST's broken SSE stream is resumed without bringing a message.
+pub const RESUME_ATTEMPTS: u32 = 5;
 /// Default bound on the `DELETE` at close.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 
 /// Opens a Streamable HTTP link to one MCP endpoint per generation. A factory: it holds no
-/// session itself.
+/// session itself. It never falls back to the legacy HTTP+SSE transport (see
+/// [`AutoHttpConnector`] for that).
+///
+/// Its `Debug` output shows the names of the static headers, never their values.
 #[derive(Clone, Debug)]
 pub struct HttpConnector {
     endpoint: reqwest::Url,
-    client: reqwest::Client,
-    headers: HeaderMap,
-    max_frame_bytes: usize,
-    grace: Duration,
+    web: WebOptions,
 }
 
 impl HttpConnector {
     /// A connector for the MCP endpoint at `url` (`http://` or `https://`).
     pub fn new(url: &str) -> Result<Self, TransportError> {
-        let endpoint = reqwest::Url::parse(url).map_err(|e| TransportError::Http {
-            status: 0,
-            reason: format!("invalid endpoint URL: {e}"),
-        })?;
-        if !matches!(endpoint.scheme(), "http" | "https") {
-            return Err(TransportError::Http {
-                status: 0,
-                reason: format!("not an http(s) URL: {}", endpoint.scheme()),
-            });
-        }
-        let client = reqwest::Client::builder()
-            // A redirect could carry our headers (the session id, later a token) elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| TransportError::Connect(IoCause::new(std::io::Error::other(e))))?;
         Ok(HttpConnector {
-            endpoint,
-            client,
-            headers: HeaderMap::new(),
-            max_frame_bytes: super::DEFAULT_MAX_FRAME_BYTES,
-            grace: DEFAULT_GRACE,
+            endpoint: parse_url(url)?,
+            web: WebOptions::new(DEFAULT_GRACE)?,
         })
-    }
-
-    /// Largest message accepted from the server (the client's frame limit: 16 MiB); a JSON
-    /// body or an SSE event over it ends the link.
-    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
-        self.max_frame_bytes = bytes;
-        self
     }
 
     /// How long the `DELETE` at close may take (2 s).
     pub fn grace(mut self, grace: Duration) -> Self {
-        self.grace = grace;
+        self.web.grace = grace;
         self
     }
+
+    fn leg(&self) -> Arc<StreamableLeg> {
+        Arc::new(StreamableLeg {
+            endpoint: self.endpoint.clone(),
+            web: self.web.clone(),
+            session: Mutex::new(Session::default()),
+        })
+    }
 }
+
+web_options!(HttpConnector);
 
 impl Connector for HttpConnector {
     fn connect(
         &self,
     ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
-        let this = self.clone();
-        Box::pin(async move {
-            let (ours, theirs) = tokio::io::duplex(PIPE);
-            let (reader, writer) = tokio::io::split(ours);
-            let (ended_tx, ended) = watch::channel(None);
-            let session = Arc::new(Mutex::new(Session::default()));
-            let bridge = Bridge {
-                http: Arc::new(this.clone()),
-                session: Arc::clone(&session),
-                ended: ended_tx,
-            };
-            let task = tokio::spawn(bridge.run(theirs));
-            Ok(Link {
-                reader: Box::new(reader),
-                writer: Box::new(writer),
-                closer: Some(Box::new(HttpCloser {
-                    http: this,
-                    session,
-                    ended,
-                    task,
-                })),
-            })
-        })
+        let link = bridge::open(self.leg(), None, None, self.web.grace);
+        Box::pin(async move { Ok(link) })
     }
 
     fn describe(&self) -> String {
         format!("http: {}", self.endpoint)
+    }
+}
+
+/// Which HTTP transport an [`AutoHttpConnector`] found the server to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpVerdict {
+    /// Streamable HTTP (MCP 2025-03-26 and later).
+    Streamable,
+    /// Only the legacy HTTP+SSE transport (MCP 2024-11-05).
+    Legacy,
+}
+
+/// Streamable HTTP with the specification's backwards compatibility: when the POST of
+/// `initialize` is answered `400`, `404` or `405` (no session yet), the link falls back to the
+/// legacy HTTP+SSE transport on the same URL (`GET` it for the event stream) and sends
+/// `initialize` there. The verdict is kept for the connector's lifetime (its clones share it),
+/// so later generations use the remembered transport directly and are never probed again.
+///
+/// Not a probe of its own: the only request is the client's `initialize`.
+#[derive(Clone, Debug)]
+pub struct AutoHttpConnector {
+    http: HttpConnector,
+    sse: SseConnector,
+    verdict: Arc<Mutex<Option<HttpVerdict>>>,
+}
+
+impl AutoHttpConnector {
+    /// A connector for the MCP server at `url` (`http://` or `https://`).
+    pub fn new(url: &str) -> Result<Self, TransportError> {
+        Ok(AutoHttpConnector {
+            http: HttpConnector::new(url)?,
+            sse: SseConnector::new(url)?,
+            verdict: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    /// A static header for every request of either transport; see [`HttpConnector::header`].
+    pub fn header(self, name: &str, value: &str) -> Result<Self, TransportError> {
+        Ok(AutoHttpConnector {
+            http: self.http.header(name, value)?,
+            sse: self.sse.header(name, value)?,
+            verdict: self.verdict,
+        })
+    }
+
+    /// Bound on connect plus response headers of each request; see
+    /// [`HttpConnector::http_timeout`].
+    pub fn http_timeout(self, timeout: Duration) -> Self {
+        AutoHttpConnector {
+            http: self.http.http_timeout(timeout),
+            sse: self.sse.http_timeout(timeout),
+            verdict: self.verdict,
+        }
+    }
+
+    /// Largest message accepted from the server (16 MiB).
+    pub fn max_frame_bytes(self, bytes: usize) -> Self {
+        AutoHttpConnector {
+            http: self.http.max_frame_bytes(bytes),
+            sse: self.sse.max_frame_bytes(bytes),
+            verdict: self.verdict,
+        }
+    }
+
+    /// Which transport the server was found to speak, once an `initialize` told.
+    pub fn verdict(&self) -> Option<HttpVerdict> {
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Connector for AutoHttpConnector {
+    fn connect(
+        &self,
+    ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
+        match self.verdict() {
+            Some(HttpVerdict::Streamable) => self.http.connect(),
+            Some(HttpVerdict::Legacy) => self.sse.connect(),
+            None => {
+                let fallback = Arc::new(AutoFallback {
+                    sse: self.sse.clone(),
+                    verdict: Arc::clone(&self.verdict),
+                });
+                let link = bridge::open(self.http.leg(), None, Some(fallback), self.http.web.grace);
+                Box::pin(async move { Ok(link) })
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.verdict() {
+            Some(HttpVerdict::Legacy) => self.sse.describe(),
+            _ => self.http.describe(),
+        }
+    }
+}
+
+struct AutoFallback {
+    sse: SseConnector,
+    verdict: Arc<Mutex<Option<HttpVerdict>>>,
+}
+
+impl Fallback for AutoFallback {
+    fn open(&self, out: Out) -> BoxFut<Result<Arc<dyn Leg>, TransportError>> {
+        let sse = self.sse.clone();
+        Box::pin(async move { sse.open_leg(out).await })
+    }
+
+    fn decided(&self, legacy: bool) {
+        let verdict = if legacy {
+            HttpVerdict::Legacy
+        } else {
+            HttpVerdict::Streamable
+        };
+        tracing::debug!(target: "mcp::http", ?verdict, "the server's HTTP transport");
+        *self.verdict.lock().unwrap_or_else(|e| e.into_inner()) = Some(verdict);
     }
 }
 
@@ -148,85 +240,77 @@ struct Session {
     /// `MCP-Protocol-Version`, once the handshake chose one.
     version: Option<HeaderValue>,
     /// The id of our `initialize` request, while its answer is awaited.
-    initialize_id: Option<serde_json::Value>,
+    initialize_id: Option<Value>,
     /// Whether the standalone GET stream was started.
     get_started: bool,
 }
 
-/// The bridge between the link's frames and HTTP.
-struct Bridge {
-    http: Arc<HttpConnector>,
-    session: Arc<Mutex<Session>>,
-    /// Why the bridge ended the link (read by the closer's `exited`).
-    ended: watch::Sender<Option<TransportError>>,
+/// Where an SSE stream is, for resuming it.
+#[derive(Default)]
+struct Cursor {
+    /// The last event id seen (priming events included).
+    last_id: Option<String>,
+    /// The last `retry` the server asked for.
+    retry: Option<Duration>,
+    /// Whether a message was delivered since the flag was last cleared.
+    delivered: bool,
+    /// Whether the response awaited arrived.
+    answered: bool,
+}
+
+/// The first members of a JSON-RPC message, read without building the rest.
+#[derive(serde::Deserialize)]
+struct Head {
+    id: Option<Value>,
+    method: Option<String>,
+}
+
+impl Head {
+    fn of(bytes: &[u8]) -> Option<Head> {
+        serde_json::from_slice(bytes).ok()
+    }
+}
+
+/// A message's id when it is a response (an id and no method).
+#[derive(serde::Deserialize)]
+struct ResponseHead {
+    id: Option<Value>,
+    method: Option<IgnoredAny>,
+}
+
+/// Streamable HTTP for one session.
+struct StreamableLeg {
+    endpoint: reqwest::Url,
+    web: WebOptions,
+    session: Mutex<Session>,
 }
 
 fn lock(s: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
     s.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Bridge {
-    async fn run(self, pipe: tokio::io::DuplexStream) {
-        let (from_transport, mut to_transport) = tokio::io::split(pipe);
-        let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(64);
-        let bridge = Arc::new(self);
-        // One writer into the pipe: frames are whole lines, never interleaved.
-        let writer = async move {
-            while let Some(mut frame) = frames_rx.recv().await {
-                frame.push(b'\n');
-                if to_transport.write_all(&frame).await.is_err() {
-                    return;
-                }
-            }
-        };
-        let reader = {
-            let bridge = Arc::clone(&bridge);
-            async move {
-                let mut lines = BufReader::new(from_transport).lines();
-                while let Ok(Some(line)) = lines.next_line().await {
-                    let bridge = Arc::clone(&bridge);
-                    let frames = frames_tx.clone();
-                    tokio::spawn(async move {
-                        if let Err(e) = bridge.post(line, frames).await {
-                            bridge.fail(e);
-                        }
-                    });
-                }
-            }
-        };
-        // Once the link is failed, the pipe closes at once: the transport reads what was
-        // delivered, then EOF, rather than waiting out its flush bound.
-        let mut ended = bridge.ended.subscribe();
-        let failed = async move {
-            let _ = ended.wait_for(Option::is_some).await;
-        };
-        tokio::select! {
-            () = writer => {}
-            () = reader => {}
-            () = failed => {}
-        }
+/// The link ends because a POST's stream is gone before the response to its request.
+fn stream_lost(why: String) -> TransportError {
+    TransportError::Io(IoCause::new(std::io::Error::new(
+        std::io::ErrorKind::UnexpectedEof,
+        why,
+    )))
+}
+
+impl Leg for StreamableLeg {
+    fn post(self: Arc<Self>, frame: String, out: Out) -> BoxFut<Result<(), PostError>> {
+        Box::pin(async move { self.post_frame(frame, out).await })
     }
 
-    /// Ends the link with `reason` (the first reason wins).
-    fn fail(&self, reason: TransportError) {
-        self.ended.send_if_modified(|r| {
-            if r.is_none() {
-                tracing::debug!(target: "mcp::http", %reason, "http link ends");
-                *r = Some(reason);
-                true
-            } else {
-                false
-            }
-        });
+    fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()> {
+        Box::pin(async move { self.delete(ended).await })
     }
+}
 
+impl StreamableLeg {
     fn request(&self, method: Method) -> reqwest::RequestBuilder {
         let session = lock(&self.session);
-        let mut req = self
-            .http
-            .client
-            .request(method, self.http.endpoint.clone())
-            .headers(self.http.headers.clone());
+        let mut req = self.web.client.request(method, self.endpoint.clone());
         if let Some(id) = &session.id {
             req = req.header(SESSION_HEADER, id.clone());
         }
@@ -237,45 +321,51 @@ impl Bridge {
     }
 
     /// POSTs one frame and forwards what comes back.
-    async fn post(
-        self: &Arc<Self>,
-        frame: String,
-        frames: mpsc::Sender<Vec<u8>>,
-    ) -> Result<(), TransportError> {
-        let parsed = serde_json::from_str::<serde_json::Value>(&frame).ok();
-        let method = parsed
-            .as_ref()
-            .and_then(|v| v.get("method"))
-            .and_then(|m| m.as_str())
-            .map(str::to_owned);
-        if method.as_deref() == Some("initialize") {
-            lock(&self.session).initialize_id = parsed.as_ref().and_then(|v| v.get("id")).cloned();
+    async fn post_frame(self: &Arc<Self>, frame: String, out: Out) -> Result<(), PostError> {
+        let head = Head::of(frame.as_bytes());
+        let method = head.as_ref().and_then(|h| h.method.clone());
+        // The request whose response the answer must bring (none for notifications).
+        let request = head.and_then(|h| h.id).filter(|_| method.is_some());
+        let initialize = method.as_deref() == Some("initialize");
+        if initialize {
+            lock(&self.session).initialize_id = request.clone();
         }
         let had_session = lock(&self.session).id.is_some();
         let response = self
-            .request(Method::POST)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(frame)
-            .send()
-            .await
-            .map_err(connect_error)?;
+            .web
+            .send(
+                self.request(Method::POST)
+                    .header(ACCEPT, "application/json, text/event-stream")
+                    .header(CONTENT_TYPE, "application/json")
+                    .body(frame),
+            )
+            .await?;
         let status = response.status();
         if status == StatusCode::NOT_FOUND && had_session {
-            return Err(self.expired());
+            return Err(self.expired().into());
         }
         if !status.is_success() {
-            return Err(TransportError::Http {
+            let error = TransportError::Http {
                 status: status.as_u16(),
                 reason: format!("to a POST of {}", method.as_deref().unwrap_or("a response")),
-            });
+            };
+            // The backwards-compatibility rule: a server of the 2024-11-05 transport refuses
+            // the POST of initialize this way.
+            return Err(
+                if initialize && !had_session && matches!(status.as_u16(), 400 | 404 | 405) {
+                    PostError::Fallback(error)
+                } else {
+                    PostError::Fail(error)
+                },
+            );
         }
         if let Some(id) = response.headers().get(SESSION_HEADER) {
             if !id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
                 return Err(TransportError::Http {
                     status: status.as_u16(),
                     reason: "the Mcp-Session-Id is not visible ASCII".into(),
-                });
+                }
+                .into());
             }
             let mut session = lock(&self.session);
             if session.id.is_none() {
@@ -283,22 +373,18 @@ impl Bridge {
             }
         }
         if method.as_deref() == Some("notifications/initialized") {
-            self.start_get_stream(frames.clone());
+            self.start_get_stream(&out);
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(());
         }
-        let is_sse = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/event-stream"));
-        if is_sse {
-            self.forward_sse(response.bytes_stream(), &frames).await?;
+        if is_sse(&response) {
+            self.forward_post_stream(response, request.as_ref(), &out)
+                .await?;
         } else {
-            let body = read_capped(response, self.http.max_frame_bytes).await?;
+            let body = read_capped(response, self.web.max_frame_bytes).await?;
             if !body.iter().all(u8::is_ascii_whitespace) {
-                self.deliver(one_line(&body), &frames).await;
+                self.deliver(one_line(&body), &out).await;
             }
         }
         Ok(())
@@ -315,12 +401,16 @@ impl Bridge {
     }
 
     /// Hands one message to the transport; learns the protocol version from the `initialize`
-    /// answer on the way.
-    async fn deliver(&self, message: Vec<u8>, frames: &mpsc::Sender<Vec<u8>>) {
+    /// answer on the way. Returns the id the message answers, when it is a response.
+    async fn deliver(&self, message: Vec<u8>, out: &Out) -> Option<Value> {
+        let answers = serde_json::from_slice::<ResponseHead>(&message)
+            .ok()
+            .filter(|h| h.method.is_none())
+            .and_then(|h| h.id);
         let awaiting = lock(&self.session).initialize_id.clone();
         if let Some(init_id) = awaiting
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&message)
-            && v.get("id") == Some(&init_id)
+            && answers.as_ref() == Some(&init_id)
+            && let Ok(v) = serde_json::from_slice::<Value>(&message)
         {
             let version = v
                 .get("result")
@@ -331,61 +421,116 @@ impl Bridge {
             session.initialize_id = None;
             session.version = version;
         }
-        let _ = frames.send(message).await;
+        out.deliver(message).await;
+        answers
     }
 
-    /// Forwards every message of an SSE stream; returns the last `retry` the server asked for.
-    async fn forward_sse(
+    /// Forwards the messages of an SSE stream until it ends, or until the response to
+    /// `request` was delivered; keeps the stream's position in `cursor`.
+    async fn forward(
         &self,
-        body: impl Stream<Item = reqwest::Result<Bytes>> + Send + Unpin,
-        frames: &mpsc::Sender<Vec<u8>>,
-    ) -> Result<Option<Duration>, TransportError> {
-        let max = self.http.max_frame_bytes;
-        let pending = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counted = {
-            let pending = Arc::clone(&pending);
-            body.map_err(std::io::Error::other).map(move |chunk| {
-                let chunk = chunk?;
-                let seen = pending.fetch_add(chunk.len(), std::sync::atomic::Ordering::Relaxed)
-                    + chunk.len();
-                // An event may not grow past the frame limit (plus room for its field names).
-                if seen > max.saturating_add(4096) {
-                    Err(std::io::Error::other("an SSE event over the frame limit"))
-                } else {
-                    Ok(chunk)
-                }
-            })
-        };
-        let mut events = sse_stream::SseStream::from_bytes_stream(counted);
-        let mut retry = None;
-        while let Some(event) = events.next().await {
-            let event = event.map_err(|e| {
-                if pending.load(std::sync::atomic::Ordering::Relaxed) > max {
-                    TransportError::Oversized {
-                        seen: pending.load(std::sync::atomic::Ordering::Relaxed),
-                        max,
-                    }
-                } else {
-                    TransportError::Io(IoCause::new(std::io::Error::other(e.to_string())))
-                }
-            })?;
-            pending.store(0, std::sync::atomic::Ordering::Relaxed);
+        events: &mut SseEvents,
+        cursor: &mut Cursor,
+        request: Option<&Value>,
+        out: &Out,
+    ) -> Result<(), SseError> {
+        while let Some(event) = events.next().await? {
+            if let Some(id) = &event.id {
+                cursor.last_id = Some(id.clone()).filter(|id| !id.is_empty());
+            }
             if let Some(ms) = event.retry {
-                retry = Some(Duration::from_millis(ms));
+                cursor.retry = Some(Duration::from_millis(ms));
             }
-            let Some(data) = event.data.filter(|d| !d.trim().is_empty()) else {
-                continue; // a priming event, or a comment
+            let Some(data) = message_of(&event) else {
+                continue; // a priming event, a retry, another event type
             };
-            if event.event.as_deref().is_some_and(|e| e != "message") {
-                continue;
+            let answers = self.deliver(one_line(data.as_bytes()), out).await;
+            cursor.delivered = true;
+            if request.is_some() && answers.as_ref() == request {
+                cursor.answered = true;
+                return Ok(());
             }
-            self.deliver(one_line(data.as_bytes()), frames).await;
         }
-        Ok(retry)
+        Ok(())
+    }
+
+    /// Opens a GET stream, resuming after `last_id` when given.
+    async fn get(&self, last_id: Option<&str>) -> Result<reqwest::Response, TransportError> {
+        let mut get = self
+            .request(Method::GET)
+            .header(ACCEPT, "text/event-stream");
+        if let Some(id) = last_id {
+            get = get.header(LAST_EVENT_HEADER, id);
+        }
+        self.web.send(get).await
+    }
+
+    /// Forwards a POST's SSE answer, resuming it while the response to `request` is missing.
+    async fn forward_post_stream(
+        &self,
+        response: reqwest::Response,
+        request: Option<&Value>,
+        out: &Out,
+    ) -> Result<(), TransportError> {
+        let max = self.web.max_frame_bytes;
+        let mut cursor = Cursor::default();
+        let mut stream = Some(SseEvents::new(response, max));
+        let mut why = String::new();
+        let mut attempts = 0;
+        loop {
+            if let Some(mut events) = stream.take() {
+                let result = self.forward(&mut events, &mut cursor, request, out).await;
+                if cursor.answered {
+                    return Ok(());
+                }
+                why = match result {
+                    Err(SseError::Invalid(e)) => return Err(e),
+                    Err(SseError::Broken(e)) => format!("the response stream broke ({e})"),
+                    Ok(()) => "the response stream ended".into(),
+                };
+            }
+            if request.is_none() {
+                return Ok(()); // nothing is awaited on it
+            }
+            if std::mem::take(&mut cursor.delivered) {
+                attempts = 0;
+            }
+            let Some(last_id) = cursor.last_id.clone() else {
+                return Err(stream_lost(format!(
+                    "{why} before the response, and the server gave no event id to resume it"
+                )));
+            };
+            attempts += 1;
+            if attempts > RESUME_ATTEMPTS {
+                return Err(stream_lost(format!(
+                    "{why} before the response; gave up after {RESUME_ATTEMPTS} attempts to resume it"
+                )));
+            }
+            tokio::time::sleep(reconnect_wait(cursor.retry, attempts)).await;
+            tracing::debug!(target: "mcp::http", attempts, "resuming a response stream");
+            let response = match self.get(Some(&last_id)).await {
+                Ok(r) => r,
+                Err(e) => {
+                    why = format!("resuming the response stream failed ({e})");
+                    continue;
+                }
+            };
+            let status = response.status();
+            if status == StatusCode::NOT_FOUND && lock(&self.session).id.is_some() {
+                return Err(self.expired());
+            }
+            if !status.is_success() || !is_sse(&response) {
+                return Err(TransportError::Http {
+                    status: status.as_u16(),
+                    reason: "to the GET resuming a response stream".into(),
+                });
+            }
+            stream = Some(SseEvents::new(response, max));
+        }
     }
 
     /// Opens the standalone GET stream once, in the background, for the link's lifetime.
-    fn start_get_stream(self: &Arc<Self>, frames: mpsc::Sender<Vec<u8>>) {
+    fn start_get_stream(self: &Arc<Self>, out: &Out) {
         {
             let mut session = lock(&self.session);
             if session.get_started {
@@ -393,165 +538,79 @@ impl Bridge {
             }
             session.get_started = true;
         }
-        let bridge = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut quiet = 0;
-            while quiet < GET_STREAM_ATTEMPTS {
-                let response = match bridge
-                    .request(Method::GET)
-                    .header(ACCEPT, "text/event-stream")
-                    .send()
-                    .await
-                {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::debug!(target: "mcp::http", error = %e, "GET stream failed");
-                        quiet += 1;
-                        tokio::time::sleep(GET_STREAM_RETRY).await;
-                        continue;
-                    }
-                };
-                match response.status() {
-                    StatusCode::METHOD_NOT_ALLOWED => {
-                        tracing::debug!(target: "mcp::http", "the server offers no GET stream");
-                        return;
-                    }
-                    StatusCode::NOT_FOUND => return bridge.fail(bridge.expired()),
-                    s if !s.is_success() => {
-                        tracing::debug!(target: "mcp::http", status = s.as_u16(), "GET stream refused");
-                        return;
-                    }
-                    _ => {}
-                }
-                let before = frames.capacity();
-                let retry = bridge
-                    .forward_sse(response.bytes_stream(), &frames)
-                    .await
-                    .unwrap_or(None);
-                // A normal end does not reset the budget: only an event does.
-                if frames.capacity() == before {
+        let leg = Arc::clone(self);
+        let out2 = out.clone();
+        out.spawn(async move { leg.get_stream(out2).await });
+    }
+
+    async fn get_stream(&self, out: Out) {
+        let mut cursor = Cursor::default();
+        let mut quiet = 0;
+        while quiet < GET_STREAM_ATTEMPTS {
+            let response = match self.get(cursor.last_id.as_deref()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::debug!(target: "mcp::http", error = %e, "GET stream failed");
                     quiet += 1;
-                } else {
-                    quiet = 0;
+                    tokio::time::sleep(reconnect_wait(cursor.retry, quiet)).await;
+                    continue;
                 }
-                tokio::time::sleep(retry.unwrap_or(GET_STREAM_RETRY)).await;
-            }
-        });
-    }
-}
-
-/// `bytes` as one line: a JSON text's raw line breaks can only be whitespace between tokens
-/// (inside strings they are escaped), so they become spaces.
-fn one_line(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .iter()
-        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-        .collect()
-}
-
-/// The body of a JSON answer, failing once it passes `max` bytes (never buffered past it).
-async fn read_capped(response: reqwest::Response, max: usize) -> Result<Vec<u8>, TransportError> {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| TransportError::Io(IoCause::new(std::io::Error::other(e))))?;
-        if body.len() + chunk.len() > max {
-            return Err(TransportError::Oversized {
-                seen: body.len() + chunk.len(),
-                max,
-            });
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
-}
-
-fn connect_error(e: reqwest::Error) -> TransportError {
-    // Never the URL's query (it could hold a secret): reqwest's message without it.
-    let e = e.without_url();
-    if e.is_connect() {
-        TransportError::Connect(IoCause::new(std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            e,
-        )))
-    } else {
-        TransportError::Io(IoCause::new(std::io::Error::other(e)))
-    }
-}
-
-/// Ends an HTTP link: stops the bridge, sends `DELETE` for the session.
-struct HttpCloser {
-    http: HttpConnector,
-    session: Arc<Mutex<Session>>,
-    ended: watch::Receiver<Option<TransportError>>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for HttpCloser {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl Closer for HttpCloser {
-    fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
-        Box::pin(async move {
-            self.task.abort();
-            let (id, version) = {
-                let session = lock(&self.session);
-                (session.id.clone(), session.version.clone())
             };
-            let expired = matches!(
-                &*self.ended.borrow(),
-                Some(TransportError::SessionExpired { .. })
-            );
-            if let Some(id) = id
-                && !expired
+            match response.status() {
+                StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!(target: "mcp::http", "the server offers no GET stream");
+                    return;
+                }
+                StatusCode::NOT_FOUND if lock(&self.session).id.is_some() => {
+                    return out.fail(self.expired());
+                }
+                s if !s.is_success() || !is_sse(&response) => {
+                    tracing::debug!(target: "mcp::http", status = s.as_u16(), "GET stream refused");
+                    return;
+                }
+                _ => {}
+            }
+            let mut events = SseEvents::new(response, self.web.max_frame_bytes);
+            if let Err(SseError::Invalid(e)) =
+                self.forward(&mut events, &mut cursor, None, &out).await
             {
-                let mut delete = self
-                    .http
-                    .client
-                    .delete(self.http.endpoint.clone())
-                    .headers(self.http.headers.clone())
-                    .header(SESSION_HEADER, id);
-                if let Some(version) = version {
-                    delete = delete.header(VERSION_HEADER, version);
-                }
-                let delete = delete.send();
-                match tokio::time::timeout(self.http.grace, delete).await {
-                    Ok(Ok(r)) => {
-                        tracing::debug!(target: "mcp::http", status = r.status().as_u16(), "session deleted")
-                    }
-                    Ok(Err(e)) => {
-                        tracing::debug!(target: "mcp::http", error = %e.without_url(), "DELETE failed")
-                    }
-                    Err(_) => tracing::debug!(target: "mcp::http", "DELETE timed out"),
-                }
+                return out.fail(e);
             }
-        })
-    }
-
-    fn kill_now(&mut self) {
-        self.task.abort();
-    }
-
-    fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {
-        let mut ended = self.ended.clone();
-        Some(Box::pin(async move {
-            let reason = match ended.wait_for(Option::is_some).await {
-                Ok(reason) => reason.clone(),
-                Err(_) => None,
-            };
-            match reason {
-                Some(reason) => reason,
-                None => std::future::pending().await,
+            // A normal end does not reset the budget: only a message does.
+            if std::mem::take(&mut cursor.delivered) {
+                quiet = 0;
+            } else {
+                quiet += 1;
             }
-        }))
+            tokio::time::sleep(reconnect_wait(cursor.retry, quiet.max(1))).await;
+        }
+        tracing::debug!(target: "mcp::http", "the GET stream brought nothing: not opened again");
     }
 
-    fn flush_timeout(&self) -> Duration {
-        self.http.grace
+    /// Sends `DELETE` for the session, unless the server already ended it.
+    async fn delete(&self, ended: Option<TransportError>) {
+        let (id, version) = {
+            let session = lock(&self.session);
+            (session.id.clone(), session.version.clone())
+        };
+        let expired = matches!(ended, Some(TransportError::SessionExpired { .. }));
+        let Some(id) = id.filter(|_| !expired) else {
+            return;
+        };
+        let mut delete = self
+            .web
+            .client
+            .delete(self.endpoint.clone())
+            .header(SESSION_HEADER, id);
+        if let Some(version) = version {
+            delete = delete.header(VERSION_HEADER, version);
+        }
+        match self.web.send(delete).await {
+            Ok(r) => {
+                tracing::debug!(target: "mcp::http", status = r.status().as_u16(), "session deleted")
+            }
+            Err(e) => tracing::debug!(target: "mcp::http", error = %e, "DELETE failed"),
+        }
     }
 }
 
@@ -560,20 +619,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn one_line_keeps_json_meaning() {
-        let pretty = b"{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}";
-        let line = one_line(pretty);
-        assert!(!line.contains(&b'\n'));
-        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
-        assert_eq!(v["a"], "x\ny");
-        assert_eq!(v["b"], serde_json::json!([1, 2]));
-    }
-
-    #[test]
     fn only_http_urls() {
         assert!(HttpConnector::new("ftp://x/mcp").is_err());
         assert!(HttpConnector::new("not a url").is_err());
         let c = HttpConnector::new("http://127.0.0.1:9/mcp").unwrap();
         assert_eq!(c.describe(), "http: http://127.0.0.1:9/mcp");
+    }
+
+    #[test]
+    fn debug_output_shows_header_names_not_values() {
+        let c = AutoHttpConnector::new("http://127.0.0.1:9/mcp")
+            .unwrap()
+            .header("Authorization", "Bearer top-secret")
+            .unwrap();
+        let shown = format!("{c:?}");
+        assert!(shown.contains("authorization"), "{shown}");
+        assert!(!shown.contains("top-secret"), "{shown}");
+        assert!(c.clone().header("x-key", "a\r\nb").is_err());
+        assert_eq!(c.verdict(), None);
     }
 }

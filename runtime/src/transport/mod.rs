@@ -16,11 +16,14 @@
 //!
 //! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
 
+mod bridge;
 #[doc(hidden)]
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
+pub mod sse;
 pub mod stdio;
 pub mod stream;
+mod web;
 
 use std::fmt;
 use std::future::Future;
@@ -35,7 +38,8 @@ use tracing::Instrument;
 
 use framing::{FrameReader, ReadFrame, write_frame};
 
-pub use http::HttpConnector;
+pub use http::{AutoHttpConnector, HttpConnector, HttpVerdict};
+pub use sse::SseConnector;
 pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
 

@@ -1,9 +1,12 @@
-//! Drives a real MCP server over stdio through the client library and checks what it sees.
+//! Drives a real MCP server over stdio or HTTP through the client library and checks what it sees.
 //!
 //! `interop everything -- node .../mcp-server-everything stdio` exercises every tool of
 //! server-everything, the sampling, elicitation and roots round trips, progress, logging,
 //! resources, prompts and completion. `interop python -- python server.py` exercises a server
-//! built on the official Python SDK. Prints one line per check and exits 1 if any failed.
+//! built on the official Python SDK. Instead of a command, a URL: `http(s)://…` is an HTTP server
+//! (Streamable HTTP, or the legacy HTTP+SSE transport found by the fallback), `sse+http(s)://…`
+//! a server of the legacy HTTP+SSE transport only. Prints one line per check and exits 1 if
+//! any failed.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -293,7 +296,7 @@ async fn main() {
     let (kind, cmd) = match args.iter().position(|a| a == "--") {
         Some(i) if i == 1 && args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
         _ => {
-            eprintln!("usage: interop everything|python -- COMMAND [ARGS...] | URL");
+            eprintln!("usage: interop everything|python -- COMMAND [ARGS...] | URL | sse+URL");
             std::process::exit(2);
         }
     };
@@ -302,15 +305,24 @@ async fn main() {
     // Everything the driver feeds its machine is recorded, and replayed at the end: what the
     // runtime did against a real server must be a behaviour of the machine (trace validation).
     let recorder = mcp_runtime::trace::TraceRecorder::new();
-    // A URL is a Streamable HTTP server; anything else a command to spawn over stdio.
-    let builder = if cmd[0].starts_with("http://") || cmd[0].starts_with("https://") {
-        match ClientBuilder::http(&cmd[0]) {
-            Ok(b) => b,
-            Err(e) => {
-                println!("FAIL connect: {e}");
-                std::process::exit(1);
-            }
-        }
+    // A URL is an HTTP server (Streamable HTTP, falling back to the legacy HTTP+SSE transport
+    // by itself); `sse+http://…` forces the legacy transport; anything else is a command to
+    // spawn over stdio.
+    let http = |url: &str, legacy: bool| {
+        let builder = if legacy {
+            ClientBuilder::sse(url)
+        } else {
+            ClientBuilder::http(url)
+        };
+        builder.unwrap_or_else(|e| {
+            println!("FAIL connect: {e}");
+            std::process::exit(1);
+        })
+    };
+    let builder = if let Some(url) = cmd[0].strip_prefix("sse+") {
+        http(url, true)
+    } else if cmd[0].starts_with("http://") || cmd[0].starts_with("https://") {
+        http(&cmd[0], false)
     } else {
         ClientBuilder::stdio(&cmd[0], &cmd[1..])
     };

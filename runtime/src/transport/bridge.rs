@@ -1,0 +1,303 @@
+//! The link of the HTTP transports: a bridge task between a duplex pipe of newline-delimited
+//! frames (the transport task's end of the [`Link`]) and HTTP requests.
+//!
+//! Each frame the transport writes is handed to the current [`Leg`] (Streamable HTTP, or the
+//! legacy HTTP+SSE transport), which posts it and forwards what comes back as frames. Every
+//! request and stream the bridge starts lives in one task set owned by the bridge task, so
+//! closing or dropping the link stops them all. The first failure ends the link: the pipe
+//! closes and the closer's `exited` reports the typed reason.
+//!
+//! An automatic link starts with the Streamable HTTP leg and, when the server refuses the POST
+//! of `initialize` (400, 404, 405, before any session), switches once to the [`Fallback`] leg
+//! and posts `initialize` again there.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use super::{Closer, Link, TransportError};
+
+/// A boxed future, as legs return them.
+pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Bytes of the duplex pipe between the bridge and the transport task.
+const PIPE: usize = 64 * 1024;
+
+/// Why a leg could not post a frame.
+pub(crate) enum PostError {
+    /// The link ends with this reason.
+    Fail(TransportError),
+    /// The server refused `initialize` in a way that asks for the legacy transport; the link
+    /// ends with this reason unless it can fall back.
+    Fallback(TransportError),
+}
+
+impl From<TransportError> for PostError {
+    fn from(e: TransportError) -> Self {
+        PostError::Fail(e)
+    }
+}
+
+/// One HTTP transport's way of sending frames and receiving messages.
+pub(crate) trait Leg: Send + Sync + 'static {
+    /// Sends one frame; forwards what comes back through `out`.
+    fn post(self: Arc<Self>, frame: String, out: Out) -> BoxFut<Result<(), PostError>>;
+    /// Teardown after the link ended (`DELETE` of a session), given why it ended.
+    fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()>;
+}
+
+/// Opens the legacy leg of an automatic link, and remembers which transport the server speaks.
+pub(crate) trait Fallback: Send + Sync + 'static {
+    /// Opens the fallback leg (its streams are started through `out`).
+    fn open(&self, out: Out) -> BoxFut<Result<Arc<dyn Leg>, TransportError>>;
+    /// The verdict: `true` if the server speaks only the legacy transport.
+    fn decided(&self, legacy: bool);
+}
+
+/// What a leg hands messages, failures and background work to.
+#[derive(Clone)]
+pub(crate) struct Out {
+    frames: mpsc::Sender<Vec<u8>>,
+    ended: Arc<watch::Sender<Option<TransportError>>>,
+    tasks: mpsc::UnboundedSender<BoxFut<()>>,
+}
+
+impl Out {
+    /// Hands one message (one line) to the transport; `false` once the link is gone.
+    pub(crate) async fn deliver(&self, message: Vec<u8>) -> bool {
+        self.frames.send(message).await.is_ok()
+    }
+
+    /// Ends the link with `reason` (the first reason wins).
+    pub(crate) fn fail(&self, reason: TransportError) {
+        self.ended.send_if_modified(|r| {
+            if r.is_none() {
+                tracing::debug!(target: "mcp::http", %reason, "http link ends");
+                *r = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Runs `task` for as long as the link lives.
+    pub(crate) fn spawn(&self, task: impl Future<Output = ()> + Send + 'static) {
+        let _ = self.tasks.send(Box::pin(task));
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+struct Bridge {
+    leg: Mutex<Arc<dyn Leg>>,
+    /// Until the verdict: how to fall back (automatic links only).
+    fallback: Mutex<Option<Arc<dyn Fallback>>>,
+    out: Out,
+}
+
+impl Bridge {
+    fn leg(&self) -> Arc<dyn Leg> {
+        Arc::clone(&lock(&self.leg))
+    }
+
+    async fn post_line(self: Arc<Self>, frame: String) {
+        let result = self.leg().post(frame.clone(), self.out.clone()).await;
+        let pending = lock(&self.fallback).clone();
+        let reason = match (result, pending) {
+            (Ok(()), None) => return,
+            (Ok(()), Some(fallback)) => {
+                if is_initialize(&frame) {
+                    lock(&self.fallback).take();
+                    fallback.decided(false);
+                }
+                return;
+            }
+            (Err(PostError::Fail(e)), _) | (Err(PostError::Fallback(e)), None) => e,
+            (Err(PostError::Fallback(refused)), Some(fallback)) => {
+                lock(&self.fallback).take();
+                tracing::debug!(target: "mcp::http", %refused, "falling back to the HTTP+SSE transport");
+                match fallback.open(self.out.clone()).await {
+                    Ok(leg) => {
+                        fallback.decided(true);
+                        *lock(&self.leg) = Arc::clone(&leg);
+                        match leg.post(frame, self.out.clone()).await {
+                            Ok(()) => return,
+                            Err(PostError::Fail(e) | PostError::Fallback(e)) => e,
+                        }
+                    }
+                    Err(e) => match refused {
+                        TransportError::Http { status, reason } => TransportError::Http {
+                            status,
+                            reason: format!(
+                                "{reason}; the legacy HTTP+SSE transport failed too: {e}"
+                            ),
+                        },
+                        other => other,
+                    },
+                }
+            }
+        };
+        self.out.fail(reason);
+    }
+}
+
+/// Whether a frame is an `initialize` request.
+fn is_initialize(frame: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Head<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Head<'_>>(frame).is_ok_and(|h| h.method.as_deref() == Some("initialize"))
+}
+
+/// Work a link runs from its start (a stream its leg already opened), given the link's [`Out`].
+pub(crate) type Start = Box<dyn FnOnce(Out) -> BoxFut<()> + Send>;
+
+/// Opens a bridged link over `leg`; `start` runs inside the link for its lifetime;
+/// `fallback` makes it an automatic link.
+pub(crate) fn open(
+    leg: Arc<dyn Leg>,
+    start: Option<Start>,
+    fallback: Option<Arc<dyn Fallback>>,
+    grace: Duration,
+) -> Link {
+    let (ours, theirs) = tokio::io::duplex(PIPE);
+    let (reader, writer) = tokio::io::split(ours);
+    let (ended_tx, ended) = watch::channel(None);
+    let (frames_tx, frames_rx) = mpsc::channel::<Vec<u8>>(64);
+    let (tasks_tx, tasks_rx) = mpsc::unbounded_channel();
+    let bridge = Arc::new(Bridge {
+        leg: Mutex::new(leg),
+        fallback: Mutex::new(fallback),
+        out: Out {
+            frames: frames_tx,
+            ended: Arc::new(ended_tx),
+            tasks: tasks_tx,
+        },
+    });
+    if let Some(start) = start {
+        bridge.out.spawn(start(bridge.out.clone()));
+    }
+    let task = tokio::spawn(run(Arc::clone(&bridge), theirs, frames_rx, tasks_rx));
+    Link {
+        reader: Box::new(reader),
+        writer: Box::new(writer),
+        closer: Some(Box::new(BridgeCloser {
+            bridge,
+            ended,
+            task,
+            grace,
+        })),
+    }
+}
+
+async fn run(
+    bridge: Arc<Bridge>,
+    pipe: tokio::io::DuplexStream,
+    mut frames: mpsc::Receiver<Vec<u8>>,
+    mut tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
+) {
+    let (from_transport, mut to_transport) = tokio::io::split(pipe);
+    // One writer into the pipe: frames are whole lines, never interleaved.
+    let writer = async move {
+        while let Some(mut frame) = frames.recv().await {
+            frame.push(b'\n');
+            if to_transport.write_all(&frame).await.is_err() {
+                return;
+            }
+        }
+    };
+    // Every request and stream of the link; dropped (aborted) with the bridge.
+    let mut set = JoinSet::new();
+    let work = {
+        let bridge = Arc::clone(&bridge);
+        async move {
+            let mut lines = BufReader::new(from_transport).lines();
+            loop {
+                tokio::select! {
+                    line = lines.next_line() => match line {
+                        Ok(Some(line)) => {
+                            set.spawn(Arc::clone(&bridge).post_line(line));
+                        }
+                        // The transport closed its end: the link is closing.
+                        _ => return,
+                    },
+                    Some(task) = tasks.recv() => {
+                        set.spawn(task);
+                    }
+                    Some(_) = set.join_next(), if !set.is_empty() => {}
+                }
+            }
+        }
+    };
+    // Once the link is failed, the pipe closes at once: the transport reads what was
+    // delivered, then EOF, rather than waiting out its flush bound.
+    let mut ended = bridge.out.ended.subscribe();
+    let failed = async move {
+        let _ = ended.wait_for(Option::is_some).await;
+    };
+    tokio::select! {
+        () = writer => {}
+        () = work => {}
+        () = failed => {}
+    }
+}
+
+/// Ends a bridged link: stops the bridge (and every request and stream it runs), then the
+/// leg's teardown, bounded by the grace.
+struct BridgeCloser {
+    bridge: Arc<Bridge>,
+    ended: watch::Receiver<Option<TransportError>>,
+    task: tokio::task::JoinHandle<()>,
+    grace: Duration,
+}
+
+impl Drop for BridgeCloser {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Closer for BridgeCloser {
+    fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            self.task.abort();
+            let ended = self.ended.borrow().clone();
+            let teardown = self.bridge.leg().close(ended);
+            if tokio::time::timeout(self.grace, teardown).await.is_err() {
+                tracing::debug!(target: "mcp::http", "teardown at close timed out");
+            }
+        })
+    }
+
+    fn kill_now(&mut self) {
+        self.task.abort();
+    }
+
+    fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {
+        let mut ended = self.ended.clone();
+        Some(Box::pin(async move {
+            let reason = match ended.wait_for(Option::is_some).await {
+                Ok(reason) => reason.clone(),
+                Err(_) => None,
+            };
+            match reason {
+                Some(reason) => reason,
+                None => std::future::pending().await,
+            }
+        }))
+    }
+
+    fn flush_timeout(&self) -> Duration {
+        self.grace
+    }
+}

@@ -1,0 +1,368 @@
+//! What the HTTP transports ([`super::http`], [`super::sse`]) share: the HTTP client and its
+//! options (static headers, the per-request timeout, the frame limit), sending one request
+//! with that timeout, reading a body or an SSE stream without buffering past the frame limit,
+//! and the wait before opening a stream again.
+//!
+//! Not a transport: it opens no link and decides nothing.
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt, TryStreamExt};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use sse_stream::Sse;
+
+use super::{IoCause, TransportError};
+
+/// Headers the transports set themselves; a static header may not replace them.
+const RESERVED: &[&str] = &[
+    "accept",
+    "connection",
+    "content-length",
+    "content-type",
+    "host",
+    "last-event-id",
+    "mcp-protocol-version",
+    "mcp-session-id",
+    "transfer-encoding",
+];
+
+/// The longest wait between two attempts to open a stream when the server gave no `retry`.
+const MAX_WAIT: Duration = Duration::from_secs(30);
+/// The first wait when the server gave no `retry`.
+const FIRST_WAIT: Duration = Duration::from_secs(1);
+
+/// The HTTP client and the options every request of an HTTP transport uses.
+#[derive(Clone)]
+pub(crate) struct WebOptions {
+    pub(crate) client: reqwest::Client,
+    /// Static headers, sent on every request; their values are marked sensitive.
+    pub(crate) headers: HeaderMap,
+    pub(crate) max_frame_bytes: usize,
+    /// Bound on the teardown request at close (`DELETE`).
+    pub(crate) grace: Duration,
+    /// Bound on connecting plus receiving the response headers of each request.
+    pub(crate) http_timeout: Option<Duration>,
+}
+
+impl fmt::Debug for WebOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Header values can be credentials: names only.
+        f.debug_struct("WebOptions")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("grace", &self.grace)
+            .field("http_timeout", &self.http_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WebOptions {
+    /// The defaults: no redirects followed, proxies from the environment (`HTTP_PROXY`,
+    /// `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`: reqwest's default), no static header, no
+    /// per-request timeout.
+    pub(crate) fn new(grace: Duration) -> Result<Self, TransportError> {
+        let client = reqwest::Client::builder()
+            // A redirect could carry our headers (the session id, a token) elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| TransportError::Connect(IoCause::new(std::io::Error::other(e))))?;
+        Ok(WebOptions {
+            client,
+            headers: HeaderMap::new(),
+            max_frame_bytes: super::DEFAULT_MAX_FRAME_BYTES,
+            grace,
+            http_timeout: None,
+        })
+    }
+
+    /// Adds (or replaces) a static header. The value is never shown in an error, a log or a
+    /// `Debug` output.
+    pub(crate) fn set_header(&mut self, name: &str, value: &str) -> Result<(), TransportError> {
+        let invalid = |reason: String| TransportError::Http { status: 0, reason };
+        let header = HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| invalid(format!("invalid header name {name:?}")))?;
+        if RESERVED.contains(&header.as_str()) {
+            return Err(invalid(format!(
+                "the header {header} is set by the transport itself"
+            )));
+        }
+        // Refuses CR, LF and every other control character but tab.
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            invalid(format!(
+                "the value of the header {header} holds a character a header may not carry (CR, LF, another control character or non-ASCII)"
+            ))
+        })?;
+        value.set_sensitive(true);
+        self.headers.insert(header, value);
+        Ok(())
+    }
+
+    /// Sends `request`, bounding connect plus response headers by the per-request timeout.
+    pub(crate) async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, TransportError> {
+        let send = request.headers(self.headers.clone()).send();
+        let response = match self.http_timeout {
+            Some(bound) => tokio::time::timeout(bound, send).await.map_err(|_| {
+                TransportError::Io(IoCause::new(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("no HTTP response within {bound:?}"),
+                )))
+            })?,
+            None => send.await,
+        };
+        response.map_err(connect_error)
+    }
+}
+
+/// The options every HTTP connector takes, as builder methods of `$connector` (a struct with
+/// a `web: WebOptions` field).
+macro_rules! web_options {
+    ($connector:ty) => {
+        impl $connector {
+            /// Largest message accepted from the server (the client's frame limit: 16 MiB); a
+            /// JSON body or an SSE event over it ends the link (it is never buffered whole).
+            pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+                self.web.max_frame_bytes = bytes;
+                self
+            }
+
+            /// A static header sent on every request (an `Authorization` token, an API key),
+            /// replacing an earlier one of the same name. Fails, before anything is sent, on an
+            /// invalid name, a value with CR, LF or another control character, or a header the
+            /// transport sets itself (`Accept`, `Content-Type`, `Mcp-Session-Id`,
+            /// `MCP-Protocol-Version`, `Last-Event-ID`, …). The value never appears in errors,
+            /// logs or `Debug` output.
+            pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
+                self.web.set_header(name, value)?;
+                Ok(self)
+            }
+
+            /// Bounds connecting plus receiving the response headers of each HTTP request
+            /// (none by default); not the length of an SSE stream, and not the MCP request
+            /// timeout. A request over it ends the link with [`TransportError::Io`] of kind
+            /// `TimedOut`. A server that answers a POST with JSON only once the call is done
+            /// needs a bound above its longest call.
+            pub fn http_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.web.http_timeout = Some(timeout);
+                self
+            }
+        }
+    };
+}
+pub(crate) use web_options;
+
+/// Parses an `http://` or `https://` URL.
+pub(crate) fn parse_url(url: &str) -> Result<reqwest::Url, TransportError> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| TransportError::Http {
+        status: 0,
+        reason: format!("invalid endpoint URL: {e}"),
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(TransportError::Http {
+            status: 0,
+            reason: format!("not an http(s) URL: {}", parsed.scheme()),
+        });
+    }
+    Ok(parsed)
+}
+
+/// Whether an answer is an SSE stream.
+pub(crate) fn is_sse(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/event-stream"))
+}
+
+/// `bytes` as one line: a JSON text's raw line breaks can only be whitespace between tokens
+/// (inside strings they are escaped), so they become spaces.
+pub(crate) fn one_line(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
+        .collect()
+}
+
+/// The body of a JSON answer, failing once it passes `max` bytes (never buffered past it).
+pub(crate) async fn read_capped(
+    response: reqwest::Response,
+    max: usize,
+) -> Result<Vec<u8>, TransportError> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| TransportError::Io(IoCause::new(std::io::Error::other(e))))?;
+        if body.len() + chunk.len() > max {
+            return Err(TransportError::Oversized {
+                seen: body.len() + chunk.len(),
+                max,
+            });
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// A `reqwest` error as a transport error, without the URL (its query could hold a secret).
+pub(crate) fn connect_error(e: reqwest::Error) -> TransportError {
+    let e = e.without_url();
+    if e.is_connect() {
+        TransportError::Connect(IoCause::new(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            e,
+        )))
+    } else {
+        TransportError::Io(IoCause::new(std::io::Error::other(e)))
+    }
+}
+
+/// Why reading an SSE stream stopped before its end.
+#[derive(Debug)]
+pub(crate) enum SseError {
+    /// The connection broke: the stream may be resumed.
+    Broken(TransportError),
+    /// The stream broke the rules (an event over the frame limit, a malformed line): it is
+    /// not resumed.
+    Invalid(TransportError),
+}
+
+type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+
+/// The events of an SSE answer, read without buffering an event past the frame limit (plus
+/// room for its field names).
+pub(crate) struct SseEvents {
+    events: Events,
+    /// Bytes read since the last event was handed out.
+    pending: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl SseEvents {
+    /// Reads the SSE stream of `response`; an event may not grow past `max` bytes.
+    pub(crate) fn new(response: reqwest::Response, max: usize) -> Self {
+        let pending = Arc::new(AtomicUsize::new(0));
+        let counted = {
+            let pending = Arc::clone(&pending);
+            response
+                .bytes_stream()
+                .map_err(std::io::Error::other)
+                .map(move |chunk| {
+                    let chunk = chunk?;
+                    let seen = pending.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+                    if seen > max.saturating_add(4096) {
+                        Err(std::io::Error::other("an SSE event over the frame limit"))
+                    } else {
+                        Ok(chunk)
+                    }
+                })
+        };
+        SseEvents {
+            events: Box::pin(sse_stream::SseStream::from_bytes_stream(counted)),
+            pending,
+            max,
+        }
+    }
+
+    /// The next event; `Ok(None)` at the stream's normal end.
+    pub(crate) async fn next(&mut self) -> Result<Option<Sse>, SseError> {
+        match self.events.next().await {
+            None => Ok(None),
+            Some(Ok(event)) => {
+                self.pending.store(0, Ordering::Relaxed);
+                Ok(Some(event))
+            }
+            Some(Err(e)) => {
+                let seen = self.pending.load(Ordering::Relaxed);
+                Err(match e {
+                    _ if seen > self.max => SseError::Invalid(TransportError::Oversized {
+                        seen,
+                        max: self.max,
+                    }),
+                    sse_stream::Error::Body(e) => SseError::Broken(TransportError::Io(
+                        IoCause::new(std::io::Error::other(e.to_string())),
+                    )),
+                    e => SseError::Invalid(TransportError::Io(IoCause::new(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("malformed SSE stream: {e}"),
+                    )))),
+                })
+            }
+        }
+    }
+}
+
+/// Whether an event carries a message: it has data (a priming event has none) and is of the
+/// `message` type (the default).
+pub(crate) fn message_of(event: &Sse) -> Option<&str> {
+    let data = event.data.as_deref().filter(|d| !d.trim().is_empty())?;
+    if event.event.as_deref().is_some_and(|e| e != "message") {
+        return None;
+    }
+    Some(data)
+}
+
+/// The wait before attempt `attempt` (1, 2, …) to open a stream again: the server's `retry`
+/// when it gave one, else 1 s doubling up to 30 s; plus 0–20 % jitter (never less than what
+/// the server asked for).
+pub(crate) fn reconnect_wait(retry: Option<Duration>, attempt: u32) -> Duration {
+    let base = retry.unwrap_or_else(|| {
+        FIRST_WAIT
+            .saturating_mul(1 << attempt.saturating_sub(1).min(5))
+            .min(MAX_WAIT)
+    });
+    base.mul_f64(1.0 + fastrand::f64() * 0.2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_keeps_json_meaning() {
+        let pretty = b"{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}";
+        let line = one_line(pretty);
+        assert!(!line.contains(&b'\n'));
+        let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(v["a"], "x\ny");
+        assert_eq!(v["b"], serde_json::json!([1, 2]));
+    }
+
+    #[test]
+    fn the_wait_honours_retry_and_grows_without_it() {
+        for attempt in 1..=5 {
+            let w = reconnect_wait(Some(Duration::from_millis(500)), attempt);
+            assert!(
+                w >= Duration::from_millis(500) && w <= Duration::from_millis(600),
+                "{w:?}"
+            );
+        }
+        let first = reconnect_wait(None, 1);
+        assert!(first >= FIRST_WAIT && first <= FIRST_WAIT.mul_f64(1.2));
+        let late = reconnect_wait(None, 40);
+        assert!(late >= MAX_WAIT && late <= MAX_WAIT.mul_f64(1.2));
+    }
+
+    #[test]
+    fn header_values_with_line_breaks_are_refused_and_never_shown() {
+        let mut o = WebOptions::new(Duration::from_secs(1)).unwrap();
+        for bad in ["a\r\nx-evil: 1", "a\nb", "a\rb", "nul\0"] {
+            let e = o.set_header("authorization", bad).unwrap_err();
+            assert!(!e.to_string().contains(bad), "{e}");
+        }
+        assert!(o.set_header("bad name", "v").is_err());
+        assert!(o.set_header("Mcp-Session-Id", "v").is_err());
+        o.set_header("Authorization", "Bearer s3cret").unwrap();
+        assert_eq!(o.headers.len(), 1);
+        let shown = format!("{o:?}");
+        assert!(shown.contains("authorization"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+}
