@@ -51,7 +51,7 @@ pub struct Global {
     #[arg(long, global = true, value_name = "URL", conflicts_with_all = ["stdio", "sse"])]
     pub http: Option<String>,
 
-    /// Legacy HTTP+SSE server URL (2024-11-05; not available yet).
+    /// The event-stream URL of a legacy HTTP+SSE server (MCP 2024-11-05; `http://host/sse`).
     #[arg(long, global = true, value_name = "URL", conflicts_with = "stdio")]
     pub sse: Option<String>,
 

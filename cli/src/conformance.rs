@@ -194,7 +194,7 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
             Ok::<_, RpcError>(answer)
         });
     }
-    let builder = ClientBuilder::http(url).map_err(|e| {
+    let builder = ClientBuilder::streamable_http(url).map_err(|e| {
         CliError::usage(
             format!("{what}: {}", redact_url(url)),
             format!("not a usable URL ({e})"),

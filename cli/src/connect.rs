@@ -26,14 +26,6 @@ use crate::sanitize::clean_line;
 use crate::signals::Interrupt;
 use crate::{capture, interact};
 
-/// The message for `--sse` until the library has the legacy HTTP+SSE transport.
-pub const SSE_NOT_YET: &str =
-    "the legacy HTTP+SSE transport is not available yet (coming with the transport work)";
-
-/// The message for `-H` until the library's HTTP transport takes custom headers.
-pub const HEADERS_NOT_YET: &str = "custom HTTP headers are not available yet (coming with the \
-     transport work); the header is well-formed";
-
 /// mcpc's wait for each step of the server's shutdown (the library's default is 2 s).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
 
@@ -63,14 +55,13 @@ pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
             "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
         ));
     }
-    if let Some(url) = &g.sse {
-        return Err(CliError::usage(
-            format!("--sse {}", redact_url(url)),
-            SSE_NOT_YET,
-        ));
-    }
-    let (builder, line) = match &g.http {
-        Some(url) => (http_builder(g, url, &headers)?, redact_url(url)),
+    let web = match (&g.http, &g.sse) {
+        (Some(url), _) => Some(("--http", url)),
+        (None, Some(url)) => Some(("--sse", url)),
+        (None, None) => None,
+    };
+    let (builder, line) = match web {
+        Some((flag, url)) => (http_builder(g, flag, url, &headers)?, redact_url(url)),
         None => {
             if !headers.is_empty() {
                 return Err(CliError::usage(
@@ -103,8 +94,15 @@ pub fn configure(
         .connect_timeout(g.connect_timeout)
 }
 
-/// The Streamable HTTP builder for `url`, with the checked `-H` headers.
-pub fn http_builder(g: &Global, url: &str, headers: &[Header]) -> Result<ClientBuilder, CliError> {
+/// The HTTP builder for `url` with the checked `-H` headers: `--http` is Streamable HTTP
+/// (falling back to the legacy transport if the server refuses `initialize` with 400, 404 or
+/// 405, as the specification's compatibility note asks), `--sse` the legacy HTTP+SSE one.
+pub fn http_builder(
+    g: &Global,
+    flag: &str,
+    url: &str,
+    headers: &[Header],
+) -> Result<ClientBuilder, CliError> {
     if !g.env.is_empty() || g.inherit_env {
         return Err(CliError::usage(
             if g.inherit_env {
@@ -112,20 +110,25 @@ pub fn http_builder(g: &Global, url: &str, headers: &[Header]) -> Result<ClientB
             } else {
                 "--env"
             },
-            "the server's environment is for --stdio servers, not --http ones",
+            format!("the server's environment is for --stdio servers, not {flag} ones"),
         ));
     }
-    let builder = ClientBuilder::http(url).map_err(|e| {
+    let built = if flag == "--sse" {
+        ClientBuilder::sse(url)
+    } else {
+        ClientBuilder::http(url)
+    };
+    let mut builder = built.map_err(|e| {
         CliError::usage(
-            format!("--http {}", redact_url(url)),
+            format!("{flag} {}", redact_url(url)),
             format!("not a usable URL ({})", clean_line(&e.to_string())),
         )
     })?;
-    if let Some(h) = headers.first() {
-        return Err(CliError::usage(
-            format!("-H/--header {}", h.name),
-            HEADERS_NOT_YET,
-        ));
+    for h in headers {
+        // The library's errors never contain the value either.
+        builder = builder
+            .header(&h.name, &h.value)
+            .map_err(|e| CliError::usage(format!("-H/--header {}", h.name), e.to_string()))?;
     }
     Ok(builder)
 }

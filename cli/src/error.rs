@@ -14,7 +14,7 @@ Exit codes:
   1    the server answered with an error, or the tool reported isError
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
        schema does not have, a bad -H header, or what this build does not have yet
-       (--sse, custom headers before the transport takes them, a conformance scenario)
+       (--era modern, a conformance scenario)
   3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)

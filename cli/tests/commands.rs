@@ -273,7 +273,7 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn an_http_server_that_is_not_there_is_a_connect_error() {
+fn an_http_or_sse_server_that_is_not_there_is_a_connect_error() {
     let run = mcpc(&["--http", "http://localhost:9/mcp", "info"]);
     expect_code(&run, 3);
     assert!(
@@ -281,9 +281,9 @@ fn an_http_server_that_is_not_there_is_a_connect_error() {
         "{run:?}"
     );
     let sse = mcpc(&["--sse", "http://localhost:9/sse", "tools", "list"]);
-    expect_code(&sse, 2);
+    expect_code(&sse, 3);
     assert!(
-        one_error_line(&sse).contains("not available yet"),
+        one_error_line(&sse).starts_with("mcpc: could not connect to `http://localhost:9/sse`: "),
         "{sse:?}"
     );
 }

@@ -238,9 +238,36 @@ fn a_bad_header_name_or_form_is_refused_without_showing_it() {
 }
 
 #[test]
-fn a_header_value_never_shows_in_errors_or_logs() {
-    // Nothing listens on port 9 (discard): connecting fails, with every log on.
+fn a_header_is_sent_and_its_value_never_shows_in_errors_or_logs() {
+    let (url, seen) = serve();
     let header = format!("Authorization: Bearer {SECRET}");
+    let run = mcpc(&[
+        "--http",
+        &url,
+        "-H",
+        &header,
+        "-H",
+        "X-Tenant: blue",
+        "-vvv",
+        "ping",
+    ]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(
+        !run.stderr.contains(SECRET),
+        "the -vvv logs: {}",
+        run.stderr
+    );
+    assert!(!run.stdout.contains(SECRET), "{run:?}");
+    // Every request carried both headers, the session's own ones too.
+    let seen = seen.lock().unwrap();
+    assert!(seen.len() >= 3, "{seen:?}");
+    for s in seen.iter() {
+        let has = |name: &str, value: &str| s.headers.iter().any(|(k, v)| k == name && v == value);
+        assert!(has("authorization", &format!("Bearer {SECRET}")), "{s:?}");
+        assert!(has("x-tenant", "blue"), "{s:?}");
+    }
+
+    // Nothing listens on port 9 (discard): connecting fails, with every log on.
     let run = mcpc(&[
         "--http",
         "http://127.0.0.1:9/mcp",
@@ -251,8 +278,7 @@ fn a_header_value_never_shows_in_errors_or_logs() {
         "5",
         "ping",
     ]);
-    assert_ne!(run.code, 0, "{run:?}");
-    assert!(run.stderr.contains("Authorization"), "{run:?}");
+    assert_eq!(run.code, 3, "{run:?}");
     assert!(!run.stderr.contains(SECRET), "{run:?}");
     assert!(!run.stdout.contains(SECRET), "{run:?}");
 }
