@@ -15,8 +15,8 @@ use crate::error::{EXIT_CODES, LONG_HELP};
     about = "A command-line client for MCP (Model Context Protocol) servers",
     long_about = "A command-line client for MCP (Model Context Protocol) servers.\n\n\
         Start a server over stdio with --stdio 'command args…' (split like a shell does, never \
-        run through a shell), or reach one over Streamable HTTP with --http URL (headers with \
-        -H 'Name: value'), then list and call its tools, read its resources, get its prompts, \
+        run through a shell), or reach one over Streamable HTTP with --http URL (or a legacy HTTP+SSE one with --sse \
+        URL; headers with -H 'Name: value'), then list and call its tools, read its resources, get its prompts, \
         or watch its notifications. `mcpc demo` runs a guided tour against a built-in test server.",
     after_help = EXIT_CODES,
     after_long_help = LONG_HELP,
@@ -47,7 +47,8 @@ pub struct Global {
     pub inherit_env: bool,
 
     /// The Streamable HTTP endpoint of a server (`http://host:port/mcp`; MCP 2025-03-26 …
-    /// 2025-11-25): POST, JSON or SSE answers, a session, the GET stream, DELETE at the end.
+    /// 2025-11-25): POST, JSON or SSE answers, a session, the GET stream, DELETE at the end. A
+    /// server that refuses `initialize` with 400, 404 or 405 is tried over legacy HTTP+SSE.
     #[arg(long, global = true, value_name = "URL", conflicts_with_all = ["stdio", "sse"])]
     pub http: Option<String>,
 
