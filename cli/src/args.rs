@@ -15,7 +15,8 @@ use crate::error::{EXIT_CODES, LONG_HELP};
     about = "A command-line client for MCP (Model Context Protocol) servers",
     long_about = "A command-line client for MCP (Model Context Protocol) servers.\n\n\
         Start a server over stdio with --stdio 'command args…' (split like a shell does, never \
-        run through a shell), then list and call its tools, read its resources, get its prompts, \
+        run through a shell), or reach one over Streamable HTTP with --http URL (or a legacy HTTP+SSE one with --sse \
+        URL; headers with -H 'Name: value'), then list and call its tools, read its resources, get its prompts, \
         or watch its notifications. `mcpc demo` runs a guided tour against a built-in test server.",
     after_help = EXIT_CODES,
     after_long_help = LONG_HELP,
@@ -45,16 +46,24 @@ pub struct Global {
     #[arg(long, global = true)]
     pub inherit_env: bool,
 
-    /// Streamable HTTP server URL (not available yet).
+    /// The Streamable HTTP endpoint of a server (`http://host:port/mcp`; MCP 2025-03-26 …
+    /// 2025-11-25): POST, JSON or SSE answers, a session, the GET stream, DELETE at the end. A
+    /// server that refuses `initialize` with 400, 404 or 405 is tried over legacy HTTP+SSE.
     #[arg(long, global = true, value_name = "URL", conflicts_with_all = ["stdio", "sse"])]
     pub http: Option<String>,
 
-    /// Legacy HTTP+SSE server URL (not available yet).
+    /// The event-stream URL of a legacy HTTP+SSE server (MCP 2024-11-05; `http://host/sse`).
     #[arg(long, global = true, value_name = "URL", conflicts_with = "stdio")]
     pub sse: Option<String>,
 
-    /// An HTTP header for --http/--sse (repeatable; not available yet).
-    #[arg(long = "header", global = true, value_name = "K:V")]
+    /// An HTTP header sent with every request of --http/--sse, as 'Name: value' (repeatable).
+    /// The value is never printed, not in errors nor in logs.
+    #[arg(
+        short = 'H',
+        long = "header",
+        global = true,
+        value_name = "NAME: VALUE"
+    )]
     pub headers: Vec<String>,
 
     /// Protocol era: the handshake era (legacy) or the stateless one (modern, not available yet).
@@ -129,6 +138,13 @@ pub enum Command {
     /// A guided tour against the built-in test server: progress, a crash and the reconnect,
     /// a timeout and the late answer, stop.
     Demo,
+    /// The client of the official MCP conformance suite: runs the scenario named by
+    /// MCP_CONFORMANCE_SCENARIO against URL (see scripts/conformance).
+    #[command(hide = true)]
+    Conformance {
+        /// The scenario's server (the harness appends it as the last argument).
+        url: String,
+    },
     /// Serve the in-repo test server on stdin/stdout (for tests).
     #[command(name = "__test-server", hide = true)]
     TestServer {
@@ -171,6 +187,7 @@ impl Command {
             Command::State => "state".into(),
             Command::Completions { .. } => "completions".into(),
             Command::Demo => "demo".into(),
+            Command::Conformance { .. } => "conformance".into(),
             Command::TestServer { .. } => "__test-server".into(),
         }
     }

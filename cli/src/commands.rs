@@ -187,6 +187,7 @@ pub async fn dispatch(
         Command::State
         | Command::Completions { .. }
         | Command::Demo
+        | Command::Conformance { .. }
         | Command::TestServer { .. } => Err(CliError::new(
             Exit::Usage,
             what,

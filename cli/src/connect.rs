@@ -1,4 +1,5 @@
-//! Starting the server and ending it: the client builder from the global options, the wait
+//! Starting the server (`--stdio`) or reaching it (`--http`) and ending it: the client builder
+//! from the global options (`-H` headers checked first, see [`crate::headers`]), the wait
 //! for the handshake (a spinner on stderr at a terminal after 1.5 s; on timeout an error that
 //! names the bound, the flag and the server's last stderr line), and a stop that mcpc bounds so
 //! that it exits soon after its answer whatever the server does.
@@ -20,13 +21,10 @@ use tokio::time::Instant;
 
 use crate::args::{Era, Global};
 use crate::error::{CliError, Exit};
+use crate::headers::{self, Header};
 use crate::sanitize::clean_line;
 use crate::signals::Interrupt;
 use crate::{capture, interact};
-
-/// The message for the transports that come later.
-pub const HTTP_NOT_YET: &str =
-    "HTTP transports are not available yet (coming with the eras/HTTP work)";
 
 /// mcpc's wait for each step of the server's shutdown (the library's default is 2 s).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_millis(100);
@@ -45,26 +43,102 @@ static TRACE: std::sync::OnceLock<TraceRecorder> = std::sync::OnceLock::new();
 /// How long connecting may take before the spinner appears.
 const SPINNER_AFTER: Duration = Duration::from_millis(1500);
 
-/// The client builder for the server the global options name (stdio only for now), and the
-/// server's command line as given.
+/// The client builder for the server the global options name (`--stdio` or `--http`), and
+/// the server as mcpc names it in messages (the command line, or the URL without its
+/// password).
 pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
-    if let Some(url) = g.http.as_ref().or(g.sse.as_ref()) {
-        let flag = if g.http.is_some() { "--http" } else { "--sse" };
-        return Err(CliError::usage(format!("{flag} {url}"), HTTP_NOT_YET));
-    }
-    if let Some(h) = g.headers.first() {
-        return Err(CliError::usage(format!("--header {h}"), HTTP_NOT_YET));
-    }
+    // Checked first, whatever the transport: a bad header is a usage error on its own.
+    let headers = headers::parse_all(&g.headers)?;
     if g.era == Era::Modern {
         return Err(CliError::usage(
             "--era modern",
             "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
         ));
     }
+    let web = match (&g.http, &g.sse) {
+        (Some(url), _) => Some(("--http", url)),
+        (None, Some(url)) => Some(("--sse", url)),
+        (None, None) => None,
+    };
+    let (builder, line) = match web {
+        Some((flag, url)) => (http_builder(g, flag, url, &headers)?, redact_url(url)),
+        None => {
+            if !headers.is_empty() {
+                return Err(CliError::usage(
+                    "-H/--header",
+                    "headers are for --http and --sse servers, not --stdio ones",
+                ));
+            }
+            stdio_builder(g)?
+        }
+    };
+    let handler = interact::handlers(g.sampling_reply.clone(), &g.roots, &line);
+    Ok((configure(builder, g, handler), line))
+}
+
+/// The settings every mcpc client has, whatever the transport: its name, the handler of the
+/// server's requests, the bounds, and the trace recorder when [`CHECK_TRACE`] is set.
+pub fn configure(
+    mut builder: ClientBuilder,
+    g: &Global,
+    handler: impl mcp_runtime::ClientHandler,
+) -> ClientBuilder {
+    if std::env::var_os(CHECK_TRACE).is_some_and(|v| !v.is_empty()) {
+        let recorder = TRACE.get_or_init(TraceRecorder::new);
+        builder = builder.record_trace(recorder.clone());
+    }
+    builder
+        .client_info("mcpc", env!("CARGO_PKG_VERSION"))
+        .handler(handler)
+        .request_timeout(g.timeout)
+        .connect_timeout(g.connect_timeout)
+}
+
+/// The HTTP builder for `url` with the checked `-H` headers: `--http` is Streamable HTTP
+/// (falling back to the legacy transport if the server refuses `initialize` with 400, 404 or
+/// 405, as the specification's compatibility note asks), `--sse` the legacy HTTP+SSE one.
+pub fn http_builder(
+    g: &Global,
+    flag: &str,
+    url: &str,
+    headers: &[Header],
+) -> Result<ClientBuilder, CliError> {
+    if !g.env.is_empty() || g.inherit_env {
+        return Err(CliError::usage(
+            if g.inherit_env {
+                "--inherit-env"
+            } else {
+                "--env"
+            },
+            format!("the server's environment is for --stdio servers, not {flag} ones"),
+        ));
+    }
+    let built = if flag == "--sse" {
+        ClientBuilder::sse(url)
+    } else {
+        ClientBuilder::http(url)
+    };
+    let mut builder = built.map_err(|e| {
+        CliError::usage(
+            format!("{flag} {}", redact_url(url)),
+            format!("not a usable URL ({})", clean_line(&e.to_string())),
+        )
+    })?;
+    for h in headers {
+        // The library's errors never contain the value either.
+        builder = builder
+            .header(&h.name, &h.value)
+            .map_err(|e| CliError::usage(format!("-H/--header {}", h.name), e.to_string()))?;
+    }
+    Ok(builder)
+}
+
+/// The stdio builder for `--stdio 'command args…'`, and the command line.
+fn stdio_builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
     let Some(line) = g.stdio.as_deref() else {
         return Err(CliError::usage(
             "no server",
-            "give one with --stdio 'command args…' (or try `mcpc demo`)",
+            "give one with --stdio 'command args…' or --http URL (or try `mcpc demo`)",
         ));
     };
     let words = shlex::split(line)
@@ -81,22 +155,32 @@ pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
     for (k, v) in &g.env {
         connector = connector.env(k, v);
     }
-    let mut builder = ClientBuilder::new(connector.build());
-    if std::env::var_os(CHECK_TRACE).is_some_and(|v| !v.is_empty()) {
-        let recorder = TRACE.get_or_init(TraceRecorder::new);
-        builder = builder.record_trace(recorder.clone());
+    Ok((ClientBuilder::new(connector.build()), line.to_owned()))
+}
+
+/// `url` as mcpc prints it: a password in it (`http://user:pw@host/`) becomes `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            let hidden = if userinfo.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}@{host}{path}")
+        }
+        None => url.to_owned(),
     }
-    let builder = builder
-        .client_info("mcpc", env!("CARGO_PKG_VERSION"))
-        .handler(interact::handlers(g.sampling_reply.clone(), &g.roots, line))
-        .request_timeout(g.timeout)
-        .connect_timeout(g.connect_timeout);
-    Ok((builder, line.to_owned()))
 }
 
 /// What connecting waits for, in words.
 fn waiting_for(state: ConnState, line: &str) -> String {
     match state {
+        ConnState::Starting if line.starts_with("http://") || line.starts_with("https://") => {
+            format!("connecting to `{line}`")
+        }
         ConnState::Starting => format!("starting `{line}`"),
         _ => format!("waiting for the server's initialize answer (`{line}`)"),
     }
@@ -181,6 +265,18 @@ fn connect_failure(g: &Global, last_error: Option<Failure>) -> String {
 /// signal stops the server and ends mcpc.
 pub async fn connect(g: &Global, interrupt: &Interrupt, what: &str) -> Result<Client, CliError> {
     let (builder, line) = builder(g)?;
+    connect_built(builder, line, g, interrupt, what).await
+}
+
+/// Connects with `builder` (the server named `line` in messages) and waits for the handshake,
+/// bounded by `--connect-timeout`. A signal stops the server and ends mcpc.
+pub async fn connect_built(
+    builder: ClientBuilder,
+    line: String,
+    g: &Global,
+    interrupt: &Interrupt,
+    what: &str,
+) -> Result<Client, CliError> {
     let client = builder.connect_lazy();
     let mut states = client.watch_state();
     let start = Instant::now();

@@ -13,7 +13,8 @@ Exit codes:
   0    success (watch/state: also after Ctrl-C)
   1    the server answered with an error, or the tool reported isError
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
-       schema does not have, or a transport this build does not have yet (--http, --sse)
+       schema does not have, a bad -H header, or what this build does not have yet
+       (--era modern, a conformance scenario)
   3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)
@@ -37,6 +38,7 @@ Examples:
   mcpc --stdio 'python server.py' --json resources read file:///notes.txt
   mcpc --stdio 'python server.py' prompts get greeting name=Ada
   mcpc --stdio 'python server.py' watch --level debug
+  mcpc --http http://127.0.0.1:3001/mcp -H 'Authorization: Bearer …' tools list
 
 ",
     exit_codes!()

@@ -14,9 +14,11 @@ mod args;
 mod capture;
 mod children;
 mod commands;
+mod conformance;
 mod connect;
 mod demo;
 mod error;
+mod headers;
 mod interact;
 mod output;
 mod progress;
@@ -82,6 +84,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
         Command::Demo => demo::run(&interrupt).await,
         Command::State => commands::state(&g, &interrupt).await,
+        Command::Conformance { url } => conformance::run(&g, &url, &interrupt).await,
         command => {
             let what = command.label();
             let client = connect::connect(&g, &interrupt, &what).await?;

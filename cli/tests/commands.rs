@@ -273,16 +273,18 @@ fn usage_errors_exit_2() {
 }
 
 #[test]
-fn http_is_not_available_yet() {
+fn an_http_or_sse_server_that_is_not_there_is_a_connect_error() {
     let run = mcpc(&["--http", "http://localhost:9/mcp", "info"]);
-    expect_code(&run, 2);
-    assert_eq!(
-        one_error_line(&run),
-        "mcpc: --http http://localhost:9/mcp: HTTP transports are not available yet (coming with the eras/HTTP work)"
+    expect_code(&run, 3);
+    assert!(
+        one_error_line(&run).starts_with("mcpc: could not connect to `http://localhost:9/mcp`: "),
+        "{run:?}"
     );
-    expect_code(
-        &mcpc(&["--sse", "http://localhost:9/sse", "tools", "list"]),
-        2,
+    let sse = mcpc(&["--sse", "http://localhost:9/sse", "tools", "list"]);
+    expect_code(&sse, 3);
+    assert!(
+        one_error_line(&sse).starts_with("mcpc: could not connect to `http://localhost:9/sse`: "),
+        "{sse:?}"
     );
 }
 
