@@ -34,10 +34,13 @@ pub enum Fault {
     BigJson(usize),
     /// `big-event:BYTES`: an SSE answer whose one event carries `BYTES` bytes of data.
     BigEvent(usize),
-    /// `garbage-sse`: the SSE answer starts with garbage (data that is not JSON, a line that
-    /// is not a field, bytes that are not UTF-8, a JSON text broken over two events), then the
-    /// real answer.
+    /// `garbage-sse`: the SSE answer starts with well-framed garbage (data that is not JSON, a
+    /// JSON text broken over two events, an unknown event type, a line without a colon, a
+    /// comment), then the real answer.
     GarbageSse,
+    /// `broken-sse`: the SSE answer starts with broken framing (bytes that are not UTF-8, a
+    /// field line without its end), then the real answer.
+    BrokenSse,
     /// `endless-sse`: an SSE stream of keep-alive comments that never ends and never answers.
     EndlessSse,
     /// `redirect:CODE`: a `307` or `308` to the same path on another origin.
@@ -48,7 +51,7 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault's name, as `--http-chaos` takes it (`:ARG` where one is needed).
-    pub const NAMES: [&'static str; 14] = [
+    pub const NAMES: [&'static str; 15] = [
         "slow:MS",
         "never",
         "drop-stream",
@@ -60,6 +63,7 @@ impl Fault {
         "big-json:BYTES",
         "big-event:BYTES",
         "garbage-sse",
+        "broken-sse",
         "endless-sse",
         "redirect:CODE",
         "close-after-headers",
@@ -87,6 +91,7 @@ impl Fault {
             ("big-json", Some(_)) => Fault::BigJson(size()?),
             ("big-event", Some(_)) => Fault::BigEvent(size()?),
             ("garbage-sse", None) => Fault::GarbageSse,
+            ("broken-sse", None) => Fault::BrokenSse,
             ("endless-sse", None) => Fault::EndlessSse,
             ("redirect", Some(_)) => Fault::Redirect(status(|c| c == 307 || c == 308)?),
             ("close-after-headers", None) => Fault::CloseAfterHeaders,
@@ -108,6 +113,7 @@ impl Fault {
             Fault::BigJson(n) => format!("big-json:{n}"),
             Fault::BigEvent(n) => format!("big-event:{n}"),
             Fault::GarbageSse => "garbage-sse".into(),
+            Fault::BrokenSse => "broken-sse".into(),
             Fault::EndlessSse => "endless-sse".into(),
             Fault::Redirect(c) => format!("redirect:{c}"),
             Fault::CloseAfterHeaders => "close-after-headers".into(),
@@ -133,6 +139,7 @@ mod tests {
             Fault::BigJson(10),
             Fault::BigEvent(10),
             Fault::GarbageSse,
+            Fault::BrokenSse,
             Fault::EndlessSse,
             Fault::Redirect(307),
             Fault::CloseAfterHeaders,

@@ -459,8 +459,8 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
 enum Cut {
     /// Cut the connection in the first event after the priming one (with or without ids).
     Drop { ids: bool },
-    /// Garbage before the events.
-    Garbage,
+    /// These chunks before the events.
+    Garbage(&'static [&'static [u8]]),
 }
 
 /// The response of a faulty request, or (`Err`) how the normal answer misbehaves.
@@ -479,7 +479,8 @@ async fn faulty(
         Fault::Never => std::future::pending().await,
         Fault::DropStream => Err(Some(Cut::Drop { ids: true })),
         Fault::DropStreamNoIds => Err(Some(Cut::Drop { ids: false })),
-        Fault::GarbageSse => Err(Some(Cut::Garbage)),
+        Fault::GarbageSse => Err(Some(Cut::Garbage(GARBAGE))),
+        Fault::BrokenSse => Err(Some(Cut::Garbage(BROKEN))),
         Fault::Expire404 | Fault::Expire400 => {
             state.forget(&session.id);
             Ok(unknown_session(state))
@@ -552,26 +553,36 @@ async fn answer(
     };
     let rx = session.expect_stream(id, msg.token.as_ref(), ids, retry, cut_now);
     session.send(msg.line);
-    if matches!(cut, Some(Cut::Garbage)) {
-        return garbage_first(rx);
+    if let Some(Cut::Garbage(garbage)) = cut {
+        return garbage_first(garbage, rx);
     }
     sse(rx)
 }
 
-/// The garbage a `garbage-sse` stream starts with.
+/// The garbage a `garbage-sse` stream starts with: well framed.
 const GARBAGE: &[&[u8]] = &[
     b"data: this is not JSON\n\n",
-    b"a line that is not a field\n\n",
+    b"a line without a colon\n\n",
     b"data: {\"jsonrpc\": \"2.0\", \"method\":\n\n",
     b"data: \"notifications/message\"}\n\n",
     b"event: surprise\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n",
-    b"data: \xff\xfe not UTF-8\n\n",
     b": a comment\n\n",
 ];
 
-fn garbage_first(mut rx: mpsc::UnboundedReceiver<Chunk>) -> Response<Body> {
+/// What a `broken-sse` stream starts with: not UTF-8, then a field line never ended by an
+/// empty line before the next field's garbage.
+const BROKEN: &[&[u8]] = &[
+    b"data: \xff\xfe not UTF-8\n\n",
+    b"id: \xc3\x28\n",
+    b"data: {\"half\": \r\r\n\n",
+];
+
+fn garbage_first(
+    garbage: &[&'static [u8]],
+    mut rx: mpsc::UnboundedReceiver<Chunk>,
+) -> Response<Body> {
     let (tx, out) = mpsc::unbounded_channel();
-    for g in GARBAGE {
+    for g in garbage {
         let _ = tx.send(Chunk::Data(Bytes::from_static(g)));
     }
     tokio::spawn(async move {
@@ -674,8 +685,13 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             session.cut_standalone();
             state.forget(&id);
         }
-        Some(Fault::GarbageSse) => {
-            for g in GARBAGE {
+        Some(f @ (Fault::GarbageSse | Fault::BrokenSse)) => {
+            let garbage = if f == Fault::GarbageSse {
+                GARBAGE
+            } else {
+                BROKEN
+            };
+            for g in garbage {
                 session.push_raw(Bytes::from_static(g));
             }
             session.send(msg.line);
