@@ -366,11 +366,14 @@ fn unknown_session(state: &State) -> Response<Body> {
 }
 
 /// Reads a request body (at most [`MAX_REQUEST_BYTES`]).
-async fn body_of(req: Request<Incoming>) -> Result<Bytes, Response<Body>> {
+async fn body_of(req: Request<Incoming>) -> Result<Bytes, Box<Response<Body>>> {
     let limited = http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BYTES);
     match limited.collect().await {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) => Err(text(StatusCode::PAYLOAD_TOO_LARGE, &format!("body: {e}"))),
+        Err(e) => Err(Box::new(text(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("body: {e}"),
+        ))),
     }
 }
 
@@ -382,20 +385,20 @@ struct Message {
     token: Option<Value>,
 }
 
-fn parse(body: &[u8]) -> Result<Message, Response<Body>> {
+fn parse(body: &[u8]) -> Result<Message, Box<Response<Body>>> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
-        rpc_error(
+        Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             crate::codes::PARSE_ERROR,
             &format!("Parse error: {e}"),
-        )
+        ))
     })?;
     let Value::Object(obj) = &v else {
-        return Err(rpc_error(
+        return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
             crate::codes::INVALID_REQUEST,
             "one JSON-RPC object per POST (batches are not supported)",
-        ));
+        )));
     };
     Ok(Message {
         method: obj.get("method").and_then(Value::as_str).map(str::to_owned),
@@ -414,11 +417,11 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let sid = session_id(&req);
     let body = match body_of(req).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let msg = match parse(&body) {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let initialize = msg.method.as_deref() == Some("initialize");
     let session = match &sid {
@@ -659,11 +662,11 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
     };
     let body = match body_of(req).await {
         Ok(b) => b,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let msg = match parse(&body) {
         Ok(m) => m,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let is_request = msg.method.is_some() && msg.id.is_some();
     let initialize = msg.method.as_deref() == Some("initialize");
