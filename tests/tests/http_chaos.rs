@@ -93,6 +93,9 @@ struct Mode {
     handshake: bool,
     /// The client must recover (the fault hits the first requests only, or none).
     recovers: bool,
+    /// A call of a chaos tool sent with the others: tool, arguments, what it may get, text an
+    /// `Ok` answer must contain.
+    probe: Option<Probe>,
     /// A client bug makes this mode leak (reported, not failed, by the matrix; failed by the
     /// ignored test of the bug).
     known_leak: Option<&'static str>,
@@ -107,6 +110,24 @@ fn mode(name: &'static str, flags: &[&str], expect: &'static [Outcome]) -> Mode 
         handshake: true,
         recovers: true,
         known_leak: None,
+        probe: None,
+    }
+}
+
+/// A call of a chaos tool.
+#[derive(Clone, Debug)]
+struct Probe {
+    tool: &'static str,
+    args: serde_json::Value,
+    expect: &'static [Outcome],
+    text: &'static str,
+}
+
+/// A mode whose server behaves at the HTTP level (but `flags`) and whose chaos is a tool call.
+fn tool(name: &'static str, flags: &[&str], probe: Probe, others: &'static [Outcome]) -> Mode {
+    Mode {
+        probe: Some(probe),
+        ..mode(name, flags, others)
     }
 }
 
@@ -173,6 +194,74 @@ fn modes() -> Vec<Mode> {
             "close-after-headers",
             &[Lost],
         ),
+        tool(
+            "server dies mid-session (die tool)",
+            &[],
+            Probe {
+                tool: "die",
+                args: json!({}),
+                expect: &[Lost],
+                text: "",
+            },
+            &[Ok, Lost],
+        ),
+        tool(
+            "answers twice (duplicate tool)",
+            &[],
+            Probe {
+                tool: "duplicate",
+                args: json!({}),
+                expect: &[Ok],
+                text: "duplicate",
+            },
+            &[Ok],
+        ),
+        tool(
+            "answers an unknown id (unknown_id tool)",
+            &[],
+            Probe {
+                tool: "unknown_id",
+                args: json!({}),
+                expect: &[Ok],
+                text: "sent a response with id 987654321",
+            },
+            &[Ok],
+        ),
+        tool(
+            "server request on the GET stream (roots tool)",
+            &[],
+            Probe {
+                tool: "roots",
+                args: json!({}),
+                expect: &[Ok],
+                // The roots, or the client's error to `roots/list`: it was answered.
+                text: "roots",
+            },
+            &[Ok],
+        ),
+        tool(
+            "server request on the POST stream (GET 405, roots tool)",
+            &["--http-chaos", "get-405"],
+            Probe {
+                tool: "roots",
+                args: json!({}),
+                expect: &[Ok],
+                // The roots, or the client's error to `roots/list`: it was answered.
+                text: "roots",
+            },
+            &[Ok],
+        ),
+        tool(
+            "notification flood on the SSE answer (flood tool)",
+            &["--http-chaos", "get-405"],
+            Probe {
+                tool: "flood",
+                args: json!({"count": 2000}),
+                expect: &[Ok],
+                text: "sent 2000 notifications",
+            },
+            &[Ok],
+        ),
         Mode {
             endpoint: Endpoint::LegacySse,
             handshake: false,
@@ -236,7 +325,7 @@ impl Report {
             }
         }
         format!(
-            "{:<42} | {:<22} | max overshoot {:>4} ms | recovered {:>5} | fds {}/{} ({:>5}) | tasks {}/{} ({:>5}) | {}",
+            "{:<56} | {:<22} | max overshoot {:>4} ms | recovered {:>5} | fds {}/{} ({:>5}) | tasks {}/{} ({:>5}) | {}",
             self.name,
             kinds.join(","),
             self.overshoot().as_millis(),
@@ -426,21 +515,46 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
         });
     }
 
-    let (c1, c2, c3, p1, p2) = tokio::join!(
+    let client_ref = &client;
+    let probe = async {
+        match &mode.probe {
+            Some(p) => Some(
+                timed(async move {
+                    client_ref
+                        .call_tool_with(
+                            p.tool,
+                            p.args.clone(),
+                            RequestOptions::new().timeout(TIMEOUT),
+                        )
+                        .await
+                        .map(|r| format!("{} {:?}", r.text(), r.structured_content))
+                })
+                .await,
+            ),
+            None => None,
+        }
+    };
+    let (c1, c2, c3, p1, p2, chaos) = tokio::join!(
         echo(&client, "call 1"),
         echo(&client, "call 2"),
         echo(&client, "call 3"),
         ping(&client),
         ping(&client),
+        probe,
     );
     let chaos_end = Instant::now();
-    for (who, (result, took, answered)) in [
+    let calls = [
         ("echo1", c1),
         ("echo2", c2),
         ("echo3", c3),
         ("ping1", p1),
         ("ping2", p2),
-    ] {
+    ];
+    for (who, (result, took, answered)) in calls.into_iter().chain(chaos.map(|c| ("probe", c))) {
+        let expect = match (&mode.probe, who) {
+            (Some(p), "probe") => p.expect,
+            _ => mode.expect,
+        };
         let outcome = if answered {
             outcome_of(&result)
         } else {
@@ -453,12 +567,14 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
         report.check(answered, || {
             format!("{who}: no answer within {:?}", TIMEOUT + MARGIN)
         });
-        report.check(!answered || mode.expect.contains(&outcome), || {
-            format!(
-                "{who}: {outcome:?} ({detail}), expected one of {:?}",
-                mode.expect
-            )
+        report.check(!answered || expect.contains(&outcome), || {
+            format!("{who}: {outcome:?} ({detail}), expected one of {expect:?}")
         });
+        if let (Ok(text), Some(p), "probe") = (&result, &mode.probe, who) {
+            report.check(text.contains(p.text), || {
+                format!("probe: answer {text:?} lacks {:?}", p.text)
+            });
+        }
         // Each answer reaches the caller that asked.
         if let (Ok(text), Some(n)) = (&result, who.strip_prefix("echo")) {
             let want = format!("Echo: call {n}");
@@ -610,11 +726,11 @@ fn matrix(pick: impl Fn(&Mode) -> bool, leaks_are: Leaks) {
     eprintln!("{out}");
     for r in &reports {
         for k in &r.known {
-            eprintln!("  {:<42} known: {k}", r.name);
+            eprintln!("  {:<56} known: {k}", r.name);
         }
         for a in &r.answers {
             eprintln!(
-                "  {:<42} {} {:?} {} ms: {}",
+                "  {:<56} {} {:?} {} ms: {}",
                 r.name,
                 a.who,
                 a.outcome,
