@@ -165,6 +165,14 @@ fn modes() -> Vec<Mode> {
             "drop-stream-no-ids",
             &[Lost, Timeout],
         ),
+        // SEP-1699 polling: the stream ends after its priming event; until the client resumes
+        // with Last-Event-ID the answer does not come.
+        fault(
+            "ends the SSE stream before the answer (polling)",
+            "close-stream",
+            &[Ok, Timeout],
+        ),
+        fault("HTML instead of an answer", "html", &[Timeout, Lost]),
         // The session expires at the first request: it and those in flight are lost, the
         // client initializes a new session.
         fault("session expiry (404)", "expire-404", &[Ok, Lost]),

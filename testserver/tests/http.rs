@@ -139,7 +139,17 @@ async fn json_answers() {
 
 #[tokio::test]
 async fn a_dropped_stream_is_resumed_with_last_event_id() {
-    let config = HttpConfig::new(ServerConfig::echo()).with_fault(Fault::DropStream, Some(1));
+    resumed_after(Fault::DropStream).await;
+}
+
+#[tokio::test]
+async fn a_closed_stream_is_resumed_with_last_event_id() {
+    resumed_after(Fault::CloseStream).await;
+}
+
+/// A stream broken by `fault` is resumed with `Last-Event-ID`.
+async fn resumed_after(fault: Fault) {
+    let config = HttpConfig::new(ServerConfig::echo()).with_fault(fault, Some(1));
     let server = start(config).await;
     let (http, url) = (reqwest::Client::new(), server.url());
     let id = session(&http, &url).await;
@@ -156,7 +166,8 @@ async fn a_dropped_stream_is_resumed_with_last_event_id() {
             Err(_) => break true,
         }
     };
-    assert!(cut, "the stream was cut, not ended: {seen}");
+    assert_eq!(cut, fault == Fault::DropStream, "cut or ended: {seen}");
+    assert!(seen.contains("retry: 100"), "{seen}");
     assert!(!seen.contains("Echo: resumed\"}"), "{seen}");
     let last = seen
         .lines()

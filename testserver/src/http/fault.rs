@@ -20,6 +20,10 @@ pub enum Fault {
     /// `drop-stream-no-ids`: like [`Fault::DropStream`] without event ids: nothing can be
     /// resumed, the answer is lost.
     DropStreamNoIds,
+    /// `close-stream`: the answer's SSE stream sends its priming event (an event id,
+    /// `retry: 100`) and ends cleanly, as a server polling with SEP-1699 does; the answer is kept
+    /// for a `GET` with `Last-Event-ID`.
+    CloseStream,
     /// `expire-404`: the session expires at this request, which is answered `404`, like every
     /// later request carrying its id (the client must initialize a new session).
     Expire404,
@@ -41,6 +45,8 @@ pub enum Fault {
     /// `broken-sse`: the SSE answer starts with broken framing (bytes that are not UTF-8, a
     /// field line without its end), then the real answer.
     BrokenSse,
+    /// `html`: `200` with a `text/html` body instead of an answer.
+    Html,
     /// `endless-sse`: an SSE stream of keep-alive comments that never ends and never answers.
     EndlessSse,
     /// `redirect:CODE`: a `307` or `308` to the same path on another origin.
@@ -51,11 +57,12 @@ pub enum Fault {
 
 impl Fault {
     /// Every fault's name, as `--http-chaos` takes it (`:ARG` where one is needed).
-    pub const NAMES: [&'static str; 15] = [
+    pub const NAMES: [&'static str; 17] = [
         "slow:MS",
         "never",
         "drop-stream",
         "drop-stream-no-ids",
+        "close-stream",
         "expire-404",
         "expire-400",
         "get-405",
@@ -64,6 +71,7 @@ impl Fault {
         "big-event:BYTES",
         "garbage-sse",
         "broken-sse",
+        "html",
         "endless-sse",
         "redirect:CODE",
         "close-after-headers",
@@ -84,6 +92,8 @@ impl Fault {
             ("never", None) => Fault::Never,
             ("drop-stream", None) => Fault::DropStream,
             ("drop-stream-no-ids", None) => Fault::DropStreamNoIds,
+            ("close-stream", None) => Fault::CloseStream,
+            ("html", None) => Fault::Html,
             ("expire-404", None) => Fault::Expire404,
             ("expire-400", None) => Fault::Expire400,
             ("get-405", None) => Fault::Get405,
@@ -106,6 +116,8 @@ impl Fault {
             Fault::Never => "never".into(),
             Fault::DropStream => "drop-stream".into(),
             Fault::DropStreamNoIds => "drop-stream-no-ids".into(),
+            Fault::CloseStream => "close-stream".into(),
+            Fault::Html => "html".into(),
             Fault::Expire404 => "expire-404".into(),
             Fault::Expire400 => "expire-400".into(),
             Fault::Get405 => "get-405".into(),
@@ -132,6 +144,8 @@ mod tests {
             Fault::Never,
             Fault::DropStream,
             Fault::DropStreamNoIds,
+            Fault::CloseStream,
+            Fault::Html,
             Fault::Expire404,
             Fault::Expire400,
             Fault::Get405,

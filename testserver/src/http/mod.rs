@@ -462,6 +462,8 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
 enum Cut {
     /// Cut the connection in the first event after the priming one (with or without ids).
     Drop { ids: bool },
+    /// End the stream cleanly after the priming event.
+    Close,
     /// These chunks before the events.
     Garbage(&'static [&'static [u8]]),
 }
@@ -482,6 +484,13 @@ async fn faulty(
         Fault::Never => std::future::pending().await,
         Fault::DropStream => Err(Some(Cut::Drop { ids: true })),
         Fault::DropStreamNoIds => Err(Some(Cut::Drop { ids: false })),
+        Fault::CloseStream => Err(Some(Cut::Close)),
+        Fault::Html => {
+            let mut r = text(StatusCode::OK, "<html><body>not MCP</body></html>");
+            r.headers_mut()
+                .insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
+            Ok(r)
+        }
         Fault::GarbageSse => Err(Some(Cut::Garbage(GARBAGE))),
         Fault::BrokenSse => Err(Some(Cut::Garbage(BROKEN))),
         Fault::Expire404 | Fault::Expire400 => {
@@ -550,11 +559,12 @@ async fn answer(
             Err(_) => unknown_session(state),
         };
     }
-    let (ids, retry, cut_now) = match cut {
-        Some(Cut::Drop { ids }) => (ids, Some(100), true),
-        _ => (true, state.config.retry_ms, false),
+    let (ids, retry, how) = match cut {
+        Some(Cut::Drop { ids }) => (ids, Some(100), session::Cut::Mid),
+        Some(Cut::Close) => (true, Some(100), session::Cut::AfterPriming),
+        _ => (true, state.config.retry_ms, session::Cut::No),
     };
-    let rx = session.expect_stream(id, msg.token.as_ref(), ids, retry, cut_now);
+    let rx = session.expect_stream(id, msg.token.as_ref(), ids, retry, how);
     session.send(msg.line);
     if let Some(Cut::Garbage(garbage)) = cut {
         return garbage_first(garbage, rx);
@@ -683,7 +693,7 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             session.send(msg.line);
         }
         Some(Fault::Never | Fault::EndlessSse) => {}
-        Some(Fault::DropStream | Fault::DropStreamNoIds) => {
+        Some(Fault::DropStream | Fault::DropStreamNoIds | Fault::CloseStream) => {
             session.send(msg.line);
             session.cut_standalone();
             state.forget(&id);
@@ -703,7 +713,13 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             let id = msg.id.unwrap_or(Value::Null);
             session.push_raw(session::event(None, true, &big_answer(&id, n)));
         }
-        Some(f @ (Fault::Expire404 | Fault::Expire400 | Fault::Status(_) | Fault::Redirect(_))) => {
+        Some(
+            f @ (Fault::Expire404
+            | Fault::Expire400
+            | Fault::Status(_)
+            | Fault::Redirect(_)
+            | Fault::Html),
+        ) => {
             return match faulty(&state, &session, f, &Value::Null).await {
                 Ok(r) => r,
                 Err(_) => accepted(),

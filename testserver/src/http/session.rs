@@ -34,6 +34,17 @@ pub(super) enum Chunk {
     Abort,
 }
 
+/// How a request stream misbehaves.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cut {
+    /// It does not.
+    No,
+    /// Cut the connection in the middle of its first event after the priming one.
+    Mid,
+    /// End cleanly right after the priming event.
+    AfterPriming,
+}
+
 /// Sends to an SSE body.
 pub(super) type Sink = mpsc::UnboundedSender<Chunk>;
 
@@ -195,21 +206,23 @@ impl Session {
     }
 
     /// Opens a request stream for the answer to `id` (and the progress of `token`): its sink
-    /// gets the priming event (when `ids`) and every event routed to it. `cut` cuts the
-    /// connection in the middle of its first event after the priming one.
+    /// gets the priming event (when `ids`) and every event routed to it, but as `cut` says.
     pub(super) fn expect_stream(
         &self,
         id: &Value,
         token: Option<&Value>,
         ids: bool,
         retry_ms: Option<u64>,
-        cut: bool,
+        cut: Cut,
     ) -> mpsc::UnboundedReceiver<Chunk> {
         let (sink, rx) = mpsc::unbounded_channel();
         let mut r = lock(&self.routes);
         let sid = r.open(sink, ids, false, retry_ms);
         if let Some(s) = r.streams.get_mut(&sid) {
-            s.cut_next = cut;
+            s.cut_next = cut == Cut::Mid;
+            if cut == Cut::AfterPriming {
+                s.sink = None;
+            }
         }
         r.pending.insert(id.to_string(), Target::Stream(sid));
         if let Some(token) = token {
