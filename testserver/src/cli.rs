@@ -346,15 +346,8 @@ pub fn main(base: ServerConfig) -> i32 {
     if let Some(addr) = &opts.http {
         return main_http(&prog, addr, &opts, config);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{prog}: cannot start the runtime: {e}");
-            return 1;
-        }
+    let Some(runtime) = runtime(&prog) else {
+        return 1;
     };
     eprintln!("{prog}: serving MCP on stdio");
     let ended = runtime.block_on(serve_stdio(config));
@@ -363,6 +356,15 @@ pub fn main(base: ServerConfig) -> i32 {
     let code = exit_code(ended);
     eprintln!("{prog}: connection ended ({ended:?}), exit code {code}");
     code
+}
+
+/// The binaries' runtime (one thread); `None`, said on stderr, if it cannot start.
+fn runtime(prog: &str) -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("{prog}: cannot start the runtime: {e}"))
+        .ok()
 }
 
 /// `main` with `--http ADDR`: serves HTTP until killed.
@@ -379,15 +381,8 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
         fault: opts.http_chaos,
         fault_times: opts.http_chaos_times,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{prog}: cannot start the runtime: {e}");
-            return 1;
-        }
+    let Some(runtime) = runtime(prog) else {
+        return 1;
     };
     runtime.block_on(async {
         let server = match crate::http::serve(addr, config).await {

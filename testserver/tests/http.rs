@@ -44,6 +44,23 @@ async fn post(
     req.send().await.expect("POST")
 }
 
+/// A `GET` of the session's stream (resuming after `last`, if given).
+async fn get(
+    http: &reqwest::Client,
+    url: &str,
+    session: &str,
+    last: Option<&str>,
+) -> reqwest::Response {
+    let mut req = http
+        .get(url)
+        .header(SESSION_HEADER, session)
+        .header("accept", "text/event-stream");
+    if let Some(last) = last {
+        req = req.header("last-event-id", last);
+    }
+    req.send().await.expect("GET")
+}
+
 /// Reads a streamed body until it contains `want` (or ends, or fails); what was read.
 async fn read_until(response: &mut reqwest::Response, want: &str) -> String {
     let mut text = String::new();
@@ -91,13 +108,7 @@ async fn streamable_http_sessions() {
         400
     );
     // The standalone stream gets what the server sends on its own.
-    let mut get = http
-        .get(&url)
-        .header(SESSION_HEADER, &id)
-        .header("accept", "text/event-stream")
-        .send()
-        .await
-        .unwrap();
+    let mut get = get(&http, &url, &id, None).await;
     assert_eq!(get.status(), 200);
     let log = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
         "params": {"name": "log", "arguments": {"level": "error", "message": "to the GET stream"}}});
@@ -174,26 +185,14 @@ async fn resumed_after(fault: Fault) {
         .find_map(|l| l.strip_prefix("id: "))
         .expect("a priming event id")
         .to_owned();
-    let mut resumed = http
-        .get(&url)
-        .header(SESSION_HEADER, &id)
-        .header("last-event-id", &last)
-        .send()
-        .await
-        .unwrap();
+    let mut resumed = get(&http, &url, &id, Some(&last)).await;
     assert_eq!(resumed.status(), 200);
     let replay = read_until(&mut resumed, "Echo: resumed").await;
     assert!(replay.contains("Echo: resumed"), "{replay}");
     // The stream is over once its answer was replayed.
     assert!(matches!(resumed.chunk().await, Ok(None)));
     // An unknown event id is refused.
-    let unknown = http
-        .get(&url)
-        .header(SESSION_HEADER, &id)
-        .header("last-event-id", "999-0")
-        .send()
-        .await
-        .unwrap();
+    let unknown = get(&http, &url, &id, Some("999-0")).await;
     assert_eq!(unknown.status(), 400);
     // The fault hit once: the next answer is whole.
     let mut r = post(&http, &url, Some(&id), &echo(3, "whole")).await;

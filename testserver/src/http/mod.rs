@@ -365,11 +365,12 @@ fn unknown_session(state: &State) -> Response<Body> {
     }
 }
 
-/// Reads a request body (at most [`MAX_REQUEST_BYTES`]).
-async fn body_of(req: Request<Incoming>) -> Result<Bytes, Box<Response<Body>>> {
+/// Reads a request's body (at most [`MAX_REQUEST_BYTES`]): one JSON-RPC message, or the
+/// response refusing it.
+async fn message_of(req: Request<Incoming>) -> Result<Message, Box<Response<Body>>> {
     let limited = http_body_util::Limited::new(req.into_body(), MAX_REQUEST_BYTES);
     match limited.collect().await {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => parse(&c.to_bytes()),
         Err(e) => Err(Box::new(text(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("body: {e}"),
@@ -415,11 +416,7 @@ fn parse(body: &[u8]) -> Result<Message, Box<Response<Body>>> {
 
 async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let sid = session_id(&req);
-    let body = match body_of(req).await {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let msg = match parse(&body) {
+    let msg = match message_of(req).await {
         Ok(m) => m,
         Err(r) => return *r,
     };
@@ -670,11 +667,7 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
     let Some(session) = state.session(&id) else {
         return text(StatusCode::NOT_FOUND, "unknown session");
     };
-    let body = match body_of(req).await {
-        Ok(b) => b,
-        Err(r) => return *r,
-    };
-    let msg = match parse(&body) {
+    let msg = match message_of(req).await {
         Ok(m) => m,
         Err(r) => return *r,
     };
