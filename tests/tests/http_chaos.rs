@@ -72,6 +72,19 @@ fn outcome_of<T>(r: &Result<T, Error>) -> Outcome {
     }
 }
 
+/// How the first handshake of a mode must go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Handshake {
+    /// It succeeds within [`CONNECT_TIMEOUT`].
+    Required,
+    /// It may not (the client does not speak the transport yet): waited for
+    /// [`IF_SPOKEN_WAIT`]; if it fails the mode asks no recovery.
+    IfSpoken,
+}
+
+/// How long a [`Handshake::IfSpoken`] handshake is waited for.
+const IF_SPOKEN_WAIT: Duration = Duration::from_millis(500);
+
 /// Which endpoint the client is given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Endpoint {
@@ -89,8 +102,8 @@ struct Mode {
     endpoint: Endpoint,
     /// What the callers may get.
     expect: &'static [Outcome],
-    /// The first handshake must succeed.
-    handshake: bool,
+    /// How the first handshake must go.
+    handshake: Handshake,
     /// The client must recover (the fault hits the first requests only, or none).
     recovers: bool,
     /// A call of a chaos tool sent with the others: tool, arguments, what it may get, text an
@@ -107,7 +120,7 @@ fn mode(name: &'static str, flags: &[&str], expect: &'static [Outcome]) -> Mode 
         flags: flags.iter().map(|s| (*s).to_owned()).collect(),
         endpoint: Endpoint::Mcp,
         expect,
-        handshake: true,
+        handshake: Handshake::Required,
         recovers: true,
         known_leak: None,
         probe: None,
@@ -150,6 +163,27 @@ fn roots(name: &'static str, flags: &[&str]) -> Mode {
         text: "roots",
     };
     tool(name, flags, probe, &[Outcome::Ok])
+}
+
+/// A mode of the legacy HTTP+SSE endpoint (`/sse`) with `fault` hitting the first [`TIMES`]
+/// requests. Until the client speaks HTTP+SSE (branch `transport`) its calls fail
+/// ([`Outcome::Unavailable`], accepted too) and nothing more is asked; once it does, the
+/// handshake succeeds and recovery is checked.
+fn legacy(name: &'static str, fault: &[&str], expect: &'static [Outcome]) -> Mode {
+    let mut flags = Vec::new();
+    if let Some(f) = fault.first() {
+        flags = vec!["--http-chaos", f, "--http-chaos-times", TIMES];
+    }
+    let expect: Vec<Outcome> = expect
+        .iter()
+        .copied()
+        .chain([Outcome::Unavailable])
+        .collect();
+    Mode {
+        endpoint: Endpoint::LegacySse,
+        handshake: Handshake::IfSpoken,
+        ..mode(name, &flags, expect.leak())
+    }
 }
 
 fn modes() -> Vec<Mode> {
@@ -263,17 +297,29 @@ fn modes() -> Vec<Mode> {
             },
             &[Ok],
         ),
-        Mode {
-            endpoint: Endpoint::LegacySse,
-            handshake: false,
-            recovers: false,
-            ..mode(
-                "legacy HTTP+SSE endpoint",
-                &[],
-                // Ok once the client speaks HTTP+SSE (branch `transport`).
-                &[Ok, Unavailable, Timeout, Lost, Other],
-            )
-        },
+        legacy("legacy HTTP+SSE: well behaved", &[], &[Ok]),
+        legacy(
+            "legacy HTTP+SSE: slow (past the timeout)",
+            &["slow:1500"],
+            &[Timeout],
+        ),
+        legacy("legacy HTTP+SSE: never answers", &["never"], &[Timeout]),
+        legacy(
+            "legacy HTTP+SSE: drops the stream",
+            &["drop-stream"],
+            &[Lost, Timeout],
+        ),
+        legacy("legacy HTTP+SSE: 503 on POST", &["status:503"], &[Lost]),
+        legacy(
+            "legacy HTTP+SSE: garbage events",
+            &["garbage-sse"],
+            &[Ok, Lost],
+        ),
+        legacy(
+            "legacy HTTP+SSE: event over the frame limit",
+            &[&big_event],
+            &[Lost, Timeout],
+        ),
     ]
 }
 
@@ -510,12 +556,15 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
     let tasks_before = alive_tasks();
 
     let client = builder(&server.url).connect_lazy();
-    if mode.handshake {
-        let ready = tokio::time::timeout(CONNECT_TIMEOUT, client.ready()).await;
-        report.check(matches!(ready, Ok(Ok(()))), || {
-            format!("first handshake: {ready:?}, {}", client.state())
-        });
-    }
+    let wait = match mode.handshake {
+        Handshake::Required => CONNECT_TIMEOUT,
+        Handshake::IfSpoken => IF_SPOKEN_WAIT,
+    };
+    let ready = tokio::time::timeout(wait, client.ready()).await;
+    let spoken = matches!(ready, Ok(Ok(())));
+    report.check(spoken || mode.handshake == Handshake::IfSpoken, || {
+        format!("first handshake: {ready:?}, {}", client.state())
+    });
 
     let client_ref = &client;
     let probe = async {
@@ -592,7 +641,7 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
         });
     }
 
-    if mode.recovers {
+    if mode.recovers && spoken {
         loop {
             let left = RECOVERY_BOUND.saturating_sub(chaos_end.elapsed());
             let ready = tokio::time::timeout(left, client.ready()).await;
