@@ -134,6 +134,9 @@ struct Probe {
     args: serde_json::Value,
     expect: &'static [Outcome],
     text: &'static str,
+    /// Ask for progress: the progress values must be delivered once each, in order, and all
+    /// of them (`steps`) when the call succeeds.
+    progress: Option<usize>,
 }
 
 /// A mode whose server behaves at the HTTP level (but `flags`) and whose chaos is a tool call.
@@ -161,6 +164,7 @@ fn roots(name: &'static str, flags: &[&str]) -> Mode {
         expect: &[Outcome::Ok],
         // The roots, or the client's error to `roots/list`: it was answered.
         text: "roots",
+        progress: None,
     };
     tool(name, flags, probe, &[Outcome::Ok])
 }
@@ -205,6 +209,20 @@ fn modes() -> Vec<Mode> {
             "drops the SSE stream (event ids)",
             "drop-stream",
             &[Ok, Lost, Timeout],
+        ),
+        // Resumption must replay what follows the last event received, not more: progress
+        // once each.
+        tool(
+            "drops the SSE stream after a progress event (ids)",
+            &["--http-chaos", "drop-stream:1", "--http-chaos-times", "6"],
+            Probe {
+                tool: "slow",
+                args: json!({"ms": 300, "steps": 3}),
+                expect: &[Ok, Lost],
+                text: "slept 300 ms in 3 steps",
+                progress: Some(3),
+            },
+            &[Ok, Lost],
         ),
         fault(
             "drops the SSE stream (no event ids)",
@@ -256,6 +274,7 @@ fn modes() -> Vec<Mode> {
                 args: json!({}),
                 expect: &[Lost],
                 text: "",
+                progress: None,
             },
             &[Ok, Lost],
         ),
@@ -267,6 +286,7 @@ fn modes() -> Vec<Mode> {
                 args: json!({}),
                 expect: &[Ok],
                 text: "duplicate",
+                progress: None,
             },
             &[Ok],
         ),
@@ -278,6 +298,7 @@ fn modes() -> Vec<Mode> {
                 args: json!({}),
                 expect: &[Ok],
                 text: "sent a response with id 987654321",
+                progress: None,
             },
             &[Ok],
         ),
@@ -294,6 +315,7 @@ fn modes() -> Vec<Mode> {
                 args: json!({"count": 2000}),
                 expect: &[Ok],
                 text: "sent 2000 notifications",
+                progress: None,
             },
             &[Ok],
         ),
@@ -567,16 +589,22 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
     });
 
     let client_ref = &client;
+    let progress = std::sync::Arc::new(std::sync::Mutex::new(Vec::<f64>::new()));
+    let seen = std::sync::Arc::clone(&progress);
     let probe = async {
         match &mode.probe {
             Some(p) => Some(
                 timed(async move {
+                    let mut options = RequestOptions::new().timeout(TIMEOUT);
+                    if p.progress.is_some() {
+                        options = options.on_progress(move |pr| {
+                            seen.lock()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .push(pr.progress);
+                        });
+                    }
                     client_ref
-                        .call_tool_with(
-                            p.tool,
-                            p.args.clone(),
-                            RequestOptions::new().timeout(TIMEOUT),
-                        )
+                        .call_tool_with(p.tool, p.args.clone(), options)
                         .await
                         .map(|r| format!("{} {:?}", r.text(), r.structured_content))
                 })
@@ -624,6 +652,22 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
         if let (Ok(text), Some(p), "probe") = (&result, &mode.probe, who) {
             report.check(text.contains(p.text), || {
                 format!("probe: answer {text:?} lacks {:?}", p.text)
+            });
+        }
+        if let (
+            Some(Probe {
+                progress: Some(steps),
+                ..
+            }),
+            "probe",
+        ) = (&mode.probe, who)
+        {
+            let got = progress.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            report.check(got.windows(2).all(|w| w[0] < w[1]), || {
+                format!("progress delivered out of order or twice: {got:?}")
+            });
+            report.check(result.is_err() || got.len() == *steps, || {
+                format!("progress: {got:?}, expected {steps} steps")
             });
         }
         // Each answer reaches the caller that asked.

@@ -96,7 +96,7 @@ pub enum CliError {
     BadLinger(String),
     /// `--http-chaos` got an unknown fault.
     #[error(
-        "flag --http-chaos: unknown fault {0:?} (one of: slow:MS, never, drop-stream, drop-stream-no-ids, close-stream, expire-404, expire-400, get-405, status:CODE, big-json:BYTES, big-event:BYTES, garbage-sse, broken-sse, html, endless-sse, redirect:CODE, close-after-headers)"
+        "flag --http-chaos: unknown fault {0:?} (one of: slow:MS, never, drop-stream[:N], drop-stream-no-ids, close-stream, expire-404, expire-400, get-405, status:CODE, big-json:BYTES, big-event:BYTES, garbage-sse, broken-sse, html, endless-sse, redirect:CODE, close-after-headers)"
     )]
     BadFault(String),
     /// A flag (or argument) nobody knows.

@@ -150,7 +150,7 @@ async fn json_answers() {
 
 #[tokio::test]
 async fn a_dropped_stream_is_resumed_with_last_event_id() {
-    resumed_after(Fault::DropStream).await;
+    resumed_after(Fault::DropStream(0)).await;
 }
 
 #[tokio::test]
@@ -177,7 +177,7 @@ async fn resumed_after(fault: Fault) {
             Err(_) => break true,
         }
     };
-    assert_eq!(cut, fault == Fault::DropStream, "cut or ended: {seen}");
+    assert_eq!(cut, fault == Fault::DropStream(0), "cut or ended: {seen}");
     assert!(seen.contains("retry: 100"), "{seen}");
     assert!(!seen.contains("Echo: resumed\"}"), "{seen}");
     let last = seen

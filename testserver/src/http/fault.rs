@@ -13,10 +13,11 @@ pub enum Fault {
     Slow(Duration),
     /// `never`: the POST is never answered (no status line, the connection stays open).
     Never,
-    /// `drop-stream`: the answer's SSE stream starts with a priming event (an event id,
-    /// `retry: 100`), then the connection is cut in the middle of the next event. The events
-    /// are kept: a `GET` with `Last-Event-ID` replays them (resumption).
-    DropStream,
+    /// `drop-stream[:N]`: the answer's SSE stream starts with a priming event (an event id,
+    /// `retry: 100`) and `N` whole events (default 0), then the connection is cut in the middle
+    /// of the next event. The events are kept: a `GET` with `Last-Event-ID` replays those after
+    /// it (resumption).
+    DropStream(u32),
     /// `drop-stream-no-ids`: like [`Fault::DropStream`] without event ids: nothing can be
     /// resumed, the answer is lost.
     DropStreamNoIds,
@@ -60,7 +61,7 @@ impl Fault {
     pub const NAMES: [&'static str; 17] = [
         "slow:MS",
         "never",
-        "drop-stream",
+        "drop-stream[:N]",
         "drop-stream-no-ids",
         "close-stream",
         "expire-404",
@@ -90,7 +91,8 @@ impl Fault {
         Some(match (head, arg) {
             ("slow", Some(_)) => Fault::Slow(Duration::from_millis(num()?)),
             ("never", None) => Fault::Never,
-            ("drop-stream", None) => Fault::DropStream,
+            ("drop-stream", None) => Fault::DropStream(0),
+            ("drop-stream", Some(_)) => Fault::DropStream(u32::try_from(num()?).ok()?),
             ("drop-stream-no-ids", None) => Fault::DropStreamNoIds,
             ("close-stream", None) => Fault::CloseStream,
             ("html", None) => Fault::Html,
@@ -114,7 +116,8 @@ impl Fault {
         match self {
             Fault::Slow(d) => format!("slow:{}", d.as_millis()),
             Fault::Never => "never".into(),
-            Fault::DropStream => "drop-stream".into(),
+            Fault::DropStream(0) => "drop-stream".into(),
+            Fault::DropStream(n) => format!("drop-stream:{n}"),
             Fault::DropStreamNoIds => "drop-stream-no-ids".into(),
             Fault::CloseStream => "close-stream".into(),
             Fault::Html => "html".into(),
@@ -142,7 +145,8 @@ mod tests {
         for f in [
             Fault::Slow(Duration::from_millis(300)),
             Fault::Never,
-            Fault::DropStream,
+            Fault::DropStream(0),
+            Fault::DropStream(2),
             Fault::DropStreamNoIds,
             Fault::CloseStream,
             Fault::Html,

@@ -457,8 +457,9 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
 /// How a request stream misbehaves on the way.
 #[derive(Clone, Copy)]
 enum Cut {
-    /// Cut the connection in the first event after the priming one (with or without ids).
-    Drop { ids: bool },
+    /// Cut the connection after `after` whole events (and the priming one), with or without
+    /// ids.
+    Drop { ids: bool, after: u32 },
     /// End the stream cleanly after the priming event.
     Close,
     /// These chunks before the events.
@@ -479,8 +480,11 @@ async fn faulty(
             Err(None)
         }
         Fault::Never => std::future::pending().await,
-        Fault::DropStream => Err(Some(Cut::Drop { ids: true })),
-        Fault::DropStreamNoIds => Err(Some(Cut::Drop { ids: false })),
+        Fault::DropStream(after) => Err(Some(Cut::Drop { ids: true, after })),
+        Fault::DropStreamNoIds => Err(Some(Cut::Drop {
+            ids: false,
+            after: 0,
+        })),
         Fault::CloseStream => Err(Some(Cut::Close)),
         Fault::Html => {
             let mut r = text(StatusCode::OK, "<html><body>not MCP</body></html>");
@@ -557,7 +561,7 @@ async fn answer(
         };
     }
     let (ids, retry, how) = match cut {
-        Some(Cut::Drop { ids }) => (ids, Some(100), session::Cut::Mid),
+        Some(Cut::Drop { ids, after }) => (ids, Some(100), session::Cut::After(after)),
         Some(Cut::Close) => (true, Some(100), session::Cut::AfterPriming),
         _ => (true, state.config.retry_ms, session::Cut::No),
     };
@@ -686,7 +690,7 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             session.send(msg.line);
         }
         Some(Fault::Never | Fault::EndlessSse) => {}
-        Some(Fault::DropStream | Fault::DropStreamNoIds | Fault::CloseStream) => {
+        Some(Fault::DropStream(_) | Fault::DropStreamNoIds | Fault::CloseStream) => {
             session.send(msg.line);
             session.cut_standalone();
             state.forget(&id);

@@ -2,7 +2,8 @@
 //! what it writes to the SSE streams and JSON answers of the HTTP requests.
 //!
 //! Answers go to the request that asked (by JSON-RPC id); progress notifications to the stream
-//! of the request that gave the token; everything else the server sends on its own to the
+//! of the request that gave the token (kept for its resumption while it is disconnected);
+//! everything else the server sends on its own to the
 //! standalone `GET` stream, else to the newest open request stream, else it waits for the next
 //! `GET` stream. Every SSE event is kept (the last [`KEPT_EVENTS`] of each stream, the last
 //! [`KEPT_STREAMS`] streams) so that a `GET` with `Last-Event-ID` can replay it.
@@ -39,8 +40,9 @@ pub(super) enum Chunk {
 pub(super) enum Cut {
     /// It does not.
     No,
-    /// Cut the connection in the middle of its first event after the priming one.
-    Mid,
+    /// Cut the connection in the middle of an event, after this many whole ones (and the
+    /// priming one).
+    After(u32),
     /// End cleanly right after the priming event.
     AfterPriming,
 }
@@ -64,8 +66,9 @@ struct Stream {
     ids: bool,
     /// The stream's answer was sent: it ends once its events are out.
     done: bool,
-    /// Cut the connection in the middle of the next event (fault `drop-stream`).
-    cut_next: bool,
+    /// Cut the connection in the middle of an event after this many whole ones (fault
+    /// `drop-stream`).
+    cut_after: Option<u32>,
     standalone: bool,
 }
 
@@ -219,7 +222,9 @@ impl Session {
         let mut r = lock(&self.routes);
         let sid = r.open(sink, ids, false, retry_ms);
         if let Some(s) = r.streams.get_mut(&sid) {
-            s.cut_next = cut == Cut::Mid;
+            if let Cut::After(n) = cut {
+                s.cut_after = Some(n);
+            }
             if cut == Cut::AfterPriming {
                 s.sink = None;
             }
@@ -259,7 +264,7 @@ impl Session {
         for (n, data) in s.log.iter().filter(|(n, _)| *n > seq) {
             let _ = sink.send(Chunk::Data(event(Some(format!("{sid}-{n}")), false, data)));
         }
-        s.cut_next = false;
+        s.cut_after = None;
         let standalone = s.standalone;
         if !s.done {
             s.sink = Some(sink);
@@ -313,7 +318,7 @@ impl Routes {
                 sink: Some(sink),
                 ids,
                 done: false,
-                cut_next: false,
+                cut_after: None,
                 standalone,
             },
         );
@@ -323,7 +328,8 @@ impl Routes {
         sid
     }
 
-    /// Sends one message on stream `sid` (and keeps it). Whether the stream is open.
+    /// Sends one message on stream `sid` and keeps it (with ids). Whether the stream took it:
+    /// sent it, or kept it for a resumption; a message is never taken by two streams.
     fn push(&mut self, sid: u64, data: Bytes) -> bool {
         let legacy = self.legacy;
         let Some(s) = self.streams.get_mut(&sid) else {
@@ -338,21 +344,32 @@ impl Routes {
             }
         }
         let bytes = event(s.ids.then(|| format!("{sid}-{seq}")), legacy, &data);
-        let Some(sink) = &s.sink else {
-            return false;
+        let sent = match (s.sink.take(), s.cut_after) {
+            (None, _) => false,
+            (Some(sink), Some(0)) => {
+                let half = bytes.slice(..bytes.len() / 2);
+                let _ = sink.send(Chunk::Data(half));
+                let _ = sink.send(Chunk::Abort);
+                false
+            }
+            (Some(sink), cut) => {
+                s.cut_after = cut.map(|n| n - 1);
+                let sent = sink.send(Chunk::Data(bytes)).is_ok();
+                if sent {
+                    s.sink = Some(sink);
+                }
+                sent
+            }
         };
-        if s.cut_next {
-            let half = bytes.slice(..bytes.len() / 2);
-            let _ = sink.send(Chunk::Data(half));
-            let _ = sink.send(Chunk::Abort);
-            s.sink = None;
-            return false;
-        }
-        if sink.send(Chunk::Data(bytes)).is_err() {
-            s.sink = None;
-            return false;
-        }
-        true
+        sent || s.ids
+    }
+
+    /// Whether stream `sid` takes what belongs to it: it is not over, and it is connected or
+    /// can be resumed.
+    fn takes(&self, sid: u64) -> bool {
+        self.streams
+            .get(&sid)
+            .is_some_and(|s| !s.done && (s.sink.is_some() || s.ids))
     }
 
     fn live(&self, sid: u64) -> bool {
@@ -403,7 +420,7 @@ fn route(routes: &Mutex<Routes>, line: Bytes) {
         .and_then(|p| p.get("progressToken"))
         .map(Value::to_string);
     if let Some(sid) = token.and_then(|t| r.tokens.get(&t).copied())
-        && r.live(sid)
+        && r.takes(sid)
         && r.push(sid, line.clone())
     {
         return;
