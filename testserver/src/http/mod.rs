@@ -136,8 +136,12 @@ impl State {
         session
     }
 
+    /// Session `id`, unless it is unknown, expired or dead.
     fn session(&self, id: &str) -> Option<Arc<Session>> {
-        lock(&self.sessions).get(id).cloned()
+        lock(&self.sessions)
+            .get(id)
+            .filter(|s| !s.is_dead())
+            .cloned()
     }
 }
 
@@ -629,6 +633,7 @@ fn get(state: &State, req: &Request<Incoming>) -> Response<Body> {
     match last {
         Some(last) => match session.resume(last) {
             Some(rx) => sse(rx),
+            None if session.is_dead() => unknown_session(state),
             None => text(StatusCode::BAD_REQUEST, "unknown Last-Event-ID"),
         },
         None => sse(session.open_standalone(state.config.retry_ms)),

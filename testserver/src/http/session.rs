@@ -84,6 +84,8 @@ pub(super) struct Routes {
     next_stream: u64,
     /// Legacy HTTP+SSE: events are `event: message`, everything goes to the one stream.
     legacy: bool,
+    /// The session's server ended (the `die` tool): its streams were cut, nothing is served.
+    dead: bool,
 }
 
 /// One session: its server's input, its routes, its tasks (aborted when it is dropped).
@@ -170,6 +172,7 @@ impl Session {
                 // The server ended (the `die` tool): its streams are cut, the session is gone.
                 tracing::debug!(session = %id, "session server ended");
                 let mut r = lock(&routes);
+                r.dead = true;
                 for s in r.streams.values_mut() {
                     if let Some(sink) = s.sink.take() {
                         let _ = sink.send(Chunk::Abort);
@@ -192,6 +195,11 @@ impl Session {
                 reader.abort_handle(),
             ],
         }
+    }
+
+    /// Whether the session's server ended (then the session answers like an unknown one).
+    pub(super) fn is_dead(&self) -> bool {
+        lock(&self.routes).dead
     }
 
     /// Hands one message (one line of JSON) to the session's server.
@@ -259,6 +267,9 @@ impl Session {
         let (sid, seq) = last.split_once('-')?;
         let (sid, seq) = (sid.parse::<u64>().ok()?, seq.parse::<u64>().ok()?);
         let mut r = lock(&self.routes);
+        if r.dead {
+            return None;
+        }
         let s = r.streams.get_mut(&sid)?;
         let (sink, rx) = mpsc::unbounded_channel();
         for (n, data) in s.log.iter().filter(|(n, _)| *n > seq) {
