@@ -12,6 +12,15 @@
 //! e.g. a client's respawns, behave), `--pid-file PATH` (append this process's pid to `PATH`,
 //! one line each, so that a test can check that every server it caused is gone), `--help`.
 //!
+//! HTTP instead of stdio (see [`crate::http`]): `--http ADDR` (e.g. `127.0.0.1:0`) serves
+//! Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` and prints the endpoint URL
+//! (`http://IP:PORT/mcp`) as the first line of stdout; `--sse ADDR` is the same but prints the
+//! legacy URL (`http://IP:PORT/sse`); `--url-file PATH` also writes the URL there;
+//! `--json` answers requests with JSON bodies instead of SSE streams; `--retry MS` puts
+//! `retry: MS` in every stream's priming event; `--http-chaos NAME[:ARG]` makes HTTP
+//! misbehave (see [`crate::http::Fault`]) and `--http-chaos-times N` limits it to the first `N`
+//! requests. The server runs until it is killed.
+//!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
 
@@ -47,6 +56,20 @@ pub struct CliOptions {
     pub pid_file: Option<std::path::PathBuf>,
     /// `--help`: print usage and exit 0.
     pub help: bool,
+    /// `--http ADDR` or `--sse ADDR`: serve HTTP there instead of stdio.
+    pub http: Option<String>,
+    /// `--sse ADDR` was given: print the legacy endpoint's URL.
+    pub sse: bool,
+    /// `--url-file PATH`: also write the endpoint URL there.
+    pub url_file: Option<std::path::PathBuf>,
+    /// `--json`: HTTP answers are JSON bodies, not SSE streams.
+    pub json: bool,
+    /// `--retry MS`: the `retry` of every SSE stream's priming event.
+    pub retry_ms: Option<u64>,
+    /// `--http-chaos NAME[:ARG]`: how HTTP misbehaves.
+    pub http_chaos: Option<crate::http::Fault>,
+    /// `--http-chaos-times N`: the fault hits the first `N` requests only.
+    pub http_chaos_times: Option<u32>,
 }
 
 /// A command line the binaries do not understand.
@@ -71,6 +94,11 @@ pub enum CliError {
         "flag --linger: unknown mode {0:?} (no, ignore-eof, ignore-term, stall-mid-frame, close-stdout)"
     )]
     BadLinger(String),
+    /// `--http-chaos` got an unknown fault.
+    #[error(
+        "flag --http-chaos: unknown fault {0:?} (one of: slow:MS, never, drop-stream[:N], drop-stream-no-ids, close-stream, expire-404, expire-400, get-405, status:CODE, big-json:BYTES, big-event:BYTES, garbage-sse, broken-sse, html, endless-sse, redirect:CODE, close-after-headers)"
+    )]
+    BadFault(String),
     /// A flag (or argument) nobody knows.
     #[error("unknown argument: {0}")]
     Unknown(String),
@@ -79,8 +107,10 @@ pub enum CliError {
 /// Usage text of the binaries.
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
 [--die-on-start] [--stderr-noise N] [--linger MODE] [--handshake MODE] [--endless-cursor] \
-[--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--help]\nServes one MCP connection on stdin/stdout \
-(newline-delimited JSON-RPC); logs go to stderr.";
+[--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--http ADDR | --sse ADDR] [--url-file PATH] [--json] \
+[--retry MS] [--http-chaos NAME[:ARG]] [--http-chaos-times N] [--help]\nServes one MCP connection on stdin/stdout \
+(newline-delimited JSON-RPC), or with --http/--sse MCP over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse; \
+the URL is stdout's first line); logs go to stderr.";
 
 /// Parse the arguments after the program name.
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions, CliError> {
@@ -121,6 +151,22 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 opts.stderr_flood = u64::try_from(n).unwrap_or(u64::MAX);
             }
             "--once" => opts.once = Some(value(&flag)?.into()),
+            "--http" | "--sse" => {
+                opts.http = Some(value(&flag)?);
+                opts.sse = flag == "--sse";
+            }
+            "--url-file" => opts.url_file = Some(value(&flag)?.into()),
+            "--retry" => opts.retry_ms = Some(number(&flag, value(&flag)?)? as u64),
+            "--http-chaos" => {
+                let name = value(&flag)?;
+                opts.http_chaos =
+                    Some(crate::http::Fault::from_name(&name).ok_or(CliError::BadFault(name))?);
+            }
+            "--http-chaos-times" => {
+                let n = number(&flag, value(&flag)?)?;
+                opts.http_chaos_times = Some(u32::try_from(n).unwrap_or(u32::MAX));
+            }
+            "--json" if inline.is_none() => opts.json = true,
             "--pid-file" => opts.pid_file = Some(value(&flag)?.into()),
             "--endless-cursor" if inline.is_none() => opts.endless_cursor = true,
             "--die-on-start" if inline.is_none() => opts.die_on_start = true,
@@ -162,6 +208,11 @@ impl CliOptions {
                 page_size: self.page_size,
                 help: self.help,
                 pid_file: self.pid_file,
+                http: self.http,
+                sse: self.sse,
+                url_file: self.url_file,
+                json: self.json,
+                retry_ms: self.retry_ms,
                 ..CliOptions::default()
             },
             Err(e) => {
@@ -292,15 +343,11 @@ pub fn main(base: ServerConfig) -> i32 {
         eprintln!("{prog}: stderr noise line {i} of {}", opts.stderr_noise);
     }
     let config = apply(&opts, base);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{prog}: cannot start the runtime: {e}");
-            return 1;
-        }
+    if let Some(addr) = &opts.http {
+        return main_http(&prog, addr, &opts, config);
+    }
+    let Some(runtime) = runtime(&prog) else {
+        return 1;
     };
     eprintln!("{prog}: serving MCP on stdio");
     let ended = runtime.block_on(serve_stdio(config));
@@ -309,6 +356,66 @@ pub fn main(base: ServerConfig) -> i32 {
     let code = exit_code(ended);
     eprintln!("{prog}: connection ended ({ended:?}), exit code {code}");
     code
+}
+
+/// The binaries' runtime (one thread); `None`, said on stderr, if it cannot start.
+fn runtime(prog: &str) -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("{prog}: cannot start the runtime: {e}"))
+        .ok()
+}
+
+/// `main` with `--http ADDR`: serves HTTP until killed.
+fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) -> i32 {
+    use std::io::Write;
+    let Ok(addr) = addr.parse::<std::net::SocketAddr>() else {
+        eprintln!("{prog}: --http: not an address (IP:PORT): {addr}");
+        return 2;
+    };
+    let config = crate::http::HttpConfig {
+        server,
+        json: opts.json,
+        retry_ms: opts.retry_ms,
+        fault: opts.http_chaos,
+        fault_times: opts.http_chaos_times,
+    };
+    let Some(runtime) = runtime(prog) else {
+        return 1;
+    };
+    runtime.block_on(async {
+        let server = match crate::http::serve(addr, config).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("{prog}: cannot listen on {addr}: {e}");
+                return 1;
+            }
+        };
+        let url = if opts.sse {
+            server.sse_url()
+        } else {
+            server.url()
+        };
+        let mut out = std::io::stdout();
+        if writeln!(out, "{url}").and_then(|()| out.flush()).is_err() {
+            eprintln!("{prog}: cannot write the URL to stdout");
+        }
+        if let Some(path) = &opts.url_file
+            && let Err(e) = std::fs::write(path, format!("{url}\n"))
+        {
+            eprintln!("{prog}: --url-file {}: {e}", path.display());
+            return 1;
+        }
+        eprintln!(
+            "{prog}: serving MCP over HTTP at {url}{}",
+            opts.http_chaos
+                .map(|f| format!(" (chaos: {})", f.name()))
+                .unwrap_or_default()
+        );
+        server.run().await;
+        0
+    })
 }
 
 #[cfg(test)]
@@ -347,6 +454,28 @@ mod tests {
         assert_eq!(o.stderr_noise, 5);
         assert_eq!(o.linger, Some(Linger::CloseStdout));
         assert_eq!(parse(&[]).unwrap(), CliOptions::default());
+        let h = parse(&[
+            "--http",
+            "127.0.0.1:0",
+            "--http-chaos=status:503",
+            "--http-chaos-times",
+            "2",
+            "--json",
+            "--retry=50",
+            "--url-file",
+            "/tmp/u",
+        ])
+        .unwrap();
+        assert_eq!(h.http.as_deref(), Some("127.0.0.1:0"));
+        assert!(!h.sse && h.json);
+        assert_eq!(h.http_chaos, Some(crate::http::Fault::Status(503)));
+        assert_eq!(h.http_chaos_times, Some(2));
+        assert_eq!(h.retry_ms, Some(50));
+        assert!(parse(&["--sse", "127.0.0.1:0"]).unwrap().sse);
+        assert!(matches!(
+            parse(&["--http-chaos", "status:200"]),
+            Err(CliError::BadFault(_))
+        ));
     }
 
     #[test]

@@ -12,12 +12,17 @@
 //! slow tool call does not block others and progress notifications interleave with other
 //! answers. The tool, resource and prompt catalogue is documented on [`ServerConfig`].
 //!
+//! [`http::serve`] serves the same connections over Streamable HTTP and the legacy HTTP+SSE
+//! transport, one [`serve`] per HTTP session, with HTTP chaos ([`http::Fault`]); the binaries
+//! do so with `--http ADDR`.
+//!
 //! The server speaks only the protocol; it never prints to stdout except through the
 //! writer it was given. Diagnostics go through [`tracing`].
 
 mod catalog;
 pub mod cli;
 mod config;
+pub mod http;
 mod server;
 mod tools;
 
