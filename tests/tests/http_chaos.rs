@@ -109,9 +109,6 @@ struct Mode {
     /// A call of a chaos tool sent with the others: tool, arguments, what it may get, text an
     /// `Ok` answer must contain.
     probe: Option<Probe>,
-    /// A client bug makes this mode leak (reported, not failed, by the matrix; failed by the
-    /// ignored test of the bug).
-    known_leak: Option<&'static str>,
 }
 
 fn mode(name: &'static str, flags: &[&str], expect: &'static [Outcome]) -> Mode {
@@ -122,7 +119,6 @@ fn mode(name: &'static str, flags: &[&str], expect: &'static [Outcome]) -> Mode 
         expect,
         handshake: Handshake::Required,
         recovers: true,
-        known_leak: None,
         probe: None,
     }
 }
@@ -201,7 +197,6 @@ fn modes() -> Vec<Mode> {
         fault("slow (under the timeout)", "slow:300", &[Ok]),
         fault("slow (past the timeout)", "slow:1500", &[Timeout]),
         Mode {
-            known_leak: Some(NEVER_ANSWERED_LEAK),
             ..fault("never answers", "never", &[Timeout])
         },
         // Until the client resumes with Last-Event-ID the answer is lost with the stream.
@@ -256,7 +251,6 @@ fn modes() -> Vec<Mode> {
         fault("garbage SSE (well framed)", "garbage-sse", &[Ok, Lost]),
         fault("broken SSE framing", "broken-sse", &[Ok, Lost]),
         Mode {
-            known_leak: Some(NEVER_ANSWERED_LEAK),
             ..fault("SSE stream that never ends", "endless-sse", &[Timeout])
         },
         fault("redirect 307 to another origin", "redirect:307", &[Lost]),
@@ -369,8 +363,6 @@ struct Report {
     tasks_settled: Option<Duration>,
     /// How long after the client was dropped its descriptors were all closed.
     fds_settled: Option<Duration>,
-    /// Leaks of a known client bug (not failures of the matrix).
-    known: Vec<String>,
     failures: Vec<String>,
 }
 
@@ -410,10 +402,10 @@ impl Report {
             self.tasks.0,
             self.tasks.1,
             ms(self.tasks_settled),
-            match (self.failures.is_empty(), self.known.is_empty()) {
-                (false, _) => "FAILED",
-                (true, false) => "known client bug",
-                (true, true) => "ok",
+            if self.failures.is_empty() {
+                "ok"
+            } else {
+                "FAILED"
             },
         )
     }
@@ -550,8 +542,6 @@ fn ping(client: &Client) -> Boxed<'_> {
 /// How a run judges leaks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Leaks {
-    /// A leak of a mode with a [`Mode::known_leak`] is reported, not failed.
-    KnownReported,
     /// Every leak fails.
     Strict,
     /// Every leak fails, and so does a task or descriptor that outlives `closed()` by more
@@ -749,20 +739,10 @@ async fn run_mode(mode: &Mode, leaks_are: Leaks) -> Report {
             }
         }
     }
-    match (mode.known_leak, leaks_are) {
-        (Some(bug), Leaks::KnownReported) => {
-            report.known = leaks.iter().map(|l| format!("{l} ({bug})")).collect()
-        }
-        _ => report.failures.extend(leaks),
-    }
+    report.failures.extend(leaks);
     drop(server);
     report
 }
-
-/// The client bug behind the leaks of "never answers" and "SSE stream that never ends".
-const NEVER_ANSWERED_LEAK: &str = "client bug: the HTTP bridge's POST tasks are detached \
-(tokio::spawn) and not aborted at close: a POST the server never finishes keeps its task and \
-socket after stop(), closed() and drop, until the server closes the connection";
 
 async fn warm_up() {
     // Warm up what the process creates once (worker threads, the blocking pool).
@@ -826,9 +806,6 @@ fn matrix(pick: impl Fn(&Mode) -> bool, leaks_are: Leaks) {
         .collect();
     eprintln!("{out}");
     for r in &reports {
-        for k in &r.known {
-            eprintln!("  {:<56} known: {k}", r.name);
-        }
         for a in &r.answers {
             eprintln!(
                 "  {:<56} {} {:?} {} ms: {}",
@@ -847,26 +824,15 @@ fn matrix(pick: impl Fn(&Mode) -> bool, leaks_are: Leaks) {
     );
 }
 
-/// Every mode: answers, bounds, recovery and leaks (the known leaks are reported only).
+/// Every mode: answers, bounds, recovery and leaks (requests the server never answers
+/// included: the link's tasks die with it).
 #[test]
 fn chaos_matrix_over_http() {
-    matrix(|_| true, Leaks::KnownReported);
-}
-
-/// The modes whose requests are never answered must not leak once the client is gone.
-#[test]
-#[ignore = "client bug: the HTTP bridge's POST tasks are detached and not aborted at close: \
-after stop(), closed() and drop, ~20 tokio tasks and ~11 sockets stay for requests the server \
-never answers (never, endless-sse), until the server closes the connections"]
-fn never_answered_requests_do_not_leak() {
-    matrix(|m| m.known_leak.is_some(), Leaks::Strict);
+    matrix(|_| true, Leaks::Strict);
 }
 
 /// Once `closed()` returned, the transport is over: no task or descriptor of it stays.
 #[test]
-#[ignore = "client bug: closed() returns while the standalone GET stream task and its \
-connection live on (~1 s: it waits its retry, sends another GET after the DELETE, gets 404); \
-with the server gone it retries 5 times 1 s apart"]
 fn transport_is_over_when_closed_returns() {
     matrix(|m| m.name.starts_with("well behaved"), Leaks::Prompt);
 }
