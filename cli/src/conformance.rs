@@ -26,12 +26,6 @@ pub const CONTEXT_VAR: &str = "MCP_CONFORMANCE_CONTEXT";
 /// The wire revision the mock server speaks (unset by harnesses before 0.2: the handshake era).
 pub const VERSION_VAR: &str = "MCP_CONFORMANCE_PROTOCOL_VERSION";
 
-/// How long the elicitation scenario waits before its tool call, for the transport's standalone
-/// GET stream to be open: the scenario's mock sends its `elicitation/create` with no related
-/// request, so on the GET stream, and drops it when none is open yet (the stream is opened in
-/// the background after `notifications/initialized`, which races with the next POSTs).
-pub const GET_STREAM_SETTLE: std::time::Duration = std::time::Duration::from_millis(300);
-
 /// The scenarios mcpc performs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scenario {
@@ -238,10 +232,7 @@ async fn perform(client: &Client, scenario: Scenario, what: &str) -> Result<(), 
     let (tool, arguments) = match scenario {
         Scenario::Initialize => return Ok(()),
         Scenario::ToolsCall => ("add_numbers", json!({"a": 2, "b": 3})),
-        Scenario::ElicitationDefaults => {
-            tokio::time::sleep(GET_STREAM_SETTLE).await;
-            ("test_client_elicitation_defaults", json!({}))
-        }
+        Scenario::ElicitationDefaults => ("test_client_elicitation_defaults", json!({})),
         Scenario::SseRetry => ("test_reconnection", json!({})),
         Scenario::JsonSchemaPreservation => {
             let Some(focal) = tools.iter().find(|t| t.name == "json_schema_2020_12_tool") else {

@@ -253,7 +253,18 @@ async fn run(
                             let initialize = frame.method.as_deref() == Some("initialize");
                             let post = Arc::clone(&bridge).post_line(line, initialize);
                             if bridge.leg().in_order(&frame) {
-                                post.await;
+                                // The next frame waits for this one; the link's other work
+                                // (streams it starts, the posts in flight) goes on meanwhile.
+                                let mut post = std::pin::pin!(post);
+                                loop {
+                                    tokio::select! {
+                                        () = &mut post => break,
+                                        Some(task) = tasks.recv() => {
+                                            set.spawn(task);
+                                        }
+                                        Some(_) = set.join_next(), if !set.is_empty() => {}
+                                    }
+                                }
                             } else {
                                 set.spawn(post);
                             }

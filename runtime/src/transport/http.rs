@@ -50,6 +50,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::de::IgnoredAny;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError};
 use super::sse::SseConnector;
@@ -71,6 +72,9 @@ pub const GET_STREAM_ATTEMPTS: u32 = 5;
 pub const RESUME_ATTEMPTS: u32 = 5;
 /// Default bound on the `DELETE` at close.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
+/// How long the frames after `notifications/initialized` wait for the standalone GET stream
+/// to open (its response headers), so that what the server sends on it first is not lost.
+const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// How much of a `400` body is read to tell "unknown session" from other bad requests.
 const UNKNOWN_SESSION_BODY: usize = 4096;
 
@@ -410,8 +414,13 @@ impl StreamableLeg {
                 session.id = Some(id.clone());
             }
         }
-        if method.as_deref() == Some("notifications/initialized") {
-            self.start_get_stream(&out);
+        if method.as_deref() == Some("notifications/initialized")
+            && let Some(opened) = self.start_get_stream(&out)
+        {
+            // What the server sends on its own may go only to the GET stream (and be dropped
+            // while none is open): the frames after `initialized` wait until it is open, or
+            // refused, or for GET_STREAM_OPEN_WAIT at most.
+            let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Ok(());
@@ -577,24 +586,33 @@ impl StreamableLeg {
     }
 
     /// Opens the standalone GET stream once, in the background, for the link's lifetime.
-    fn start_get_stream(self: &Arc<Self>, out: &Out) {
+    /// Starts the standalone GET stream (once per link); the receiver is told when the server
+    /// first answered it (or the attempt failed).
+    fn start_get_stream(self: &Arc<Self>, out: &Out) -> Option<oneshot::Receiver<()>> {
         {
             let mut session = lock(&self.session);
             if session.get_started {
-                return;
+                return None;
             }
             session.get_started = true;
         }
+        let (opened, rx) = oneshot::channel();
         let leg = Arc::clone(self);
         let out2 = out.clone();
-        out.spawn(async move { leg.get_stream(out2).await });
+        out.spawn(async move { leg.get_stream(out2, opened).await });
+        Some(rx)
     }
 
-    async fn get_stream(&self, out: Out) {
+    async fn get_stream(&self, out: Out, opened: oneshot::Sender<()>) {
+        let mut opened = Some(opened);
         let mut cursor = Cursor::default();
         let mut quiet = 0;
         while quiet < GET_STREAM_ATTEMPTS {
-            let response = match self.get(cursor.last_id.as_deref()).await {
+            let response = self.get(cursor.last_id.as_deref()).await;
+            if let Some(opened) = opened.take() {
+                let _ = opened.send(());
+            }
+            let response = match response {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(target: "mcp::http", error = %e, "GET stream failed");
