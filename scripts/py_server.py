@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""A small MCP server on the official Python SDK (mcp 2.x), for interop tests over stdio.
+"""A small MCP server on the official Python SDK (mcp 2.x), for interop tests over stdio, or
+over Streamable HTTP at http://127.0.0.1:PORT/mcp with `py_server.py http PORT`.
 
 Tools: echo(message) returns the message; slow(ms) sleeps ms milliseconds, then answers.
 """
+import sys
+
 import anyio
 
 try:
@@ -27,4 +30,7 @@ async def slow(ms: int) -> str:
 
 
 if __name__ == "__main__":
-    server.run()
+    if len(sys.argv) == 3 and sys.argv[1] == "http":
+        server.run(transport="streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()
