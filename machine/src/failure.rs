@@ -115,6 +115,20 @@ pub enum TransportError {
         /// What the status was an answer to, or what was wrong with the answer.
         reason: String,
     },
+    /// A response stream ended or broke before its answer and could not be resumed (the server
+    /// gave no event ids, or the resumption attempts were spent).
+    #[error("the response stream was lost: {reason}")]
+    StreamLost {
+        /// How it was lost.
+        reason: String,
+    },
+    /// The server broke the transport's rules: an endpoint event of another origin, or none
+    /// within its bound, a session id that is not visible ASCII.
+    #[error("the server broke the transport's rules: {reason}")]
+    Protocol {
+        /// Which rule.
+        reason: String,
+    },
     /// The HTTP server no longer knows the session (404, or a 400 naming the session, to a
     /// request carrying its `Mcp-Session-Id`): a new session must be initialized. Calls failed
     /// with it may be retried: the server did not finish them on the session it lost.

@@ -383,9 +383,20 @@ impl ClientBuilder {
         self
     }
 
-    /// Largest frame accepted from the server (16 MiB; exactly that is accepted).
+    /// Largest frame accepted from the server (16 MiB; exactly that is accepted); over HTTP
+    /// also the largest JSON body or SSE event.
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.config.max_frame_bytes = bytes;
+        // The HTTP transports refuse a body or an SSE event over it before buffering it whole.
+        if let Some(setup) = self.http.take() {
+            let setup = match setup {
+                HttpSetup::Auto(c) => HttpSetup::Auto(Box::new(c.max_frame_bytes(bytes))),
+                HttpSetup::Streamable(c) => HttpSetup::Streamable(c.max_frame_bytes(bytes)),
+                HttpSetup::Sse(c) => HttpSetup::Sse(c.max_frame_bytes(bytes)),
+            };
+            self.connector = Transport::Built(setup.connector());
+            self.http = Some(setup);
+        }
         self
     }
 

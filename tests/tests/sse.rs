@@ -73,7 +73,7 @@ async fn an_endpoint_of_another_origin_is_refused() {
             .unwrap_err();
         assert!(
             matches!(&err, Error::Connect(e) if matches!(&e.cause,
-                Failure::Transport(TransportError::Http { reason, .. }) if reason.contains("another origin"))),
+                Failure::Transport(TransportError::Protocol { reason }) if reason.contains("another origin"))),
             "{endpoint}: {err:?}"
         );
         assert!(
@@ -109,7 +109,7 @@ async fn no_endpoint_event_within_the_bound_fails_the_link() {
         .unwrap_err();
     assert!(
         matches!(&err, Error::Connect(e) if matches!(&e.cause,
-            Failure::Transport(TransportError::Io(c)) if c.kind() == std::io::ErrorKind::TimedOut)),
+            Failure::Transport(TransportError::Protocol { reason }) if reason.contains("no endpoint event"))),
         "{err:?}"
     );
 }

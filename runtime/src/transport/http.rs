@@ -22,7 +22,7 @@
 //!   `retry` (the last one seen; else 1 s doubling), plus up to 20 % jitter, at most
 //!   [`RESUME_ATTEMPTS`] times in a row without a delivered message (an end without progress
 //!   does not reset the count). Without an event id, or once the attempts are spent, the link
-//!   ends with [`TransportError::Io`] of kind `UnexpectedEof`: a call is never left waiting on
+//!   ends with [`TransportError::StreamLost`]: a call is never left waiting on
 //!   a stream that is gone;
 //! - after `notifications/initialized`, a standalone `GET` stream carries what the server sends
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
@@ -58,7 +58,7 @@ use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
     reconnect_wait, web_options,
 };
-use super::{Connector, IoCause, Link, TransportError};
+use super::{Connector, Link, TransportError};
 
 /// `Mcp-Session-Id`.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -312,10 +312,7 @@ fn lock(s: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
 
 /// The link ends because a POST's stream is gone before the response to its request.
 fn stream_lost(why: String) -> TransportError {
-    TransportError::Io(IoCause::new(std::io::Error::new(
-        std::io::ErrorKind::UnexpectedEof,
-        why,
-    )))
+    TransportError::StreamLost { reason: why }
 }
 
 impl Leg for StreamableLeg {
@@ -403,8 +400,7 @@ impl StreamableLeg {
         }
         if let Some(id) = response.headers().get(SESSION_HEADER) {
             if !id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {
-                return Err(TransportError::Http {
-                    status: status.as_u16(),
+                return Err(TransportError::Protocol {
                     reason: "the Mcp-Session-Id is not visible ASCII".into(),
                 }
                 .into());

@@ -31,7 +31,7 @@ use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError};
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
 };
-use super::{Connector, IoCause, Link, TransportError};
+use super::{Connector, Link, TransportError};
 
 /// Default bound on the wait for the `endpoint` event.
 const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -59,7 +59,7 @@ impl SseConnector {
     }
 
     /// How long to wait for the `endpoint` event once the stream is open (10 s); past it the
-    /// link fails with [`TransportError::Io`] of kind `TimedOut`.
+    /// link fails with [`TransportError::Protocol`].
     pub fn endpoint_timeout(mut self, timeout: Duration) -> Self {
         self.endpoint_timeout = timeout;
         self
@@ -97,22 +97,17 @@ impl SseConnector {
         let mut events = SseEvents::new(response, self.web.max_frame_bytes);
         let endpoint = tokio::time::timeout(self.endpoint_timeout, endpoint_event(&mut events))
             .await
-            .map_err(|_| {
-                TransportError::Io(IoCause::new(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    format!("no endpoint event within {:?}", self.endpoint_timeout),
-                )))
+            .map_err(|_| TransportError::Protocol {
+                reason: format!("no endpoint event within {:?}", self.endpoint_timeout),
             })??;
         let endpoint = self
             .url
             .join(endpoint.trim())
-            .map_err(|e| TransportError::Http {
-                status: status.as_u16(),
+            .map_err(|e| TransportError::Protocol {
                 reason: format!("the endpoint event is not a URL: {e}"),
             })?;
         if endpoint.origin() != self.url.origin() {
-            return Err(TransportError::Http {
-                status: status.as_u16(),
+            return Err(TransportError::Protocol {
                 reason: format!(
                     "the endpoint event names another origin ({}) than the SSE stream's",
                     endpoint.origin().ascii_serialization()
@@ -159,10 +154,9 @@ async fn endpoint_event(events: &mut SseEvents) -> Result<String, TransportError
                 tracing::debug!(target: "mcp::http", "an SSE event before the endpoint event is skipped");
             }
             Ok(None) => {
-                return Err(TransportError::Io(IoCause::new(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the SSE stream ended before its endpoint event",
-                ))));
+                return Err(TransportError::Protocol {
+                    reason: "the SSE stream ended before its endpoint event".into(),
+                });
             }
             Err(SseError::Broken(e) | SseError::Invalid(e)) => return Err(e),
         }
