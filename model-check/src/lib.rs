@@ -195,10 +195,10 @@ pub fn configurations() -> Vec<Configuration> {
                 first_connect: Duration::from_secs(60),
                 jitter_extremes: false,
                 waits: 0,
-                junk: junk(&[InitError, Oversized]),
+                junk: junk(&[InitError, Oversized, Sampling]),
                 expiries: 3,
             },
-            pinned_unique: 2030955,
+            pinned_unique: 3668462,
         },
     ]
 }
