@@ -46,6 +46,10 @@ pub struct Bounds {
     pub waits: u8,
     /// Sessions the server may end ([`Move::Expire`]).
     pub expiries: u8,
+    /// The bound of a reconnect's handshake, when not the default (10 s): longer than the
+    /// calls' timeouts (30 s), a call kept across a session expiry times out in starting or
+    /// initializing.
+    pub init_timeout: Option<Duration>,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -139,13 +143,17 @@ pub struct Harness {
 /// The machine configuration used in the model: defaults, with sampling declared so that
 /// server requests reach the handler, and the first connect bound of `bounds`.
 pub fn model_config(bounds: &Bounds) -> Config {
+    let defaults = Config::default();
+    let init_timeout = bounds.init_timeout.unwrap_or(defaults.init_timeout);
     Config {
+        tombstone_ttl: Config::ttl_for(defaults.request_timeout, init_timeout, defaults.backoff_max),
         capabilities: ClientCapabilities {
             sampling: true,
             elicitation: true,
             ..Default::default()
         },
         connect_timeout: bounds.first_connect,
+        init_timeout,
         // One server request at a time: a second is over the cap.
         max_server_requests: 1,
         // Two re-initializations per outage: the third expiry in a row takes the backoff path

@@ -24,6 +24,7 @@ pub fn walk_bounds() -> Bounds {
         jitter_extremes: false,
         waits: 5,
         expiries: 8,
+        init_timeout: None,
     }
 }
 
