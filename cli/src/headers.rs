@@ -10,19 +10,8 @@ use std::fmt;
 
 use crate::error::CliError;
 
-/// Headers the HTTP transport sets itself: a user's value would break the session or the
-/// framing.
-pub const RESERVED: &[&str] = &[
-    "accept",
-    "connection",
-    "content-length",
-    "content-type",
-    "host",
-    "last-event-id",
-    "mcp-protocol-version",
-    "mcp-session-id",
-    "transfer-encoding",
-];
+/// Headers the HTTP transport sets itself (the library's list).
+pub use mcp_runtime::transport::RESERVED_HEADERS as RESERVED;
 
 /// One checked header: its name is an HTTP token, its value has no CR, LF or other control
 /// character (tab excepted) and no surrounding whitespace.

@@ -146,7 +146,11 @@ pub fn model_config(bounds: &Bounds) -> Config {
     let defaults = Config::default();
     let init_timeout = bounds.init_timeout.unwrap_or(defaults.init_timeout);
     Config {
-        tombstone_ttl: Config::ttl_for(defaults.request_timeout, init_timeout, defaults.backoff_max),
+        tombstone_ttl: Config::ttl_for(
+            defaults.request_timeout,
+            init_timeout,
+            defaults.backoff_max,
+        ),
         capabilities: ClientCapabilities {
             sampling: true,
             elicitation: true,

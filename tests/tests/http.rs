@@ -164,10 +164,11 @@ async fn reinitialized_at_once(
     assert_eq!(deletes, ["s-2"]);
 }
 
-#[tokio::test]
-async fn a_404_for_the_session_starts_a_new_one_at_once_and_the_refused_call_is_sent_again() {
+/// The server's first session expires at the first ping, answered `status` (with `body`):
+/// the client starts a new session at once and the refused ping is answered by it.
+async fn ping_refused_by_an_expired_session(status: u16, body: &'static str) {
     let sessions = Arc::new(Mutex::new(0));
-    let script = expiring_at(Arc::clone(&sessions), 404, "", |req| {
+    let script = expiring_at(Arc::clone(&sessions), status, body, |req| {
         req.rpc_method() == Some("ping")
     });
     let (url, seen) = serve(script).await;
@@ -204,27 +205,13 @@ async fn a_404_for_the_session_starts_a_new_one_at_once_and_the_refused_call_is_
 }
 
 #[tokio::test]
+async fn a_404_for_the_session_starts_a_new_one_at_once_and_the_refused_call_is_sent_again() {
+    ping_refused_by_an_expired_session(404, "").await;
+}
+
+#[tokio::test]
 async fn a_400_naming_the_session_is_an_expiry_too() {
-    let sessions = Arc::new(Mutex::new(0));
-    let script = expiring_at(
-        Arc::clone(&sessions),
-        400,
-        "Bad Request: No valid session ID provided",
-        |req| req.rpc_method() == Some("ping"),
-    );
-    let (url, seen) = serve(script).await;
-    let builder = ClientBuilder::http(&url).unwrap().backoff(
-        Duration::from_secs(60),
-        Duration::from_secs(60),
-        0,
-    );
-    let transitions = builder.transitions();
-    let client = builder.connect().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(10), client.ping())
-        .await
-        .expect("answered by the new session")
-        .unwrap();
-    reinitialized_at_once(client, transitions, &sessions, &seen).await;
+    ping_refused_by_an_expired_session(400, "Bad Request: No valid session ID provided").await;
 }
 
 #[tokio::test]

@@ -17,8 +17,9 @@ use sse_stream::Sse;
 
 use super::{IoCause, TransportError};
 
-/// Headers the transports set themselves; a static header may not replace them.
-const RESERVED: &[&str] = &[
+/// Headers the HTTP transports set themselves (lower case); a static header may not replace
+/// them: a user's value would break the session or the framing.
+pub const RESERVED_HEADERS: &[&str] = &[
     "accept",
     "connection",
     "content-length",
@@ -85,7 +86,7 @@ impl WebOptions {
         let invalid = |reason: String| TransportError::Http { status: 0, reason };
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| invalid(format!("invalid header name {name:?}")))?;
-        if RESERVED.contains(&header.as_str()) {
+        if RESERVED_HEADERS.contains(&header.as_str()) {
             return Err(invalid(format!(
                 "the header {header} is set by the transport itself"
             )));
