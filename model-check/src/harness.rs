@@ -46,9 +46,10 @@ pub struct Bounds {
     pub waits: u8,
     /// Sessions the server may end ([`Move::Expire`]).
     pub expiries: u8,
-    /// The bound of a reconnect's handshake, when not the default (10 s): longer than the
-    /// calls' timeouts (30 s), a call kept across a session expiry times out in starting or
-    /// initializing.
+    /// The bound of a reconnect's handshake, when not the default (10 s): as long as the
+    /// calls' timeouts (30 s), a call kept across a session expiry may time out in starting or
+    /// initializing (when made before the expiry), and a handshake may time out with kept calls
+    /// (due at the same instant, the init timeout fires first).
     pub init_timeout: Option<Duration>,
 }
 

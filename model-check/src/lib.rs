@@ -203,9 +203,9 @@ pub fn configurations() -> Vec<Configuration> {
                 waits: 0,
                 junk: junk(&[InitError, Oversized, Sampling]),
                 expiries: 3,
-                init_timeout: Some(Duration::from_secs(40)),
+                init_timeout: Some(Duration::from_secs(30)),
             },
-            pinned_unique: 3688514,
+            pinned_unique: 3682819,
         },
     ]
 }
