@@ -5,12 +5,15 @@
 //! here: it is the table of `spec/transitions.toml`, generated into [`mcp_machine`] and
 //! model-checked. This crate runs that machine on tokio: a [`Client`] handle sends commands
 //! to one driver task, which feeds the machine and carries out its actions over a transport
-//! (a child process over stdio, or any byte stream).
+//! (a child process over stdio, any byte stream, Streamable HTTP or legacy HTTP+SSE:
+//! [`ClientBuilder::http`] picks between the last two by itself).
 //!
 //! Guarantees a caller can rely on: every call gets exactly one answer (a result or an
 //! [`Error`]); every call has a timeout (30 s by default); dropping a call's future cancels
 //! it on the wire; a crashed server is respawned with exponential backoff; [`Client::stop`]
-//! answers every call in flight and returns within about 100 ms even when the server hangs.
+//! answers every call in flight and returns within about 100 ms even when the server hangs;
+//! over HTTP, an expired session is initialized again at once, and a call the server refused
+//! for it is sent again once on the new session.
 //!
 //! [`trace`] checks that a run of the runtime is a behaviour of the machine: record it with
 //! [`ClientBuilder::record_trace`], replay it with [`trace::replay`].
