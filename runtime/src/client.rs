@@ -228,19 +228,17 @@ impl ClientBuilder {
     /// errors, logs or `Debug` output.
     pub fn header(mut self, name: &str, value: &str) -> Result<Self> {
         let target = self.connector.describe();
-        let setup = match self.http.take() {
-            Some(HttpSetup::Auto(c)) => c.header(name, value).map(|c| HttpSetup::Auto(Box::new(c))),
-            Some(HttpSetup::Streamable(c)) => c.header(name, value).map(HttpSetup::Streamable),
-            Some(HttpSetup::Sse(c)) => c.header(name, value).map(HttpSetup::Sse),
-            None => Err(crate::TransportError::Http {
-                status: 0,
-                reason: "header() on a builder that is not an HTTP one".into(),
-            }),
+        match self.edit_http(&|web| web.set_header(name, value)) {
+            Some(Ok(())) => Ok(self),
+            Some(Err(e)) => Err(http_error(target, e)),
+            None => Err(http_error(
+                target,
+                crate::TransportError::Http {
+                    status: 0,
+                    reason: "header() on a builder that is not an HTTP one".into(),
+                },
+            )),
         }
-        .map_err(|e| http_error(target, e))?;
-        self.connector = Transport::Built(setup.connector());
-        self.http = Some(setup);
-        Ok(self)
     }
 
     /// HTTP: bounds connecting plus receiving the response headers of each HTTP request (no
@@ -248,19 +246,32 @@ impl ClientBuilder {
     /// [`ClientBuilder::request_timeout`]. Ignored, with a warning, by a builder that is not
     /// an HTTP one.
     pub fn http_timeout(mut self, timeout: Duration) -> Self {
-        let setup = match self.http.take() {
-            Some(HttpSetup::Auto(c)) => HttpSetup::Auto(Box::new(c.http_timeout(timeout))),
-            Some(HttpSetup::Streamable(c)) => HttpSetup::Streamable(c.http_timeout(timeout)),
-            Some(HttpSetup::Sse(c)) => HttpSetup::Sse(c.http_timeout(timeout)),
-            None => {
-                tracing::warn!(target: "mcp::builder", option = "http_timeout", transport = %self.connector.describe(),
-                    "an HTTP option on a builder that is not HTTP is ignored");
-                return self;
-            }
+        let edited = self.edit_http(&|web| {
+            web.http_timeout = Some(timeout);
+            Ok(())
+        });
+        if edited.is_none() {
+            tracing::warn!(target: "mcp::builder", option = "http_timeout", transport = %self.connector.describe(),
+                "an HTTP option on a builder that is not HTTP is ignored");
+        }
+        self
+    }
+
+    /// Changes the options of this builder's HTTP connector in place (`None`: it has none).
+    fn edit_http(
+        &mut self,
+        f: &dyn Fn(
+            &mut crate::transport::WebOptions,
+        ) -> std::result::Result<(), crate::TransportError>,
+    ) -> Option<std::result::Result<(), crate::TransportError>> {
+        let setup = self.http.as_mut()?;
+        let result = match setup {
+            HttpSetup::Auto(c) => c.edit_web(f),
+            HttpSetup::Streamable(c) => c.edit_web(f),
+            HttpSetup::Sse(c) => c.edit_web(f),
         };
         self.connector = Transport::Built(setup.connector());
-        self.http = Some(setup);
-        self
+        Some(result)
     }
 
     /// A builder that spawns `program` over stdio, its arguments given with
@@ -388,15 +399,10 @@ impl ClientBuilder {
     pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
         self.config.max_frame_bytes = bytes;
         // The HTTP transports refuse a body or an SSE event over it before buffering it whole.
-        if let Some(setup) = self.http.take() {
-            let setup = match setup {
-                HttpSetup::Auto(c) => HttpSetup::Auto(Box::new(c.max_frame_bytes(bytes))),
-                HttpSetup::Streamable(c) => HttpSetup::Streamable(c.max_frame_bytes(bytes)),
-                HttpSetup::Sse(c) => HttpSetup::Sse(c.max_frame_bytes(bytes)),
-            };
-            self.connector = Transport::Built(setup.connector());
-            self.http = Some(setup);
-        }
+        let _ = self.edit_http(&|web| {
+            web.max_frame_bytes = bytes;
+            Ok(())
+        });
         self
     }
 

@@ -3,6 +3,7 @@
 //! leak checks read about the process, and the deterministic simulation of the runtime
 //! ([`sim`]).
 
+pub mod chaos;
 pub mod probe;
 pub mod sim;
 

@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use mcp_runtime::transport::StdioConnector;
 use mcp_runtime::{Client, ClientBuilder, ConnState, Error, Failure, RequestOptions};
+use mcp_tests::chaos::{Outcome, alive_tasks, outcome_of};
 use mcp_tests::probe::{self, Memory};
 use serde_json::{Value, json};
 
@@ -51,30 +52,6 @@ const CLOSED_BOUND: Duration = Duration::from_secs(15);
 const SETTLE: Duration = Duration::from_secs(2);
 /// Default size of the stderr floods.
 const DEFAULT_STDERR_BYTES: u64 = 64 << 20;
-
-/// What a caller got, as a kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    Ok,
-    Timeout,
-    Lost,
-    Unavailable,
-    Refused,
-    UnsupportedVersion,
-    Endless,
-    Other,
-}
-
-fn outcome_of<T>(r: &Result<T, Error>) -> Outcome {
-    match r {
-        Ok(_) => Outcome::Ok,
-        Err(Error::Timeout { .. }) => Outcome::Timeout,
-        Err(Error::ConnectionLost(_)) => Outcome::Lost,
-        Err(Error::Unavailable { .. }) => Outcome::Unavailable,
-        Err(Error::EndlessPagination { .. }) => Outcome::Endless,
-        Err(_) => Outcome::Other,
-    }
-}
 
 fn outcome_of_failure(f: Option<&Failure>) -> Outcome {
     match f {
@@ -401,12 +378,6 @@ impl Report {
             self.servers,
         )
     }
-}
-
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
 }
 
 /// Polls `f` until it holds or [`SETTLE`] passes; whether it held.

@@ -25,6 +25,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{Client, ClientBuilder, Error, RequestOptions};
+use mcp_tests::chaos::{Outcome, alive_tasks, outcome_of};
 use mcp_tests::probe;
 use serde_json::json;
 
@@ -47,30 +48,6 @@ const LEFTOVER_BOUND: Duration = Duration::from_secs(8);
 const FRAME_LIMIT: usize = 1 << 20;
 /// How many requests a fault with recovery hits.
 const TIMES: &str = "5";
-
-/// What a caller got, as a kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Outcome {
-    Ok,
-    Timeout,
-    Lost,
-    Unavailable,
-    Server,
-    Other,
-    /// No answer within the timeout plus [`MARGIN`].
-    Hung,
-}
-
-fn outcome_of<T>(r: &Result<T, Error>) -> Outcome {
-    match r {
-        Ok(_) => Outcome::Ok,
-        Err(Error::Timeout { .. }) => Outcome::Timeout,
-        Err(Error::ConnectionLost(_)) => Outcome::Lost,
-        Err(Error::Unavailable { .. }) => Outcome::Unavailable,
-        Err(Error::Server { .. }) => Outcome::Server,
-        Err(_) => Outcome::Other,
-    }
-}
 
 /// How the first handshake of a mode must go.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,12 +390,6 @@ impl Report {
 
 fn ms(d: Option<Duration>) -> String {
     d.map_or("never".into(), |d| format!("{} ms", d.as_millis()))
-}
-
-fn alive_tasks() -> usize {
-    tokio::runtime::Handle::current()
-        .metrics()
-        .num_alive_tasks()
 }
 
 /// Polls `f` until it holds or `bound` passes; how long it took.

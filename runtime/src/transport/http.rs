@@ -170,31 +170,37 @@ impl AutoHttpConnector {
     }
 
     /// A static header for every request of either transport; see [`HttpConnector::header`].
-    pub fn header(self, name: &str, value: &str) -> Result<Self, TransportError> {
-        Ok(AutoHttpConnector {
-            http: self.http.header(name, value)?,
-            sse: self.sse.header(name, value)?,
-            verdict: self.verdict,
-        })
+    pub fn header(mut self, name: &str, value: &str) -> Result<Self, TransportError> {
+        self.edit_web(&|web| web.set_header(name, value))?;
+        Ok(self)
     }
 
     /// Bound on connect plus response headers of each request; see
     /// [`HttpConnector::http_timeout`].
-    pub fn http_timeout(self, timeout: Duration) -> Self {
-        AutoHttpConnector {
-            http: self.http.http_timeout(timeout),
-            sse: self.sse.http_timeout(timeout),
-            verdict: self.verdict,
-        }
+    pub fn http_timeout(mut self, timeout: Duration) -> Self {
+        let _ = self.edit_web(&|web| {
+            web.http_timeout = Some(timeout);
+            Ok(())
+        });
+        self
     }
 
     /// Largest message accepted from the server (16 MiB).
-    pub fn max_frame_bytes(self, bytes: usize) -> Self {
-        AutoHttpConnector {
-            http: self.http.max_frame_bytes(bytes),
-            sse: self.sse.max_frame_bytes(bytes),
-            verdict: self.verdict,
-        }
+    pub fn max_frame_bytes(mut self, bytes: usize) -> Self {
+        let _ = self.edit_web(&|web| {
+            web.max_frame_bytes = bytes;
+            Ok(())
+        });
+        self
+    }
+
+    /// Changes the options of both transports in place.
+    pub(crate) fn edit_web(
+        &mut self,
+        f: &dyn Fn(&mut super::WebOptions) -> Result<(), TransportError>,
+    ) -> Result<(), TransportError> {
+        self.http.edit_web(f)?;
+        self.sse.edit_web(f)
     }
 
     /// Which transport the server was found to speak, once an `initialize` told.

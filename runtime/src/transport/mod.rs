@@ -43,6 +43,7 @@ pub use sse::SseConnector;
 pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
 pub use web::RESERVED_HEADERS;
+pub(crate) use web::WebOptions;
 
 /// Default frame limit: 16 MiB. A frame of exactly this many bytes is accepted.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;

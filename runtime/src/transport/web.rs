@@ -153,6 +153,14 @@ macro_rules! web_options {
                 self.web.http_timeout = Some(timeout);
                 self
             }
+
+            /// Changes its options in place (the builder's one path to every HTTP connector).
+            pub(crate) fn edit_web(
+                &mut self,
+                f: &dyn Fn(&mut $crate::transport::WebOptions) -> Result<(), TransportError>,
+            ) -> Result<(), TransportError> {
+                f(&mut self.web)
+            }
         }
     };
 }
