@@ -66,9 +66,11 @@ pub struct Global {
     )]
     pub headers: Vec<String>,
 
-    /// Protocol era: the handshake era (legacy) or the stateless one (modern, not available yet).
-    #[arg(long, global = true, value_enum, default_value_t = Era::Auto)]
-    pub era: Era,
+    /// Protocol era: ask the server (auto: `server/discover`, then the handshake if the server is a
+    /// legacy one), the handshake era only (legacy), or the stateless 2026-07-28 era only (modern).
+    /// Default: auto; legacy for --sse (a handshake-era transport).
+    #[arg(long, global = true, value_enum)]
+    pub era: Option<Era>,
 
     /// Per-call timeout in seconds.
     #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
@@ -94,17 +96,45 @@ pub struct Global {
     /// A root offered to the server (repeatable; roots are declared only if given).
     #[arg(long = "root", global = true, value_name = "URI")]
     pub roots: Vec<String>,
+
+    /// Do not check a tool's structuredContent against its outputSchema (checked by default:
+    /// `tools call` lists the tools first to learn it).
+    #[arg(long, global = true)]
+    pub no_validate_output: bool,
+}
+
+impl Global {
+    /// The era to speak: `--era`, or by default auto (legacy for `--sse`, a transport of the
+    /// handshake era only).
+    pub fn era(&self) -> Era {
+        self.era.unwrap_or(if self.sse.is_some() {
+            Era::Legacy
+        } else {
+            Era::Auto
+        })
+    }
 }
 
 /// The protocol era to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Era {
-    /// Pick by transport (stdio: legacy).
+    /// Ask the server: `server/discover` first, the handshake when it is a legacy server.
     Auto,
     /// The handshake era (2024-11-05 … 2025-11-25).
     Legacy,
-    /// The stateless era (not available yet).
+    /// The stateless era (2026-07-28).
     Modern,
+}
+
+impl Era {
+    /// The library's mode for this choice.
+    pub fn mode(self) -> mcp_runtime::EraMode {
+        match self {
+            Era::Auto => mcp_runtime::EraMode::Auto,
+            Era::Legacy => mcp_runtime::EraMode::Legacy,
+            Era::Modern => mcp_runtime::EraMode::Modern,
+        }
+    }
 }
 
 /// The commands.
@@ -129,6 +159,14 @@ pub enum Command {
     Watch(WatchArgs),
     /// Print the connection's state transitions (event and table row) until Ctrl-C.
     State,
+    /// Authorize mcpc with the --http server's authorization server (OAuth 2.1: a browser, or
+    /// the URL printed), and keep the token for every later command.
+    Login,
+    /// Forget the token of the --http server.
+    Logout,
+    /// Authorization state.
+    #[command(subcommand)]
+    Auth(AuthCommand),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -185,12 +223,22 @@ impl Command {
             Command::Ping => "ping".into(),
             Command::Watch(_) => "watch".into(),
             Command::State => "state".into(),
+            Command::Login => "login".into(),
+            Command::Logout => "logout".into(),
+            Command::Auth(AuthCommand::Status) => "auth status".into(),
             Command::Completions { .. } => "completions".into(),
             Command::Demo => "demo".into(),
             Command::Conformance { .. } => "conformance".into(),
             Command::TestServer { .. } => "__test-server".into(),
         }
     }
+}
+
+/// `auth …`.
+#[derive(Debug, Subcommand)]
+pub enum AuthCommand {
+    /// The --http server's token: issuer, scopes, expiry (never the token itself).
+    Status,
 }
 
 /// `tools …`.

@@ -38,7 +38,7 @@ pub async fn dispatch(
     let what = command.label();
     let fail = |e: mcp_runtime::Error| CliError::call(&what, &e);
     match command {
-        Command::Info => info(client, g.json),
+        Command::Info => info(client, g, g.json),
         Command::Tools(ToolsCommand::List) => {
             let tools = client.list_all_tools().await.map_err(fail)?;
             if g.json {
@@ -185,6 +185,9 @@ pub async fn dispatch(
         }
         Command::Watch(w) => watch(client, g.json, w, interrupt).await,
         Command::State
+        | Command::Login
+        | Command::Logout
+        | Command::Auth(_)
         | Command::Completions { .. }
         | Command::Demo
         | Command::Conformance { .. }
@@ -196,7 +199,27 @@ pub async fn dispatch(
     }
 }
 
-fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
+/// The era the client speaks to the server, and how it was chosen: `("modern", "forced by
+/// --era modern")`.
+fn era_of(client: &Client, g: &Global) -> (&'static str, &'static str) {
+    use crate::args::Era as Asked;
+    let era = match client.era() {
+        Some(mcp_runtime::Era::Modern) => "modern",
+        Some(mcp_runtime::Era::Legacy) | None => "legacy",
+    };
+    let how = match (g.era, era) {
+        (None | Some(Asked::Auto), "modern") => "the server answered server/discover",
+        (Some(Asked::Auto), _) => "the server is not a 2026-07-28 one (server/discover fell back)",
+        // Without --era only --sse speaks the handshake era without asking.
+        (None, _) if g.sse.is_some() => "the legacy HTTP+SSE transport",
+        (None, _) => "the server is not a 2026-07-28 one (server/discover fell back)",
+        (Some(Asked::Legacy), _) => "forced by --era legacy",
+        (Some(Asked::Modern), _) => "forced by --era modern",
+    };
+    (era, how)
+}
+
+fn info(client: &Client, g: &Global, json_out: bool) -> Result<(), CliError> {
     let Some(s) = client.server_info() else {
         return Err(CliError::new(
             Exit::Connect,
@@ -208,7 +231,8 @@ fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
         print_json(&json!({
             "serverInfo": s.server_info,
             "protocolVersion": s.protocol_version,
-            "era": "legacy",
+            "era": era_of(client, g).0,
+            "eraChosen": era_of(client, g).1,
             "capabilities": s.capabilities,
             "instructions": s.instructions,
         }));
@@ -230,7 +254,13 @@ fn info(client: &Client, json_out: bool) -> Result<(), CliError> {
         ),
     ]);
     t.row(vec!["protocol".into(), s.protocol_version.clone()]);
-    t.row(vec!["era".into(), "legacy (handshake)".into()]);
+    let (era, how) = era_of(client, g);
+    let kind = if era == "modern" {
+        "stateless"
+    } else {
+        "handshake"
+    };
+    t.row(vec!["era".into(), format!("{era} ({kind}; {how})")]);
     t.row(vec![
         "capabilities".into(),
         capabilities_summary(&s.capabilities),
@@ -257,7 +287,14 @@ async fn tools_call(
         Some(text) => typed::parse_args_json(text).map_err(|e| CliError::usage(&what, e))?,
         None => Map::new(),
     };
+    // Listing the tools also tells the client the tool's outputSchema, so that the result is
+    // checked against it (unless --no-validate-output); with pairs, it types them.
     let args = if call.pairs.is_empty() {
+        if !g.no_validate_output
+            && let Err(e) = client.list_all_tools().await
+        {
+            tracing::debug!(target: "mcpc", error = %e, "tools/list failed: the result is not checked");
+        }
         base
     } else {
         let tools = client
@@ -299,7 +336,7 @@ async fn tools_call(
         view.update(&p);
     }
     view.clear();
-    let result = result.map_err(|e| CliError::call(&what, &e))?;
+    let result = result.map_err(|e| call_failed(&what, g.json, &e))?;
     if g.json {
         print_json(&to_json(&result));
     } else if !result.failed() {
@@ -328,6 +365,39 @@ async fn tools_call(
         ));
     }
     Ok(())
+}
+
+/// A failed `tools call`. A result the library refused for its tool's `outputSchema` is still
+/// printed with `--json` (stdout, exact); the schema errors are listed on stderr, one a line
+/// (escaped and bounded by the library), before the final error line.
+fn call_failed(what: &str, json_out: bool, e: &mcp_runtime::Error) -> CliError {
+    use mcp_runtime::Error as E;
+    const SKIP: &str = "--no-validate-output skips the check";
+    match e {
+        E::OutputSchemaMismatch { errors, result, .. } => {
+            if json_out {
+                print_json(&to_json(result));
+            }
+            errln!("mcpc: structuredContent does not match the tool's outputSchema:");
+            for line in errors {
+                errln!("  {line}");
+            }
+            CliError::new(
+                Exit::Server,
+                what,
+                format!("the result does not match the tool's outputSchema (errors above; {SKIP})"),
+            )
+        }
+        E::InvalidOutputSchema { result, .. } => {
+            if json_out {
+                print_json(&to_json(result));
+            }
+            let mut err = CliError::call(what, e);
+            err.why = format!("{} ({SKIP})", err.why);
+            err
+        }
+        _ => CliError::call(what, e),
+    }
 }
 
 async fn complete(

@@ -5,8 +5,10 @@
 //! the scenario in `MCP_CONFORMANCE_SCENARIO`, its data (JSON) in `MCP_CONFORMANCE_CONTEXT` and
 //! the wire revision in `MCP_CONFORMANCE_PROTOCOL_VERSION`; it grades the traffic it saw. mcpc
 //! does what the scenario asks over Streamable HTTP and exits 0, or exits non-zero with one
-//! `mcpc: conformance <scenario>: <why>` line. Scenarios of the 2025-11-25 set (the handshake
-//! era) are supported; the 2026-07-28 wire and the `auth/*` scenarios are refused with exit 2.
+//! `mcpc: conformance <scenario>: <why>` line. At the 2025 wire revisions (the handshake era)
+//! mcpc speaks the legacy era only (a probe would break the suite's per-revision schema check);
+//! at 2026-07-28 it negotiates (`--era auto`), as a host would. The `auth/*` scenarios are
+//! refused with exit 2.
 
 use mcp_runtime::{
     Client, ClientBuilder, ElicitParams, ElicitResult, Handlers, RequestContext, RpcError,
@@ -40,11 +42,64 @@ pub enum Scenario {
     SseRetry,
     /// Echo the focal tool's inputSchema back unchanged (JSON Schema 2020-12 keywords).
     JsonSchemaPreservation,
+    /// 2026-07-28: the per-request `_meta` and the version header (list the tools).
+    RequestMetadata,
+    /// 2026-07-28: list the tools whose schema has a network `$ref`, never fetching it.
+    JsonSchemaRefNoDeref,
+    /// 2026-07-28: `Mcp-Method` / `Mcp-Name` on every POST: call every tool, read every
+    /// resource, get every prompt.
+    HttpStandardHeaders,
+    /// 2026-07-28: `Mcp-Param-*` for `x-mcp-header` arguments: the calls the context names.
+    HttpCustomHeaders,
+    /// 2026-07-28: tools with invalid `x-mcp-header` annotations are left out; call the rest.
+    HttpInvalidToolHeaders,
+    /// 2026-07-28 (SEP-2322, MRTR): tools answering `input_required`; the elicitation is
+    /// accepted with `confirmed: true`.
+    RequestState,
+    /// `auth/*`: authorize as a host would (OAuth 2.1 through the library's public API, the
+    /// authorization server's redirect taken headlessly), then list the tools and call each.
+    Auth,
 }
+
+/// The authorization scenarios mcpc performs (every required one of both revisions).
+pub const AUTH_SCENARIOS: [&str; 25] = [
+    "auth/metadata-default",
+    "auth/metadata-var1",
+    "auth/metadata-var2",
+    "auth/metadata-var3",
+    "auth/basic-cimd",
+    "auth/scope-from-www-authenticate",
+    "auth/scope-from-scopes-supported",
+    "auth/scope-omitted-when-undefined",
+    "auth/scope-step-up",
+    "auth/scope-retry-limit",
+    "auth/token-endpoint-auth-basic",
+    "auth/token-endpoint-auth-post",
+    "auth/token-endpoint-auth-none",
+    "auth/pre-registration",
+    "auth/resource-mismatch",
+    "auth/offline-access-scope",
+    "auth/offline-access-not-supported",
+    "auth/authorization-server-migration",
+    "auth/iss-supported",
+    "auth/iss-not-advertised",
+    "auth/iss-supported-missing",
+    "auth/iss-wrong-issuer",
+    "auth/iss-unexpected",
+    "auth/iss-normalized",
+    "auth/metadata-issuer-mismatch",
+];
+
+/// The redirect URI mcpc's conformance client registers and sends (never listened on: the
+/// suite's authorization server redirects at once, and the headless user agent reads where).
+const CONFORMANCE_REDIRECT: &str = "http://localhost:3000/callback";
+
+/// The Client ID Metadata Document URL the suite expects (it never fetches it).
+const CONFORMANCE_CLIENT_METADATA: &str = "https://conformance-test.local/client-metadata.json";
 
 impl Scenario {
     /// Every scenario mcpc performs, by the suite's name.
-    pub const ALL: [(&'static str, Scenario); 5] = [
+    pub const ALL: [(&'static str, Scenario); 11] = [
         ("initialize", Scenario::Initialize),
         ("tools_call", Scenario::ToolsCall),
         (
@@ -56,6 +111,15 @@ impl Scenario {
             "json-schema-2020-12-preservation",
             Scenario::JsonSchemaPreservation,
         ),
+        ("request-metadata", Scenario::RequestMetadata),
+        ("json-schema-ref-no-deref", Scenario::JsonSchemaRefNoDeref),
+        ("http-standard-headers", Scenario::HttpStandardHeaders),
+        ("http-custom-headers", Scenario::HttpCustomHeaders),
+        (
+            "http-invalid-tool-headers",
+            Scenario::HttpInvalidToolHeaders,
+        ),
+        ("sep-2322-client-request-state", Scenario::RequestState),
     ];
 
     /// The scenario named `name`, or why mcpc does not perform it (exit 2).
@@ -63,22 +127,20 @@ impl Scenario {
         if let Some((_, s)) = Self::ALL.iter().find(|(n, _)| *n == name) {
             return Ok(*s);
         }
+        if AUTH_SCENARIOS.contains(&name) {
+            return Ok(Scenario::Auth);
+        }
         let what = format!("conformance {name}");
         let known: Vec<&str> = Self::ALL.iter().map(|(n, _)| *n).collect();
         Err(CliError::usage(
             what,
             if name.starts_with("auth/") {
                 format!(
-                    "authorization scenarios are not supported yet (mcpc has no OAuth); \
-                     supported: {}",
-                    known.join(", ")
+                    "this authorization scenario is not supported (supported: {})",
+                    AUTH_SCENARIOS.join(", ")
                 )
             } else {
-                format!(
-                    "not supported yet (supported: {}; the 2026-07-28 scenarios need the \
-                     stateless era)",
-                    known.join(", ")
-                )
+                format!("not supported yet (supported: {})", known.join(", "))
             },
         ))
     }
@@ -98,6 +160,17 @@ pub struct Setup {
 }
 
 impl Setup {
+    /// The era mcpc speaks at this wire revision: legacy at the 2025 ones (or unset), and
+    /// negotiated at 2026-07-28.
+    pub fn era(&self) -> mcp_runtime::EraMode {
+        match &self.version {
+            Some(v) if mcp_runtime::MODERN_PROTOCOL_VERSIONS.contains(&v.as_str()) => {
+                mcp_runtime::EraMode::Auto
+            }
+            Some(_) | None => mcp_runtime::EraMode::Legacy,
+        }
+    }
+
     /// Reads the harness's variables through `var`; usage errors (exit 2) for what mcpc does
     /// not support.
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Setup, CliError> {
@@ -108,15 +181,18 @@ impl Setup {
             ));
         };
         let version = var(VERSION_VAR).filter(|v| !v.is_empty());
-        // The handshake era: 2024-11-05 … 2025-11-25 (and unset, from harnesses before 0.2).
+        // The handshake era: 2024-11-05 … 2025-11-25 (and unset, from harnesses before 0.2);
+        // the stateless one: 2026-07-28.
         if let Some(v) = &version
-            && !(v.starts_with("2024-") || v.starts_with("2025-"))
+            && !(v.starts_with("2024-")
+                || v.starts_with("2025-")
+                || mcp_runtime::MODERN_PROTOCOL_VERSIONS.contains(&v.as_str()))
         {
             return Err(CliError::usage(
                 format!("conformance {name}"),
                 format!(
-                    "protocol version {v} is not supported yet (mcpc speaks the handshake era, \
-                     2024-11-05 … 2025-11-25; the stateless 2026-07-28 wire is not available yet)"
+                    "protocol version {v} is not one mcpc speaks (2024-11-05 … 2025-11-25, \
+                     2026-07-28)"
                 ),
             ));
         }
@@ -178,6 +254,16 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
         );
     }
     let mut handlers = Handlers::new();
+    if setup.scenario == Scenario::RequestState {
+        handlers = handlers.elicitation(|_params: ElicitParams, _cx: RequestContext| async move {
+            outln!("elicitation -> accept {{\"confirmed\": true}}");
+            Ok::<_, RpcError>(ElicitResult::accept(
+                [("confirmed".to_owned(), json!(true))]
+                    .into_iter()
+                    .collect(),
+            ))
+        });
+    }
     if setup.scenario == Scenario::ElicitationDefaults {
         handlers = handlers.elicitation(|params: ElicitParams, _cx: RequestContext| async move {
             let answer = accept_defaults(&params);
@@ -194,11 +280,14 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
             format!("not a usable URL ({e})"),
         )
     })?;
-    let builder = configure(builder, g, handlers);
+    let mut builder = configure(builder, g, handlers).era(setup.era());
+    if setup.scenario == Scenario::Auth {
+        builder = builder.oauth(authorize(&setup, url, &what, interrupt).await?);
+    }
     let client = connect_built(builder, redact_url(url), g, interrupt, &what).await?;
     let result = tokio::select! {
         biased;
-        r = perform(&client, setup.scenario, &what) => r,
+        r = perform(&client, &setup, &what) => r,
         caught = interrupt.fired() => Err(CliError::signalled(&what, caught)),
     };
     finish(&client).await;
@@ -208,8 +297,101 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
     result
 }
 
+/// The OAuth settings of an `auth/*` scenario, authorized against `url` as a host would
+/// before connecting (`OAuth::login`): a memory store, the headless user agent, the suite's
+/// metadata document URL, and the pre-registered credentials of the context, if any.
+async fn authorize(
+    setup: &Setup,
+    url: &str,
+    what: &str,
+    interrupt: &Interrupt,
+) -> Result<mcp_runtime::auth::OAuth, CliError> {
+    use mcp_runtime::auth::{HeadlessUserAgent, OAuth, Url};
+    let mut oauth = OAuth::builder(std::sync::Arc::new(HeadlessUserAgent::new(
+        CONFORMANCE_REDIRECT,
+    )))
+    .client_name("mcpc")
+    .metadata_document(CONFORMANCE_CLIENT_METADATA);
+    let field = |k: &str| setup.context.get(k).and_then(Value::as_str);
+    if let (Some(id), Some(issuer)) = (field("client_id"), field("issuer")) {
+        oauth = oauth.pre_registered(issuer, id, field("client_secret").map(str::to_owned));
+    }
+    let oauth = oauth.build();
+    let endpoint = Url::parse(url).map_err(|_| CliError::usage(what, "not a URL"))?;
+    let done = tokio::select! {
+        biased;
+        caught = interrupt.fired() => return Err(CliError::signalled(what, caught)),
+        done = oauth.login(&endpoint) => done,
+    };
+    match done {
+        Ok(Some(token)) => outln!(
+            "authorized by {} (scopes: {})",
+            token.issuer,
+            token.scopes.join(" ")
+        ),
+        Ok(None) => outln!("the server did not ask for authorization"),
+        Err(e) => {
+            return Err(CliError::new(
+                Exit::Connect,
+                what,
+                format!("authorization: {e}"),
+            ));
+        }
+    }
+    Ok(oauth)
+}
+
+/// Arguments for a tool that fill every required property of its input schema with a value of
+/// its type (the first of an `enum`), so that a server which checks them accepts the call.
+pub fn stub_arguments(input_schema: &Value) -> Value {
+    let properties = input_schema.get("properties").and_then(Value::as_object);
+    let required = input_schema.get("required").and_then(Value::as_array);
+    let mut args = Map::new();
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        let schema = properties.and_then(|p| p.get(name));
+        let value = match schema.and_then(|s| s.get("enum")).and_then(Value::as_array) {
+            Some(values) if !values.is_empty() => values[0].clone(),
+            _ => match schema.and_then(|s| s.get("type")).and_then(Value::as_str) {
+                Some("integer" | "number") => json!(1),
+                Some("boolean") => json!(true),
+                Some("object") => json!({}),
+                Some("array") => json!([]),
+                Some("null") => Value::Null,
+                _ => json!("x"),
+            },
+        };
+        args.insert(name.to_owned(), value);
+    }
+    Value::Object(args)
+}
+
+/// Calls `tool` with `arguments`; a tool error (`isError`) or a failed call fails the scenario.
+async fn call(client: &Client, what: &str, tool: &str, arguments: Value) -> Result<(), CliError> {
+    let result = client.call_tool(tool, arguments).await.map_err(|e| {
+        let mut err = CliError::call(what, &e);
+        err.why = format!("tools/call {tool}: {}", err.why);
+        err
+    })?;
+    let text: Vec<String> = result
+        .content
+        .iter()
+        .map(|c| content_text(&serde_json::to_value(c).unwrap_or_default()))
+        .collect();
+    let text = text.join(" ");
+    outln!("{tool} -> {}", text.trim_end());
+    if result.is_error == Some(true) {
+        return Err(CliError::new(
+            Exit::Server,
+            what,
+            format!("{tool} reported isError: {}", text.trim_end()),
+        ));
+    }
+    Ok(())
+}
+
 /// The scenario's requests, on a connected client.
-async fn perform(client: &Client, scenario: Scenario, what: &str) -> Result<(), CliError> {
+async fn perform(client: &Client, setup: &Setup, what: &str) -> Result<(), CliError> {
+    let scenario = setup.scenario;
     let fail = |step: &str, e: mcp_runtime::Error| {
         let mut err = CliError::call(what, &e);
         err.why = format!("{step}: {}", err.why);
@@ -230,7 +412,74 @@ async fn perform(client: &Client, scenario: Scenario, what: &str) -> Result<(), 
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     outln!("tools: {}", names.join(", "));
     let (tool, arguments) = match scenario {
-        Scenario::Initialize => return Ok(()),
+        Scenario::Initialize | Scenario::RequestMetadata | Scenario::JsonSchemaRefNoDeref => {
+            return Ok(());
+        }
+        Scenario::RequestState => {
+            for tool in [
+                "test_mrtr_echo_state",
+                "test_mrtr_unrelated",
+                "test_mrtr_no_state",
+                "test_mrtr_no_result_type",
+            ] {
+                call(client, what, tool, json!({})).await?;
+            }
+            return Ok(());
+        }
+        Scenario::HttpCustomHeaders => {
+            let calls = setup.context.get("toolCalls").and_then(Value::as_array);
+            for c in calls.into_iter().flatten() {
+                let Some(tool) = c.get("name").and_then(Value::as_str) else {
+                    continue;
+                };
+                let arguments = c.get("arguments").cloned().unwrap_or_else(|| json!({}));
+                call(client, what, tool, arguments).await?;
+            }
+            return Ok(());
+        }
+        Scenario::Auth => {
+            for tool in &tools {
+                call(client, what, &tool.name, stub_arguments(&tool.input_schema)).await?;
+            }
+            return Ok(());
+        }
+        Scenario::HttpInvalidToolHeaders | Scenario::HttpStandardHeaders => {
+            for tool in &tools {
+                call(client, what, &tool.name, stub_arguments(&tool.input_schema)).await?;
+            }
+            if scenario == Scenario::HttpInvalidToolHeaders {
+                return Ok(());
+            }
+            let resources = client
+                .list_all_resources()
+                .await
+                .map_err(|e| fail("resources/list", e))?;
+            for r in &resources {
+                client
+                    .read_resource(&r.uri)
+                    .await
+                    .map_err(|e| fail(&format!("resources/read {}", r.uri), e))?;
+                outln!("read {}", r.uri);
+            }
+            let prompts = client
+                .list_all_prompts()
+                .await
+                .map_err(|e| fail("prompts/list", e))?;
+            for p in &prompts {
+                let args: Map<String, Value> = p
+                    .arguments
+                    .iter()
+                    .filter(|a| a.required)
+                    .map(|a| (a.name.clone(), json!("x")))
+                    .collect();
+                client
+                    .get_prompt(&p.name, Value::Object(args))
+                    .await
+                    .map_err(|e| fail(&format!("prompts/get {}", p.name), e))?;
+                outln!("prompt {}", p.name);
+            }
+            return Ok(());
+        }
         Scenario::ToolsCall => ("add_numbers", json!({"a": 2, "b": 3})),
         Scenario::ElicitationDefaults => ("test_client_elicitation_defaults", json!({})),
         Scenario::SseRetry => ("test_reconnection", json!({})),
@@ -296,25 +545,34 @@ mod tests {
     fn what_is_not_supported_is_a_usage_error() {
         for v in [
             vars(&[]),
-            vars(&[(SCENARIO_VAR, "auth/metadata-default")]),
-            vars(&[(SCENARIO_VAR, "request-metadata")]),
-            vars(&[(SCENARIO_VAR, "tools_call"), (VERSION_VAR, "2026-07-28")]),
+            vars(&[(SCENARIO_VAR, "auth/dpop")]),
+            vars(&[(SCENARIO_VAR, "auth/2026-metadata")]),
+            vars(&[(SCENARIO_VAR, "tools_call"), (VERSION_VAR, "2099-01-01")]),
             vars(&[(SCENARIO_VAR, "tools_call"), (CONTEXT_VAR, "{bad")]),
         ] {
             let e = Setup::from_vars(v).unwrap_err();
             assert_eq!(e.exit, Exit::Usage, "{e}");
         }
-        let e = Setup::from_vars(vars(&[(SCENARIO_VAR, "auth/metadata-default")])).unwrap_err();
-        assert!(e.to_string().contains("not supported yet"), "{e}");
+        let e = Setup::from_vars(vars(&[(SCENARIO_VAR, "auth/dpop")])).unwrap_err();
+        assert!(e.to_string().contains("auth/metadata-default"), "{e}");
+        for name in AUTH_SCENARIOS {
+            let s = Setup::from_vars(vars(&[(SCENARIO_VAR, name)])).unwrap();
+            assert_eq!(s.scenario, Scenario::Auth);
+        }
         let e = Setup::from_vars(vars(&[
             (SCENARIO_VAR, "tools_call"),
-            (VERSION_VAR, "2026-07-28"),
+            (VERSION_VAR, "2099-01-01"),
         ]))
         .unwrap_err();
-        assert!(
-            e.to_string().contains("2026-07-28 is not supported yet"),
-            "{e}"
-        );
+        assert!(e.to_string().contains("2099-01-01 is not one"), "{e}");
+        let modern = Setup::from_vars(vars(&[
+            (SCENARIO_VAR, "request-metadata"),
+            (VERSION_VAR, "2026-07-28"),
+        ]))
+        .unwrap();
+        assert_eq!(modern.era(), mcp_runtime::EraMode::Auto);
+        let legacy = Setup::from_vars(vars(&[(SCENARIO_VAR, "tools_call")])).unwrap();
+        assert_eq!(legacy.era(), mcp_runtime::EraMode::Legacy);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use mcp_runtime::transport::StdioConnector;
 use mcp_runtime::{Client, ClientBuilder, ConnState, Failure};
 use tokio::time::Instant;
 
-use crate::args::{Era, Global};
+use crate::args::Global;
 use crate::error::{CliError, Exit};
 use crate::headers::{self, Header};
 use crate::sanitize::clean_line;
@@ -49,12 +49,6 @@ const SPINNER_AFTER: Duration = Duration::from_millis(1500);
 pub fn builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
     // Checked first, whatever the transport: a bad header is a usage error on its own.
     let headers = headers::parse_all(&g.headers)?;
-    if g.era == Era::Modern {
-        return Err(CliError::usage(
-            "--era modern",
-            "the modern (stateless) era is not available yet (coming with the eras/HTTP work)",
-        ));
-    }
     let web = match (&g.http, &g.sse) {
         (Some(url), _) => Some(("--http", url)),
         (None, Some(url)) => Some(("--sse", url)),
@@ -89,9 +83,11 @@ pub fn configure(
     }
     builder
         .client_info("mcpc", env!("CARGO_PKG_VERSION"))
+        .era(g.era().mode())
         .handler(handler)
         .request_timeout(g.timeout)
         .connect_timeout(g.connect_timeout)
+        .validate_output(!g.no_validate_output)
 }
 
 /// The HTTP builder for `url` with the checked `-H` headers: `--http` is Streamable HTTP
@@ -124,6 +120,8 @@ pub fn http_builder(
             format!("not a usable URL ({})", clean_line(&e.to_string())),
         )
     })?;
+    // The token `mcpc login` kept for this server, if any.
+    builder = builder.oauth(crate::auth::oauth());
     for h in headers {
         // The library's errors never contain the value either.
         builder = builder
@@ -182,6 +180,7 @@ fn waiting_for(state: ConnState, line: &str) -> String {
             format!("connecting to `{line}`")
         }
         ConnState::Starting => format!("starting `{line}`"),
+        ConnState::Probing => format!("asking the server which protocol era it speaks (`{line}`)"),
         _ => format!("waiting for the server's initialize answer (`{line}`)"),
     }
 }
@@ -254,7 +253,20 @@ fn connect_failure(g: &Global, last_error: Option<Failure>) -> String {
             }
         );
     }
+    let unauthorized = matches!(
+        &last_error,
+        Some(Failure::Transport(mcp_runtime::TransportError::Http {
+            status: 401 | 403,
+            ..
+        }))
+    );
     let mut why = last_error.map_or_else(|| "the connection failed".to_owned(), |e| e.to_string());
+    if unauthorized && let Some(url) = g.http.as_deref().or(g.sse.as_deref()) {
+        why.push_str(&format!(
+            "; the server wants authorization: mcpc --http {} login",
+            redact_url(url)
+        ));
+    }
     if let Some(line) = stderr {
         why.push_str(&format!(" (server stderr: {line})"));
     }

@@ -154,17 +154,23 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     step(
         1,
         "Connect",
-        "The client opens a transport (here an in-process pipe to a fresh test server), sends\n\
-         initialize, and is ready once the handshake is done. The lifecycle is the table of\n\
-         spec/transitions.toml: each line is one transition with the event and row that fired.",
+        "The client opens a transport (here an in-process pipe to a fresh test server) and asks\n\
+         which era it speaks (server/discover). This server is a handshake-era one, so the client\n\
+         falls back to initialize on the same pipe and is ready once the handshake is done. The\n\
+         lifecycle is the table of spec/transitions.toml: each line is one transition with the\n\
+         event and row that fired.",
     );
     let start = Instant::now();
     print_until_ready(&mut transitions, start, Duration::from_secs(10)).await?;
     let info = client
         .server_info()
         .ok_or_else(|| CliError::new(Exit::Connect, "demo: connect", "no server info"))?;
+    let era = match client.era() {
+        Some(mcp_runtime::Era::Modern) => "modern (stateless)",
+        Some(mcp_runtime::Era::Legacy) | None => "legacy (handshake)",
+    };
     outln!(
-        "      connected in {}: {} {}, protocol {}, era legacy (handshake)",
+        "      connected in {}: {} {}, protocol {}, era {era}",
         ms(start.elapsed()),
         info.name(),
         info.version(),

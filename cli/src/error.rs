@@ -11,7 +11,8 @@ macro_rules! exit_codes {
         "\
 Exit codes:
   0    success (watch/state: also after Ctrl-C)
-  1    the server answered with an error, or the tool reported isError
+  1    the server answered with an error, the tool reported isError, or its result does
+       not match the outputSchema it declared (--no-validate-output skips that check)
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
        schema does not have, a bad -H header, or what this build does not have yet
        (--era modern, a conformance scenario)
@@ -49,7 +50,8 @@ Examples:
 pub enum Exit {
     /// 0: success.
     Ok = 0,
-    /// 1: the server answered with an error, or the tool reported `isError`.
+    /// 1: the server answered with an error, the tool reported `isError`, or its result does
+    /// not match its `outputSchema`.
     Server = 1,
     /// 2: usage error (clap's, and ours).
     Usage = 2,
@@ -123,7 +125,16 @@ impl CliError {
     pub fn call(what: impl Into<String>, e: &mcp_runtime::Error) -> Self {
         use mcp_runtime::Error as E;
         let exit = match e {
-            E::Server { .. } => Exit::Server,
+            // The server's answer (or what it asked for) ended the call.
+            E::Server { .. }
+            | E::MissingCapability { .. }
+            | E::ResourceNotFound { .. }
+            | E::UnknownResultType { .. }
+            | E::InputRequired { .. }
+            | E::InputFailed { .. }
+            // The tool's result broke the schema the server declared for it.
+            | E::OutputSchemaMismatch { .. }
+            | E::InvalidOutputSchema { .. } => Exit::Server,
             E::Timeout { .. } => Exit::Timeout,
             E::Unavailable { .. } | E::Connect(_) => Exit::Connect,
             E::Cancelled => Exit::Interrupted,

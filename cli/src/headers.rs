@@ -12,6 +12,8 @@ use crate::error::CliError;
 
 /// Headers the HTTP transport sets itself (the library's list).
 pub use mcp_runtime::transport::RESERVED_HEADERS as RESERVED;
+/// The prefix of the headers the HTTP transport sets for a tool (`Mcp-Param-*`).
+use mcp_runtime::transport::RESERVED_PREFIX;
 
 /// One checked header: its name is an HTTP token, its value has no CR, LF or other control
 /// character (tab excepted) and no surrounding whitespace.
@@ -58,7 +60,9 @@ pub fn parse(index: usize, raw: &str) -> Result<Header, CliError> {
         ));
     }
     let what = format!("-H/--header {name}");
-    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name)) {
+    if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(name))
+        || name.to_ascii_lowercase().starts_with(RESERVED_PREFIX)
+    {
         return Err(CliError::usage(
             what,
             "the HTTP transport sets this header itself",
@@ -122,6 +126,8 @@ mod tests {
             format!(": {SECRET}"),
             format!("Bearer {SECRET}"),
             format!("mcp-session-id: {SECRET}"),
+            format!("Mcp-Method: {SECRET}"),
+            format!("Mcp-Param-Region: {SECRET}"),
         ] {
             let e = parse(3, &raw).unwrap_err();
             assert_eq!(e.exit, crate::error::Exit::Usage, "{raw:?}");

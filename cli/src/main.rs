@@ -11,6 +11,7 @@
 mod sanitize;
 
 mod args;
+mod auth;
 mod capture;
 mod children;
 mod commands;
@@ -85,6 +86,9 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Demo => demo::run(&interrupt).await,
         Command::State => commands::state(&g, &interrupt).await,
         Command::Conformance { url } => conformance::run(&g, &url, &interrupt).await,
+        Command::Login => auth::login(&g, &interrupt).await,
+        Command::Logout => auth::logout(&g),
+        Command::Auth(args::AuthCommand::Status) => auth::status(&g),
         command => {
             let what = command.label();
             let client = connect::connect(&g, &interrupt, &what).await?;

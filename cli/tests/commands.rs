@@ -24,7 +24,8 @@ fn info_shows_the_handshake() {
         "{run:#?}"
     );
     assert!(
-        run.stdout.contains("era           legacy (handshake)"),
+        run.stdout
+            .contains("era           legacy (handshake; the server is not a 2026-07-28 one (server/discover fell back))"),
         "{run:#?}"
     );
     assert!(run.stdout.contains("protocol      2025-11-25"), "{run:#?}");
@@ -36,6 +37,61 @@ fn info_shows_the_handshake() {
     assert_eq!(v["serverInfo"]["name"], "mcp-echo-server");
     assert_eq!(v["era"], "legacy");
     assert!(v["capabilities"]["tools"].is_object());
+}
+
+/// The `--stdio` line of the test server speaking the given era flags.
+fn era_server(flags: &str) -> String {
+    format!("{} -- {flags}", server(false))
+}
+
+#[test]
+fn auto_negotiates_the_modern_era_with_a_modern_server_and_calls_work() {
+    let line = era_server("--era modern");
+    let run = mcpc(&["--stdio", &line, "--era", "auto", "info"]);
+    expect_code(&run, 0);
+    assert!(
+        run.stdout
+            .contains("era           modern (stateless; the server answered server/discover)"),
+        "{run:#?}"
+    );
+    assert!(run.stdout.contains("protocol      2026-07-28"), "{run:#?}");
+    let run = mcpc(&["--stdio", &line, "--era", "auto", "--json", "info"]);
+    assert_eq!(json(&run)["era"], "modern");
+    let run = mcpc(&[
+        "--stdio",
+        &line,
+        "--era",
+        "auto",
+        "tools",
+        "call",
+        "echo",
+        "message=hi",
+    ]);
+    expect_code(&run, 0);
+    assert!(run.stdout.contains("hi"), "{run:#?}");
+}
+
+#[test]
+fn auto_falls_back_to_the_handshake_with_a_legacy_server() {
+    for probe in ["error", "garbage"] {
+        let line = era_server(&format!("--probe {probe}"));
+        let run = mcpc(&["--stdio", &line, "--era", "auto", "--json", "info"]);
+        expect_code(&run, 0);
+        let v = json(&run);
+        assert_eq!(v["era"], "legacy", "{probe}: {run:#?}");
+        assert_eq!(v["protocolVersion"], "2025-11-25", "{probe}");
+    }
+}
+
+#[test]
+fn modern_forced_refuses_a_legacy_server_with_a_clear_error() {
+    let line = era_server("--probe error");
+    let run = mcpc(&["--stdio", &line, "--era", "modern", "info"]);
+    expect_code(&run, 3);
+    assert!(
+        one_error_line(&run).contains("not a 2026-07-28 (stateless) server"),
+        "{run:#?}"
+    );
 }
 
 #[test]
@@ -332,6 +388,63 @@ fn unknown_tool_is_a_server_error() {
 }
 
 #[test]
+fn a_result_that_breaks_the_output_schema_lists_why_and_exits_1() {
+    for era in ["legacy", "modern"] {
+        let line = era_server(&format!("--era {era}"));
+        let call = |extra: &[&str]| {
+            let mut args = vec!["--stdio", line.as_str(), "--era", era];
+            args.extend_from_slice(extra);
+            mcpc(&args)
+        };
+        let run = call(&["tools", "call", "structured", "shape=wrong"]);
+        expect_code(&run, 1);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "mcpc: structuredContent does not match the tool's outputSchema:",
+                "  (root): \"label\" is a required property",
+                "  /count: value is not of type \"integer\"",
+                "  (root): Additional properties are not allowed ('extra' was unexpected)",
+                "mcpc: tools call structured: the result does not match the tool's outputSchema \
+                 (errors above; --no-validate-output skips the check)",
+            ],
+            "{run:#?}"
+        );
+        assert!(run.stdout.is_empty(), "{run:#?}");
+        // Without structuredContent (and without pairs: the tools are listed anyway).
+        let run = call(&[
+            "tools",
+            "call",
+            "structured",
+            "--args",
+            r#"{"shape":"missing"}"#,
+        ]);
+        expect_code(&run, 1);
+        assert!(
+            run.stderr.contains("structuredContent is missing"),
+            "{run:#?}"
+        );
+        // --json still prints the result as the server sent it.
+        let run = call(&["--json", "tools", "call", "structured", "shape=wrong"]);
+        expect_code(&run, 1);
+        assert_eq!(json(&run)["structuredContent"]["count"], "three");
+        // Conforming, a tool error, and the off switch.
+        expect_code(&call(&["tools", "call", "structured"]), 0);
+        expect_code(&call(&["tools", "call", "structured", "shape=error"]), 1);
+        let run = call(&[
+            "--no-validate-output",
+            "tools",
+            "call",
+            "structured",
+            "shape=wrong",
+        ]);
+        expect_code(&run, 0);
+        assert!(run.stdout.contains(r#""count":"three""#), "{run:#?}");
+    }
+}
+
+#[test]
 fn timeouts_and_crashes_have_their_own_codes() {
     let run = against_chaos(&["--timeout", "0.3", "tools", "call", "late", "ms=3000"]);
     expect_code(&run, 4);
@@ -445,7 +558,11 @@ fn state_prints_transitions_until_ctrl_c() {
     let (code, out) = interrupt_when(&["--stdio", &server, "state"], "-> ready");
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("starting     -> initializing  event transport_up"),
+        out.contains("starting     -> probing       event transport_up"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probing      -> initializing  event response"),
         "{out}"
     );
     assert!(out.contains("initializing -> ready"), "{out}");

@@ -22,7 +22,8 @@ fn demo_shows_every_step_and_exits_0() {
     }
     let expect = [
         // 1: connect, live transitions and server info.
-        "starting     -> initializing event transport_up",
+        "starting     -> probing      event transport_up",
+        "probing      -> initializing event response",
         "initializing -> ready        event response",
         "connected in ",
         "mcp-chaos-server",
@@ -59,8 +60,10 @@ fn demo_shows_every_step_and_exits_0() {
             None => panic!("{e:?} missing (or out of order) in:\n{out}"),
         }
     }
-    // The reconnect shows the backoff, a fresh transport, and the handshake again.
+    // The reconnect shows the backoff, a fresh transport, and the handshake again, without a
+    // probe: the server was found legacy and the verdict is kept.
     let step4 = &out[out.find("[4/6]").unwrap()..out.find("[5/6]").unwrap()];
     assert!(step4.contains("starting     -> initializing"), "{step4}");
     assert!(step4.contains("initializing -> ready"), "{step4}");
+    assert!(!step4.contains("-> probing"), "{step4}");
 }

@@ -26,6 +26,11 @@ struct Seen {
 /// Serves a well-behaved MCP server on a free port in a thread; returns its endpoint URL and
 /// what it saw.
 fn serve() -> (String, Arc<Mutex<Vec<Seen>>>) {
+    serve_with(answer)
+}
+
+/// Serves `answer` (the status and JSON answer to one request) on a free port in a thread.
+fn serve_with(answer: fn(&str, &Value) -> (u16, Option<Value>)) -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -185,7 +190,11 @@ fn state_shows_the_transitions_over_http() {
     let status = child.wait().expect("mcpc exits");
     assert_eq!(status.code(), Some(0), "{out}");
     assert!(
-        out.contains("starting     -> initializing  event transport_up"),
+        out.contains("starting     -> probing       event transport_up"),
+        "{out}"
+    );
+    assert!(
+        out.contains("probing      -> initializing  event response"),
         "{out}"
     );
     assert!(out.contains("initializing -> ready"), "{out}");
@@ -295,4 +304,85 @@ fn a_url_password_is_not_shown() {
     assert_eq!(run.code, 3, "{run:?}");
     assert!(run.stderr.contains("user:***@127.0.0.1:9"), "{run:?}");
     assert!(!run.stderr.contains(SECRET), "{run:?}");
+}
+
+/// Runs `mcpc ARGS` with its token store at `store`.
+fn mcpc_with_store(store: &std::path::Path, args: &[&str]) -> common::Run {
+    Command::new(env!("CARGO_BIN_EXE_mcpc"))
+        .args(args)
+        .env("MCPC_TOKEN_STORE", store)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mcpc runs")
+        .into()
+}
+
+#[test]
+fn a_kept_token_is_sent_to_its_server_and_never_shown() {
+    let (url, seen) = serve();
+    let dir = std::env::temp_dir().join(format!("mcpc-auth-{}", std::process::id()));
+    let store = dir.join("tokens.json");
+    let token = json!({"clients": {}, "tokens": {url.clone(): {
+        "issuer": "https://as.example", "resource": url.clone(),
+        "access_token": SECRET, "refresh_token": "refresh-5ecr3t",
+        "expires_at": 4_000_000_000u64, "scopes": ["mcp:read", "mcp:write"]}}});
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(&store, token.to_string()).unwrap();
+
+    // Every request to the server carries it; no output shows it, not even -vvv logs.
+    let run = mcpc_with_store(&store, &["--http", &url, "-vvv", "tools", "list"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    for shown in [&run.stdout, &run.stderr] {
+        assert!(
+            !shown.contains(SECRET) && !shown.contains("refresh-5ecr3t"),
+            "{run:?}"
+        );
+    }
+    let seen = seen.lock().unwrap().clone();
+    assert!(seen.len() >= 3, "{seen:?}");
+    for s in &seen {
+        let bearer = format!("Bearer {SECRET}");
+        assert!(
+            s.headers
+                .iter()
+                .any(|(k, v)| k == "authorization" && *v == bearer),
+            "{s:?}"
+        );
+    }
+
+    // `auth status` shows the issuer, the scopes and the expiry, never the tokens.
+    for args in [
+        vec!["--http", url.as_str(), "auth", "status"],
+        vec!["--http", url.as_str(), "--json", "auth", "status"],
+    ] {
+        let run = mcpc_with_store(&store, &args);
+        assert_eq!(run.code, 0, "{run:?}");
+        assert!(run.stdout.contains("https://as.example"), "{run:?}");
+        assert!(run.stdout.contains("mcp:read"), "{run:?}");
+        assert!(!run.stdout.contains(SECRET) && !run.stdout.contains("refresh-5ecr3t"));
+    }
+
+    // `logout` forgets it: the next command sends none.
+    let run = mcpc_with_store(&store, &["--http", &url, "logout"]);
+    assert_eq!(run.code, 0, "{run:?}");
+    assert!(run.stdout.contains("logged out"), "{run:?}");
+    let run = mcpc_with_store(&store, &["--http", &url, "auth", "status"]);
+    assert!(run.stdout.contains("not logged in"), "{run:?}");
+    assert!(!std::fs::read_to_string(&store).unwrap().contains(SECRET));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_server_that_wants_authorization_says_how_to_log_in() {
+    let (url, _) = serve_with(|_, _| (401, None));
+    let store = std::env::temp_dir().join(format!("mcpc-no-store-{}.json", std::process::id()));
+    let run = mcpc_with_store(&store, &["--http", &url, "--connect-timeout", "5", "ping"]);
+    assert_eq!(run.code, 3, "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "the server wants authorization: mcpc --http {url} login"
+        )),
+        "{run:?}"
+    );
+    assert!(!store.exists(), "nothing written without a login");
 }

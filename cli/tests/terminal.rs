@@ -257,7 +257,7 @@ fn a_slow_server_start_shows_a_spinner_then_the_answer() {
     let slow = format!("sh -c 'sleep 3; exec {}'", server(false));
     tmux.spawn(MCPC, &["--stdio", &slow, "info"]);
     let screen = tmux.wait_for("the spinner", |s| {
-        s.contains("waiting for the server's initialize answer (`sh -c")
+        s.contains("asking the server which protocol era it speaks (`sh -c")
     });
     assert!(
         !screen.contains("server        mcp-echo-server"),
@@ -267,11 +267,11 @@ fn a_slow_server_start_shows_a_spinner_then_the_answer() {
     let screen = tmux.screen();
     assert_eq!(code, 0, "{screen}");
     assert!(
-        screen.contains("era           legacy (handshake)"),
+        screen.contains("era           legacy (handshake; the server is not a 2026-07-28 one"),
         "{screen}"
     );
     assert!(
-        !screen.contains("waiting for the server's initialize answer"),
+        !screen.contains("asking the server which protocol era it speaks"),
         "the spinner is cleared: {screen}"
     );
 }

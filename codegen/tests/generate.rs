@@ -141,9 +141,9 @@ fn generated_mermaid_is_the_mermaid_constant() {
 #[test]
 fn real_spec_shape() {
     let m = mcp_codegen::load(SPEC, SPEC_PATH).unwrap();
-    assert_eq!(m.states.len(), 6);
-    assert_eq!(m.events.len(), 23);
-    assert_eq!(m.cells.len(), 6 * 23);
+    assert_eq!(m.states.len(), 7);
+    assert_eq!(m.events.len(), 26);
+    assert_eq!(m.cells.len(), 7 * 26);
     // Every cell: rows in file order, all guarded but the last.
     for cell in &m.cells {
         let (last, rest) = cell.rows.split_last().unwrap();

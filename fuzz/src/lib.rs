@@ -3,6 +3,7 @@
 //! themselves only pass the fuzzer's bytes here.
 
 pub mod frame;
+pub mod headers;
 pub mod lines;
 pub mod session;
 pub mod spec;

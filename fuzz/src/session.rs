@@ -1,4 +1,5 @@
-//! A [`Machine`] brought to `ready` through a handshake, then fed the fuzzer's frames (one per
+//! A [`Machine`] brought to `ready`, once through the handshake era's `initialize` and once
+//! through the 2026-07-28 era's `server/discover`, then fed the fuzzer's frames (one per
 //! line) as its transport's input, with two calls in flight and time moving 1 ms per frame; then
 //! stopped. The driver's and the transport's contracts are kept (every send's outcome at once, a
 //! frame only against a read credit of an open transport, an empty line is no frame but time
@@ -16,8 +17,8 @@ use std::time::Duration;
 
 use mcp_machine::classify::{Frame, classify};
 use mcp_machine::{
-    Action, CallId, CallOptions, CallRequest, ClientCapabilities, Config, HandlerReply, Input,
-    Machine, Report, SendOutcome, State, TransportError,
+    Action, CallId, CallOptions, CallRequest, ClientCapabilities, Config, EraMode, HandlerReply,
+    Input, Machine, Report, SendOutcome, State, TransportError,
 };
 use serde_json::{Value, json};
 
@@ -27,8 +28,9 @@ const MS: Duration = Duration::from_millis(1);
 const STOP: CallId = CallId(99);
 
 /// Small limits, so that timeouts, oversized frames and the handler's cap are within reach.
-fn config() -> Config {
+fn config(era: EraMode) -> Config {
     Config {
+        era,
         capabilities: ClientCapabilities {
             sampling: true,
             roots: true,
@@ -63,10 +65,11 @@ struct Session {
 }
 
 impl Session {
-    /// Generation 1 up, `initialize` answered, two calls sent (request ids 2 and 3).
-    fn ready() -> Self {
+    /// Generation 1 up, the era's opening request (`initialize` or `server/discover`, id 1)
+    /// answered, two calls sent (request ids 2 and 3).
+    fn ready(era: EraMode) -> Self {
         let mut s = Session {
-            m: Machine::new(config(), 7, Duration::ZERO),
+            m: Machine::new(config(era), 7, Duration::ZERO),
             now: Duration::ZERO,
             replies: HashMap::new(),
             stops: 0,
@@ -78,12 +81,18 @@ impl Session {
         };
         s.settle();
         s.feed(Input::TransportUp { generation: 1 });
-        let init = json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {"tools": {}, "logging": {}},
-            "serverInfo": {"name": "fuzz", "version": "1"}}});
-        s.frame(serde_json::to_vec(&init).expect("json"));
-        assert_eq!(s.m.state(), State::Ready);
+        let opening = match era {
+            EraMode::Modern => json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": true}, "logging": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fuzz", "version": "1"}}}}),
+            _ => json!({"jsonrpc": "2.0", "id": 1, "result": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}, "logging": {}},
+                "serverInfo": {"name": "fuzz", "version": "1"}}}),
+        };
+        s.frame(serde_json::to_vec(&opening).expect("json"));
+        assert_eq!(s.m.state(), State::Ready, "{era:?}");
         let progress = CallOptions {
             progress: true,
             reset_timeout_on_progress: true,
@@ -229,14 +238,30 @@ fn call(id: u64, options: CallOptions) -> Input {
     })
 }
 
-/// The session every input starts from (the handshake is the same each time).
-static READY: LazyLock<Session> = LazyLock::new(Session::ready);
+/// The sessions every input starts from, one per era (the opening is the same each time).
+static READY: LazyLock<[Session; 2]> =
+    LazyLock::new(|| [Session::ready(EraMode::Legacy), Session::ready(EraMode::Modern)]);
 
-/// Runs the session over `input`, one frame per line.
+/// Runs the session of each era over `input`, one frame per line.
 pub fn run(input: &[u8]) {
-    let mut s = READY.clone();
-    for line in input.split(|&b| b == b'\n') {
-        s.step(line);
+    for ready in READY.iter() {
+        let mut s = ready.clone();
+        for line in input.split(|&b| b == b'\n') {
+            s.step(line);
+        }
+        s.stop();
     }
-    s.stop();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::run;
+
+    /// Both eras reach `ready`, and an empty input (no frame at all) is stopped cleanly: the
+    /// input libFuzzer tries first.
+    #[test]
+    fn empty_input_in_both_eras() {
+        run(b"");
+        run(b"\n\n");
+    }
 }

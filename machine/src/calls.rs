@@ -17,6 +17,39 @@ pub(crate) enum Phase {
     /// Kept across a session expiry (the server never ran it): sent again, with a new id,
     /// once the new session is initialized.
     Parked,
+    /// Answered `input_required` (2026-07-28): the client handler is giving the inputs; sent
+    /// again, with a new id, once they are all in. Nothing of it is on the wire.
+    AwaitingInput,
+    /// Refused with -32020 (2026-07-28: its headers did not match): the tools are being
+    /// listed again, and it is sent again, with a new id, once that listing is answered.
+    /// Nothing of it is on the wire.
+    AwaitingRelist,
+    /// A modern subscribe (2026-07-28): its URI joined the listen, and it is answered when
+    /// the server acknowledges a listen asking for it. Nothing of it is on the wire (its id
+    /// is never sent).
+    AwaitingAck,
+}
+
+impl Phase {
+    /// Answered already by the server, and waiting for something of the client's own before
+    /// it is sent again: a second answer to its id is not its result.
+    pub(crate) fn answered(self) -> bool {
+        matches!(
+            self,
+            Phase::AwaitingInput | Phase::AwaitingRelist | Phase::AwaitingAck
+        )
+    }
+}
+
+/// The `input_required` rounds of one call.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Mrtr {
+    /// Rounds so far.
+    pub(crate) round: u8,
+    /// The inputs of the current round by key: the handler's result as JSON text, once given.
+    pub(crate) awaiting: BTreeMap<String, Option<String>>,
+    /// The round's `requestState`, exactly as received.
+    pub(crate) state: Option<String>,
 }
 
 /// One call in flight.
@@ -35,6 +68,16 @@ pub(crate) struct Entry {
     pub(crate) max_total: Option<Duration>,
     /// Sent again after a session expiry (a call is sent again at most once).
     pub(crate) resent: bool,
+    /// Its `input_required` rounds, once it had one.
+    pub(crate) mrtr: Option<Box<Mrtr>>,
+    /// Times it was sent again after its request was lost without an answer.
+    pub(crate) reissues: u8,
+    /// It was refused with -32020 once already (the tools were listed again for it).
+    pub(crate) relisted: bool,
+    /// A request of the client's own listing the tools again after a -32020.
+    pub(crate) relist: bool,
+    /// A listen (`subscriptions/listen`, a request of the client's own).
+    pub(crate) listen: bool,
 }
 
 /// Calls by request id, with the reverse index by caller.

@@ -39,6 +39,16 @@ impl ClientCapabilities {
         }
     }
 
+    /// The `io.modelcontextprotocol/clientCapabilities` of a modern request: as in
+    /// `initialize`, except that `roots` has no `listChanged` any more (2026-07-28).
+    pub fn to_json_modern(&self) -> serde_json::Value {
+        let mut caps = self.to_json();
+        if let Some(roots) = caps.get_mut("roots") {
+            *roots = serde_json::json!({});
+        }
+        caps
+    }
+
     /// The `capabilities` object sent in `initialize`.
     pub fn to_json(&self) -> serde_json::Value {
         let mut caps = serde_json::Map::new();
@@ -63,6 +73,30 @@ impl ClientCapabilities {
         }
         serde_json::Value::Object(caps)
     }
+}
+
+/// An era of MCP: what a server was found to speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Era {
+    /// The handshake era (`initialize`; 2024-11-05 .. 2025-11-25).
+    Legacy,
+    /// The stateless era (2026-07-28 on): `server/discover`, the version in every request.
+    Modern,
+}
+
+/// Which era of MCP the client speaks to a server.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum EraMode {
+    /// Decide per server: `server/discover` first, the legacy handshake when the answer (or
+    /// the silence) says the server is a legacy one. The verdict is kept for the client's
+    /// lifetime and decided again when it proves wrong. The default.
+    #[default]
+    Auto,
+    /// The handshake era only (`initialize`; 2024-11-05 .. 2025-11-25): no probe.
+    Legacy,
+    /// The stateless era only (2026-07-28): a server that does not answer `server/discover`
+    /// as a modern one is an error.
+    Modern,
 }
 
 /// Everything the machine needs to know that does not change during a connection's life.
@@ -111,6 +145,32 @@ pub struct Config {
     /// backoff delay (3); the count starts again when a call of the new session is answered.
     /// Past it, an expiry takes the reconnect path (backoff) like any transport failure.
     pub max_session_reinits: u32,
+    /// Which era to speak (`auto` by default: probe, then the era the server speaks).
+    pub era: EraMode,
+    /// The most `input_required` rounds one call goes through (10); one more fails the call.
+    pub max_input_rounds: u8,
+    /// The most input requests one `input_required` round may ask for (16); a round asking
+    /// for more fails its call.
+    pub max_round_inputs: usize,
+    /// How long `server/discover` may go unanswered before the server is taken for a legacy
+    /// one (auto) or given up on (modern) (5 s). Spawning is bounded by the init timeout, not
+    /// by this.
+    pub probe_timeout: Duration,
+    /// How many times one modern call is sent again under a new id after its request was
+    /// lost without an answer (a broken response stream, or -32022 naming a version we speak)
+    /// (2); past it, that error is the call's answer.
+    pub max_reissues: u8,
+    /// Whether the listen of a 2026-07-28 connection asks for the list changes (tools,
+    /// prompts, resources) of every kind the server advertises `listChanged` for (true).
+    /// Resource subscriptions join the listen whatever this says.
+    pub listen_list_changed: bool,
+    /// How many times a listen the server ended is opened again per connection (3); one that
+    /// stayed acknowledged for `listen_stable` makes the count start again.
+    pub max_relistens: u8,
+    /// The delay before a lost listen is opened again (1 s), doubled per reopening, ±20 %.
+    pub relisten_delay: Duration,
+    /// How long a listen must stay acknowledged for its end to count as a fresh start (60 s).
+    pub listen_stable: Duration,
 }
 
 impl Default for Config {
@@ -137,6 +197,15 @@ impl Default for Config {
             closing_exit: Duration::from_millis(100),
             max_server_requests: 64,
             max_session_reinits: 3,
+            era: EraMode::default(),
+            max_input_rounds: 10,
+            max_round_inputs: 16,
+            probe_timeout: Duration::from_secs(5),
+            max_reissues: 2,
+            listen_list_changed: true,
+            max_relistens: 3,
+            relisten_delay: Duration::from_secs(1),
+            listen_stable: Duration::from_secs(60),
         }
     }
 }

@@ -10,19 +10,22 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::backoff::Backoff;
-use crate::calls::{Calls, Entry, Phase, Tombstones};
-use crate::config::Config;
+use crate::calls::{Calls, Entry, Mrtr, Phase, Tombstones};
+use crate::config::{Config, Era, EraMode};
 use crate::event::{
-    CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-    Response, ResponseError, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange,
-    later,
+    CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
+    Oversized, PendingSend, Response, ResponseError, ResponseId, ServerInfo, ServerRequest,
+    ServerRequestId, SessionChange, later,
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{Handlers, State, TimerKind};
 use crate::io::{
     Action, CallError, CallId, CallOptions, Generation, Report, RequestId, RpcError, SendToken,
 };
-use crate::protocol;
+use crate::listen::{
+    self, ListenEnd, ListenEndReason, ListenFilter, ListenStatus, Listens, OpenListen,
+};
+use crate::protocol::{self, Envelope, ModernError};
 use crate::rng::Rng;
 use crate::timers::{TimerKey, Timers};
 
@@ -50,7 +53,14 @@ pub(crate) struct Core {
     pub(crate) now: Duration,
     pub(crate) generation: Generation,
     pub(crate) next_id: RequestId,
+    /// The id of the handshake request in flight: `initialize`, or `server/discover`.
     pub(crate) init_id: Option<RequestId>,
+    /// Which era this server speaks, as far as the client knows (kept across generations).
+    pub(crate) verdict: Option<Verdict>,
+    /// This generation probed again after a legacy verdict proved wrong.
+    pub(crate) reprobed: bool,
+    /// The probe in flight was already sent again at another version.
+    pub(crate) probe_retried: bool,
     /// The bound the running init timeout was armed with (the row chose which).
     pub(crate) init_bound: Duration,
     /// The accepted handshake.
@@ -69,6 +79,8 @@ pub(crate) struct Core {
     pub(crate) outbox: VecDeque<Vec<u8>>,
     /// Sessions initialized again at once since a call was last answered.
     pub(crate) reinits: u32,
+    /// The listens of a 2026-07-28 connection (`subscriptions/listen`).
+    pub(crate) listens: Listens,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -85,6 +97,9 @@ impl Core {
             generation: 0,
             next_id: 1,
             init_id: None,
+            verdict: None,
+            reprobed: false,
+            probe_retried: false,
             init_bound: Duration::ZERO,
             server: None,
             last_error: None,
@@ -96,10 +111,21 @@ impl Core {
             session: Session::default(),
             outbox: VecDeque::new(),
             reinits: 0,
+            listens: Listens::default(),
             #[cfg(feature = "checker")]
             mutant: None,
         }
     }
+}
+
+/// What the client knows of the era a server speaks.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Verdict {
+    pub(crate) era: Era,
+    /// The protocol version agreed on.
+    pub(crate) version: String,
+    /// Assumed (the server died of the probe), until a handshake confirms it.
+    pub(crate) tentative: bool,
 }
 
 /// The session a server keeps for this client: restored on every new transport generation.
@@ -189,7 +215,7 @@ impl Ctx<'_> {
     }
 
     /// Gives a request the next id, records it, arms its timeout and sends its frame: a caller's
-    /// call, or (`call: None`) a request of the client's own.
+    /// call, or (`call: None`) a request of the client's own. Returns its id.
     fn issue(
         &mut self,
         call: Option<CallId>,
@@ -197,7 +223,30 @@ impl Ctx<'_> {
         params: Option<Value>,
         options: CallOptions,
         session: Option<SessionChange>,
-    ) {
+    ) -> RequestId {
+        let (id, frame) = self.enter(
+            call,
+            method,
+            params,
+            options,
+            session,
+            Phase::Sending { attempt: 1 },
+        );
+        self.send(SendToken::Request(id), frame);
+        id
+    }
+
+    /// Gives a request the next id, records it in `phase` and arms its timeout; returns the id
+    /// and the frame, not sent.
+    fn enter(
+        &mut self,
+        call: Option<CallId>,
+        method: &str,
+        params: Option<Value>,
+        options: CallOptions,
+        session: Option<SessionChange>,
+        phase: Phase,
+    ) -> (RequestId, Vec<u8>) {
         let id = self.core.next_id;
         self.core.next_id += 1;
         let timeout = options.timeout.unwrap_or(self.core.config.request_timeout);
@@ -206,26 +255,310 @@ impl Ctx<'_> {
             deadline = deadline.min(total);
         }
         let token = options.progress.then_some(id);
-        let frame = protocol::request(id, method, params, token);
+        let config = Arc::clone(&self.core.config);
+        let version = if mutant!(self.core, EnvelopeAlways) {
+            Some(protocol::MODERN_PROTOCOL_VERSIONS[0])
+        } else {
+            self.modern_version()
+        };
+        let envelope = version.map(|version| Envelope {
+            version,
+            config: &config,
+        });
+        let method = protocol::method_in_era(method, envelope.is_some());
+        let frame = protocol::request(id, method, params, token, envelope.as_ref());
         self.core.calls.insert(
             id,
             Entry {
                 call,
                 session,
                 frame: frame.clone(),
-                phase: Phase::Sending { attempt: 1 },
+                phase,
                 started: self.core.now,
                 timeout,
                 progress: options.progress,
                 reset_on_progress: options.reset_timeout_on_progress,
                 max_total: options.max_total_timeout,
                 resent: false,
+                mrtr: None,
+                reissues: 0,
+                relisted: false,
+                relist: false,
+                listen: false,
             },
         );
         let at = later(self.core.now, deadline);
         self.core
             .timers
             .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+        (id, frame)
+    }
+
+    /// The version of a modern verdict (the era this connection's requests are written in).
+    fn modern_version(&self) -> Option<&str> {
+        self.core
+            .verdict
+            .as_ref()
+            .filter(|v| v.era == Era::Modern)
+            .map(|v| v.version.as_str())
+    }
+
+    /// Whether `versions` has a modern version this client speaks.
+    fn usable_modern(&self, versions: &[String]) -> bool {
+        protocol::common_modern(versions).is_some()
+    }
+
+    fn auto(&self) -> bool {
+        self.core.config.era == EraMode::Auto
+    }
+
+    /// Aborts the handler tasks of a call's input requests.
+    fn abort_inputs(&mut self, request: RequestId) {
+        let generation = self.core.generation;
+        self.push(Action::AbortInputs {
+            generation,
+            request,
+        });
+    }
+
+    /// The modern `input_required` result of a live call that was sent (not one awaiting
+    /// input: a second answer to an answered id is not a new round).
+    fn input_required<'p>(&self, p: &'p Response) -> Option<(RequestId, &'p Value)> {
+        self.modern_version()?;
+        let id = Self::response_id(p)?;
+        let entry = self.core.calls.get(id)?;
+        let result = p.body.as_ref().ok()?;
+        (!entry.phase.answered()
+            && entry.call.is_some()
+            && protocol::result_type(result).as_deref() == Some("input_required"))
+        .then_some((id, result))
+    }
+
+    /// The round an `input_required` result asks for, or why it cannot be met.
+    fn input_round(&self, id: RequestId, result: &Value) -> Result<InputRound, String> {
+        let entry = self.core.calls.get(id).ok_or("the call ended")?;
+        let method = protocol::method_of(&entry.frame).unwrap_or_default();
+        if !protocol::INPUT_METHODS.contains(&method.as_str()) {
+            return Err(format!("{method} cannot ask for input"));
+        }
+        let rounds = entry.mrtr.as_ref().map_or(0, |m| m.round);
+        let cap = self.core.config.max_input_rounds;
+        if rounds >= cap && !mutant!(self.core, NoRoundCap) {
+            return Err(format!("the server asked for input {cap} times already"));
+        }
+        let state = match result.get("requestState") {
+            None => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(_) => return Err("its requestState is not a string".into()),
+        };
+        let mut inputs = Vec::new();
+        match result.get("inputRequests") {
+            None => {}
+            Some(Value::Object(requests)) => {
+                for (key, request) in requests {
+                    let method = request
+                        .get("method")
+                        .and_then(Value::as_str)
+                        .ok_or_else(|| format!("input {key:?} names no method"))?;
+                    let params = request.get("params").cloned().unwrap_or(Value::Null);
+                    let caps = &self.core.config.capabilities;
+                    if !caps.handles(method, Some(&params)) {
+                        return Err(format!(
+                            "input {key:?} asks for {method}, which this client did not declare"
+                        ));
+                    }
+                    inputs.push((key.clone(), method.to_owned(), params));
+                }
+                // The handler runs a bounded number of inputs per round: a server cannot tie up
+                // the host with one round.
+                let most = self.core.config.max_round_inputs;
+                if inputs.len() > most {
+                    return Err(format!(
+                        "it asks for {} inputs at once (at most {most})",
+                        inputs.len()
+                    ));
+                }
+            }
+            Some(_) => return Err("its inputRequests is not an object".into()),
+        }
+        if inputs.is_empty() && state.is_none() {
+            return Err("it asks for nothing and carries no requestState".into());
+        }
+        Ok(InputRound {
+            request: id,
+            inputs,
+            state,
+        })
+    }
+
+    /// The call an input reply is for, if it awaits that input.
+    fn awaited(&self, p: &InputReply) -> Option<&Mrtr> {
+        let entry = self.core.calls.get(p.request)?;
+        let mrtr = entry.mrtr.as_deref()?;
+        (entry.phase == Phase::AwaitingInput && matches!(mrtr.awaiting.get(&p.key), Some(None)))
+            .then_some(mrtr)
+    }
+
+    /// Sends a call awaiting input again: a new id, its deadline kept, with the inputs given
+    /// and the round's state.
+    fn send_round(&mut self, old: RequestId) {
+        let Some(mut entry) = self.core.calls.remove(old) else {
+            return;
+        };
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        let mrtr = entry.mrtr.get_or_insert_with(Box::default);
+        let inputs: serde_json::Map<String, Value> = std::mem::take(&mut mrtr.awaiting)
+            .into_iter()
+            .filter_map(|(k, v)| Some((k, serde_json::from_str(&v?).ok()?)))
+            .collect();
+        let state = if mutant!(self.core, DropRequestState) {
+            None
+        } else {
+            mrtr.state.take()
+        };
+        entry.frame =
+            protocol::with_inputs(&entry.frame, id, entry.progress, inputs, state.as_deref());
+        self.tombstone(old);
+        self.reissue(old, id, entry);
+    }
+
+    /// Sends a call again under the new id `id` (its frame already rewritten): its deadline
+    /// moves from `old` to `id` unchanged, and its send starts over.
+    fn reissue(&mut self, old: RequestId, id: RequestId, mut entry: Entry) {
+        entry.phase = Phase::Sending { attempt: 1 };
+        let deadline = self
+            .core
+            .timers
+            .deadline(TimerKey::keyed(TimerKind::RequestTimeout, old));
+        self.cancel_call_timers(old);
+        if let Some(at) = deadline {
+            self.core
+                .timers
+                .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+        }
+        let frame = entry.frame.clone();
+        self.core.calls.insert(id, entry);
+        self.send(SendToken::Request(id), frame);
+    }
+
+    /// What the client wants told (2026-07-28): the list changes of the kinds the server
+    /// advertises `listChanged` for (when configured), and the resources subscribed or being
+    /// subscribed.
+    fn wanted(&self) -> ListenFilter {
+        let caps = self.core.server.as_ref().map(|s| &s.capabilities);
+        let lists = self.core.config.listen_list_changed;
+        let advertised = |kind: &str| {
+            lists
+                && caps
+                    .and_then(|c| c.get(kind))
+                    .and_then(|k| k.get("listChanged"))
+                    == Some(&Value::Bool(true))
+        };
+        let mut uris = self.core.session.subscriptions.clone();
+        for (_, e) in self.core.calls.iter() {
+            if e.phase == Phase::AwaitingAck
+                && let Some(SessionChange::Subscribe(uri)) = &e.session
+            {
+                uris.insert(uri.clone());
+            }
+        }
+        ListenFilter {
+            tools: advertised("tools"),
+            prompts: advertised("prompts"),
+            resources: advertised("resources"),
+            uris,
+        }
+    }
+
+    /// Sends `subscriptions/listen` for `filter`: the open listen from now on.
+    fn send_listen(&mut self, mut filter: ListenFilter) {
+        self.core.listens.filter = filter.clone();
+        if mutant!(self.core, ListenDropsUris) {
+            filter.uris.clear();
+        }
+        let params = listen::params(&filter);
+        let options = CallOptions::default();
+        let id = self.issue(None, listen::LISTEN_METHOD, Some(params), options, None);
+        if let Some(e) = self.core.calls.get_mut(id) {
+            e.listen = true;
+        }
+        self.core.listens.current = Some(OpenListen {
+            id,
+            asked: filter,
+            acked: None,
+        });
+    }
+
+    /// Forgets a listen that ended without the client's doing (nothing is owed for it).
+    fn forget_listen(&mut self, id: RequestId) {
+        if mutant!(self.core, CancelEndedListen) {
+            self.end_call(id, "ended");
+            return;
+        }
+        if self.core.calls.remove(id).is_some() {
+            self.cancel_call_timers(id);
+            self.tombstone(id);
+        }
+    }
+
+    /// Tells the driver what is wanted and what the listens cover, when either changed.
+    fn tell_listening(&mut self) {
+        let status = ListenStatus {
+            wanted: self.wanted(),
+            covered: self.core.listens.covered(),
+        };
+        if status != self.core.listens.told {
+            self.core.listens.told = status.clone();
+            self.push(Action::Listening(status));
+        }
+    }
+
+    /// Answers the modern subscribes waiting for an acknowledgement as `decide` says by URI
+    /// (`None`: it keeps waiting); one answered done is recorded in the session.
+    fn answer_waiters(&mut self, decide: impl Fn(&str) -> Option<Result<(), CallError>>) {
+        for id in self.core.calls.ids() {
+            let Some(Entry {
+                phase: Phase::AwaitingAck,
+                session: Some(SessionChange::Subscribe(uri)),
+                ..
+            }) = self.core.calls.get(id)
+            else {
+                continue;
+            };
+            let uri = uri.clone();
+            let Some(outcome) = decide(&uri) else {
+                continue;
+            };
+            let Some(entry) = self.core.calls.remove(id) else {
+                continue;
+            };
+            self.cancel_call_timers(id);
+            if outcome.is_ok() {
+                self.core.session.subscriptions.insert(uri);
+            }
+            if let Some(call) = entry.call {
+                self.reply(call, None, outcome.map(|()| json!({})));
+            }
+        }
+    }
+
+    /// Whether the response answers the handshake request in flight.
+    fn answers_handshake(&self, p: &Response) -> bool {
+        Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
+    }
+
+    /// Sends `server/discover` at `version` as the handshake request.
+    fn send_discover_at(&mut self, version: &str) {
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        self.core.init_id = Some(id);
+        let config = Arc::clone(&self.core.config);
+        let envelope = Envelope {
+            version,
+            config: &config,
+        };
+        let frame = protocol::request(id, "server/discover", None, None, Some(&envelope));
         self.send(SendToken::Request(id), frame);
     }
 
@@ -249,6 +582,9 @@ impl Ctx<'_> {
     fn end_call(&mut self, id: RequestId, reason: &str) -> Option<Entry> {
         let entry = self.core.calls.remove(id)?;
         self.cancel_call_timers(id);
+        if entry.phase == Phase::AwaitingInput {
+            self.abort_inputs(id);
+        }
         if entry.phase == Phase::Sent || mutant!(self.core, CancelUnsent) {
             self.owe(protocol::cancelled(id, reason));
         }
@@ -316,6 +652,301 @@ impl Ctx<'_> {
 }
 
 impl Handlers for Ctx<'_> {
+    fn era_is_legacy(&self) -> bool {
+        self.core.config.era == EraMode::Legacy
+            || self
+                .core
+                .verdict
+                .as_ref()
+                .is_some_and(|v| v.era == Era::Legacy)
+    }
+
+    fn is_discover_accepted(&self, p: &Response) -> Option<ServerInfo> {
+        if !self.answers_handshake(p) {
+            return None;
+        }
+        let result = p.body.as_ref().ok()?;
+        let versions = protocol::discover_versions(result)?;
+        let version = protocol::common_modern(&versions)?;
+        Some(protocol::discovered(result, version))
+    }
+
+    fn can_retry_version(&self, p: &Response) -> Option<String> {
+        if !self.answers_handshake(p) || self.core.probe_retried {
+            return None;
+        }
+        let Err(ResponseError::Rpc(e)) = &p.body else {
+            return None;
+        };
+        let Some(ModernError::UnsupportedVersion(offered)) = protocol::modern_error(e) else {
+            return None;
+        };
+        protocol::common_modern(&offered).map(str::to_owned)
+    }
+
+    fn is_modern_refusal(&self, p: &Response) -> bool {
+        if !self.answers_handshake(p) || mutant!(self.core, NoModernRefusal) {
+            return false;
+        }
+        // A modern version in common was taken by the rows before (accepted, or asked for
+        // again once): what is left of a modern answer is usable only as a legacy one (auto).
+        let legacy_only = |v: &[String]| {
+            self.auto() && protocol::common_legacy(v).is_some() && !self.usable_modern(v)
+        };
+        match &p.body {
+            Ok(result) => protocol::discover_versions(result).is_some_and(|v| !legacy_only(&v)),
+            Err(ResponseError::Rpc(e)) => match protocol::modern_error(e) {
+                Some(ModernError::UnsupportedVersion(v)) => !legacy_only(&v),
+                Some(ModernError::Other) => true,
+                None => false,
+            },
+            Err(ResponseError::Invalid { .. }) => false,
+        }
+    }
+
+    fn can_fall_back(&self, p: &Response) -> bool {
+        self.auto() && self.answers_handshake(p)
+    }
+
+    fn is_probe_answer(&self, p: &Response) -> bool {
+        self.answers_handshake(p)
+    }
+
+    fn can_fall_back_silent(&self) -> bool {
+        self.auto() && !self.core.probe_retried
+    }
+
+    fn can_respawn_legacy(&self, _p: &TransportError) -> bool {
+        self.auto() && self.core.verdict.is_none()
+    }
+
+    fn is_init_modern_refusal(&self, p: &Response) -> bool {
+        if !self.auto() || self.core.reprobed || !self.answers_handshake(p) {
+            return false;
+        }
+        // Any error only a modern server answers with proves the legacy verdict wrong.
+        let Err(ResponseError::Rpc(e)) = &p.body else {
+            return false;
+        };
+        protocol::modern_error(e).is_some()
+    }
+
+    fn is_input_required(&self, p: &Response) -> Option<InputRound> {
+        let (id, result) = self.input_required(p)?;
+        self.input_round(id, result).ok()
+    }
+
+    fn is_input_required_refused(&self, p: &Response) -> Option<RequestId> {
+        let (id, result) = self.input_required(p)?;
+        self.input_round(id, result).is_err().then_some(id)
+    }
+
+    fn is_input_failure(&self, p: &InputReply) -> Option<RequestId> {
+        self.awaited(p)?;
+        p.outcome.is_err().then_some(p.request)
+    }
+
+    fn completes_input_round(&self, p: &InputReply) -> Option<RequestId> {
+        let mrtr = self.awaited(p)?;
+        let others_given = mrtr
+            .awaiting
+            .iter()
+            .all(|(k, v)| *k == p.key || v.is_some());
+        (p.outcome.is_ok() && others_given).then_some(p.request)
+    }
+
+    fn is_input_reply(&self, p: &InputReply) -> Option<RequestId> {
+        self.awaited(p)?;
+        p.outcome.is_ok().then_some(p.request)
+    }
+
+    fn is_bad_result_type(&self, p: &Response) -> Option<RequestId> {
+        self.modern_version()?;
+        let id = Self::response_id(p)?;
+        // A call awaiting input was answered already: a second answer is not its result.
+        let entry = self.core.calls.get(id)?;
+        if entry.phase.answered() || entry.call.is_none() {
+            return None;
+        }
+        let result = p.body.as_ref().ok()?;
+        protocol::result_type(result)
+            .is_some_and(|t| t != "complete")
+            .then_some(id)
+    }
+
+    fn can_reissue(&self, p: &Response) -> Option<RequestId> {
+        self.modern_version()?;
+        let id = Self::response_id(p)?;
+        let entry = self.core.calls.get(id)?;
+        if entry.phase.answered()
+            || entry.call.is_none()
+            || (entry.reissues >= self.core.config.max_reissues
+                && !mutant!(self.core, NoReissueCap))
+        {
+            return None;
+        }
+        let Err(ResponseError::Rpc(e)) = &p.body else {
+            return None;
+        };
+        let lost = e.code == crate::headers::STREAM_LOST
+            || matches!(protocol::modern_error(e),
+                Some(ModernError::UnsupportedVersion(v)) if self.usable_modern(&v));
+        lost.then_some(id)
+    }
+
+    fn is_header_mismatch(&self, p: &Response) -> Option<RequestId> {
+        self.modern_version()?;
+        let id = Self::response_id(p)?;
+        let entry = self.core.calls.get(id)?;
+        let Err(ResponseError::Rpc(e)) = &p.body else {
+            return None;
+        };
+        (e.code == protocol::HEADER_MISMATCH
+            && entry.call.is_some()
+            && !entry.phase.answered()
+            && (!entry.relisted || mutant!(self.core, RelistAlways))
+            && protocol::method_of(&entry.frame).as_deref() == Some("tools/call"))
+        .then_some(id)
+    }
+
+    fn is_modern_unsubscribe(&self, p: &CallRequest) -> bool {
+        self.modern_version().is_some() && matches!(p.session, Some(SessionChange::Unsubscribe(_)))
+    }
+
+    fn is_listened_subscribe(&self, p: &CallRequest) -> bool {
+        let Some(SessionChange::Subscribe(uri)) = &p.session else {
+            return false;
+        };
+        self.modern_version().is_some()
+            && self
+                .core
+                .listens
+                .current
+                .as_ref()
+                .is_some_and(|l| l.acked.is_some() && l.asked.uris.contains(uri))
+    }
+
+    fn is_modern_subscribe(&self, p: &CallRequest) -> bool {
+        self.modern_version().is_some() && matches!(p.session, Some(SessionChange::Subscribe(_)))
+    }
+
+    fn is_listen_send_end(&self, p: &SendToken) -> Option<PendingSend> {
+        self.pending_send(p)
+            .filter(|s| self.core.calls.get(s.id).is_some_and(|e| e.listen))
+    }
+
+    fn is_listen_refused(&self, p: &Response) -> Option<RequestId> {
+        let id = Self::response_id(p)?;
+        let refused = matches!(&p.body, Err(ResponseError::Rpc(e))
+            if e.code == protocol::METHOD_NOT_FOUND || e.code == protocol::INVALID_PARAMS);
+        (self.core.listens.current.as_ref()?.id == id && refused).then_some(id)
+    }
+
+    fn is_listen_end(&self, p: &Response) -> Option<ListenEnd> {
+        let id = Self::response_id(p)?;
+        if self.core.listens.current.as_ref()?.id != id {
+            return None;
+        }
+        let reason = match &p.body {
+            Ok(_) => ListenEndReason::Complete,
+            Err(ResponseError::Rpc(e)) => ListenEndReason::Error {
+                code: e.code,
+                message: e.message.clone(),
+            },
+            Err(ResponseError::Invalid { .. }) => ListenEndReason::Invalid,
+        };
+        Some(ListenEnd { id, reason })
+    }
+
+    fn is_replaced_listen_end(&self, p: &Response) -> Option<RequestId> {
+        let id = Self::response_id(p)?;
+        (self.core.listens.previous.as_ref()?.id == id).then_some(id)
+    }
+
+    fn is_listen_timeout(&self, p: &RequestId) -> Option<RequestId> {
+        (self.core.listens.current.as_ref()?.id == *p).then_some(*p)
+    }
+
+    fn is_listen_ack(&self, p: &Notification) -> Option<RequestId> {
+        if p.method != listen::ACK_METHOD {
+            return None;
+        }
+        let id = listen::tag(p)?.ok()?;
+        let open = self.core.listens.current.as_ref()?;
+        (open.id == id && open.acked.is_none()).then_some(id)
+    }
+
+    fn is_listen_cancelled(&self, p: &Notification) -> Option<ListenEnd> {
+        let id = listen::cancelled_id(p)?;
+        (self.core.listens.current.as_ref()?.id == id).then_some(ListenEnd {
+            id,
+            reason: ListenEndReason::Cancelled,
+        })
+    }
+
+    fn is_replaced_listen_cancelled(&self, p: &Notification) -> Option<RequestId> {
+        let id = listen::cancelled_id(p)?;
+        (self.core.listens.previous.as_ref()?.id == id).then_some(id)
+    }
+
+    fn is_listen_notification(&self, p: &Notification) -> bool {
+        if !listen::NOTIFICATION_METHODS.contains(&p.method.as_str()) {
+            return false;
+        }
+        let Some(Ok(id)) = listen::tag(p) else {
+            return false;
+        };
+        if mutant!(self.core, DeliverAnyListenId) {
+            return true;
+        }
+        let l = &self.core.listens;
+        l.current
+            .as_ref()
+            .is_some_and(|c| c.id == id && c.acked.is_some())
+            || l.previous.as_ref().is_some_and(|c| c.id == id)
+    }
+
+    fn is_stray_listen_notification(&self, p: &Notification) -> bool {
+        self.modern_version().is_some()
+            && (p.method == listen::ACK_METHOD
+                || (listen::NOTIFICATION_METHODS.contains(&p.method.as_str())
+                    && listen::tag(p).is_some()))
+    }
+
+    fn can_relisten(&self) -> bool {
+        let l = &self.core.listens;
+        l.current.is_none()
+            && !l.refused
+            && (l.reopened < self.core.config.max_relistens || mutant!(self.core, NoRelistenCap))
+            && !self.wanted().is_empty()
+    }
+
+    fn is_relist_timeout(&self, p: &RequestId) -> Option<RequestId> {
+        self.core
+            .calls
+            .get(*p)
+            .is_some_and(|e| e.relist)
+            .then_some(*p)
+    }
+
+    fn is_relist_send_end(&self, p: &SendToken) -> Option<PendingSend> {
+        self.pending_send(p)
+            .filter(|s| self.core.calls.get(s.id).is_some_and(|e| e.relist))
+    }
+
+    fn is_relist_answer(&self, p: &Response) -> Option<RequestId> {
+        let id = Self::response_id(p)?;
+        self.core
+            .calls
+            .get(id)
+            .is_some_and(|e| e.relist)
+            .then_some(id)
+    }
+
+    fn era_is_modern(&self, _p: &ServerRequest) -> bool {
+        self.modern_version().is_some()
+    }
+
     fn is_init_accepted(&self, p: &Response) -> Option<ServerInfo> {
         let id = Self::response_id(p)?;
         let result = p.body.as_ref().ok()?;
@@ -366,7 +997,13 @@ impl Handlers for Ctx<'_> {
     }
 
     fn is_live_response(&self, p: &Response) -> Option<RequestId> {
-        Self::response_id(p).filter(|id| self.core.calls.get(*id).is_some())
+        // A call awaiting input was answered already: a second answer to that id is not live.
+        Self::response_id(p).filter(|id| {
+            self.core
+                .calls
+                .get(*id)
+                .is_some_and(|e| !e.phase.answered())
+        })
     }
 
     fn is_tombstoned(&self, p: &Response) -> Option<RequestId> {
@@ -429,6 +1066,10 @@ impl Handlers for Ctx<'_> {
         let TransportError::SessionExpired { refused, .. } = p else {
             return None;
         };
+        // Sessions are of the legacy era: a modern connection has none to initialize again.
+        if self.modern_version().is_some() {
+            return None;
+        }
         if self.core.reinits >= self.core.config.max_session_reinits
             && !mutant!(self.core, UnboundedReinit)
         {
@@ -461,6 +1102,7 @@ impl Handlers for Ctx<'_> {
 
     fn spawn_transport(&mut self) {
         self.core.generation += 1;
+        self.core.reprobed = false;
         if mutant!(self.core, ReuseIds) {
             self.core.next_id = 1;
         }
@@ -507,11 +1149,514 @@ impl Handlers for Ctx<'_> {
         let params = protocol::initialize_params(&self.core.config);
         self.send(
             SendToken::Request(id),
-            protocol::request(id, "initialize", Some(params), None),
+            protocol::request(id, "initialize", Some(params), None, None),
         );
     }
 
+    fn send_discover(&mut self) {
+        self.core.probe_retried = false;
+        let version = self
+            .modern_version()
+            .unwrap_or(protocol::MODERN_PROTOCOL_VERSIONS[0])
+            .to_owned();
+        self.send_discover_at(&version);
+    }
+
+    fn arm_probe_timeout(&mut self) {
+        self.arm(TimerKind::ProbeTimeout, self.core.config.probe_timeout);
+    }
+
+    fn accept_discover(&mut self, w: ServerInfo) {
+        self.core.verdict = Some(Verdict {
+            era: Era::Modern,
+            version: w.protocol_version.clone(),
+            tentative: false,
+        });
+        self.core.server = Some(w);
+        self.core.init_id = None;
+        self.core.last_error = None;
+    }
+
+    fn retry_discover(&mut self, w: String) {
+        if let Some(id) = self.core.init_id.take() {
+            self.tombstone(id);
+        }
+        self.core.probe_retried = true;
+        self.send_discover_at(&w);
+    }
+
+    fn reject_probe(&mut self, p: &Response) {
+        let not_modern = |reason: String| Failure::NotModern { reason };
+        let failure = match &p.body {
+            Ok(result) => match protocol::discover_versions(result) {
+                Some(offered) => Failure::NoCommonVersion { offered },
+                None => not_modern("its answer to server/discover is not a DiscoverResult".into()),
+            },
+            Err(ResponseError::Rpc(e)) => match protocol::modern_error(e) {
+                // It names a version we speak, yet refused it again: a refusal, not a gap.
+                Some(ModernError::UnsupportedVersion(offered))
+                    if protocol::common_modern(&offered).is_some() =>
+                {
+                    Failure::Refused(e.clone())
+                }
+                Some(ModernError::UnsupportedVersion(offered)) => {
+                    Failure::NoCommonVersion { offered }
+                }
+                Some(ModernError::Other) => Failure::Refused(e.clone()),
+                None => not_modern(format!("it answered server/discover with the error {e}")),
+            },
+            Err(ResponseError::Invalid { reason }) => {
+                not_modern(format!("invalid error answering server/discover: {reason}"))
+            }
+        };
+        self.note(failure.clone());
+        self.push(Action::Report(Report::InitRejected(failure)));
+    }
+
+    fn note_probe_fallback(&mut self, p: &Response) {
+        let reason = match &p.body {
+            Ok(_) => "a result that is not a DiscoverResult".to_owned(),
+            Err(ResponseError::Rpc(e)) => format!("the error {e}"),
+            Err(ResponseError::Invalid { reason }) => format!("an invalid error ({reason})"),
+        };
+        self.push(Action::Report(Report::ProbeFallback { reason }));
+    }
+
+    fn note_probe_timeout(&mut self) {
+        let after = self.core.config.probe_timeout;
+        self.note(Failure::ProbeTimeout { after });
+        self.push(Action::Report(Report::ProbeTimeout));
+    }
+
+    fn report_probe_timeout(&mut self) {
+        self.push(Action::Report(Report::ProbeTimeout));
+    }
+
+    fn set_legacy_tentative(&mut self) {
+        self.core.verdict = Some(Verdict {
+            era: Era::Legacy,
+            version: protocol::LATEST_PROTOCOL_VERSION.to_owned(),
+            tentative: true,
+        });
+    }
+
+    fn drop_tentative_verdict(&mut self) {
+        if self.core.verdict.as_ref().is_some_and(|v| v.tentative)
+            && !mutant!(self.core, KeepTentativeVerdict)
+        {
+            self.core.verdict = None;
+        }
+    }
+
+    fn forget_verdict(&mut self) {
+        self.core.verdict = None;
+        self.core.reprobed = true;
+    }
+
+    fn report_unexpected_server_request(&mut self, p: ServerRequest) {
+        if mutant!(self.core, AnswerUnexpected) {
+            self.reject_server_request(&p);
+        }
+        self.push(Action::Report(Report::UnexpectedServerRequest {
+            method: p.method,
+        }));
+    }
+
+    fn start_input_round(&mut self, w: InputRound) {
+        let Some(entry) = self.core.calls.get_mut(w.request) else {
+            return;
+        };
+        entry.phase = Phase::AwaitingInput;
+        // Its answered id needs no retry of its send any more.
+        self.core
+            .timers
+            .cancel(TimerKey::keyed(TimerKind::SendRetry, w.request));
+        let mrtr = entry.mrtr.get_or_insert_with(Box::default);
+        mrtr.round = mrtr.round.saturating_add(1);
+        mrtr.awaiting = w.inputs.iter().map(|(k, _, _)| (k.clone(), None)).collect();
+        mrtr.state = w.state;
+        if w.inputs.is_empty() {
+            self.send_round(w.request);
+            return;
+        }
+        let generation = self.core.generation;
+        for (key, method, params) in w.inputs {
+            self.push(Action::InputRequest {
+                generation,
+                request: w.request,
+                key,
+                method,
+                params,
+            });
+        }
+    }
+
+    fn fail_input_required(&mut self, p: Response, w: RequestId) {
+        let reason = match p.body.as_ref().ok().map(|r| self.input_round(w, r)) {
+            Some(Err(reason)) => reason,
+            Some(Ok(_)) | None => "it cannot be met".to_owned(),
+        };
+        let Some(entry) = self.core.calls.remove(w) else {
+            return;
+        };
+        self.cancel_call_timers(w);
+        self.tombstone(w);
+        self.answer(&entry, w, Err(CallError::InputRequired { reason }));
+    }
+
+    fn record_input_reply(&mut self, p: InputReply, w: &RequestId) {
+        let Ok(value) = p.outcome else {
+            return;
+        };
+        if let Some(mrtr) = self
+            .core
+            .calls
+            .get_mut(*w)
+            .and_then(|e| e.mrtr.as_deref_mut())
+            && let Some(slot) = mrtr.awaiting.get_mut(&p.key)
+        {
+            *slot = Some(value.to_string());
+        }
+    }
+
+    fn retry_with_inputs(&mut self, w: RequestId) {
+        self.send_round(w);
+    }
+
+    fn fail_input_handler(&mut self, p: InputReply, w: RequestId) {
+        let Some(entry) = self.core.calls.remove(w) else {
+            return;
+        };
+        self.cancel_call_timers(w);
+        self.tombstone(w);
+        self.abort_inputs(w);
+        let Err(error) = p.outcome else {
+            return;
+        };
+        let key = p.key;
+        self.answer(&entry, w, Err(CallError::InputFailed { key, error }));
+    }
+
+    fn relist_tools(&mut self, w: RequestId) {
+        let Some(entry) = self.core.calls.get_mut(w) else {
+            return;
+        };
+        entry.phase = Phase::AwaitingRelist;
+        entry.relisted = true;
+        // Its request was answered: nothing is owed for it, and its send has nothing to retry.
+        self.core
+            .timers
+            .cancel(TimerKey::keyed(TimerKind::SendRetry, w));
+        // One listing serves every call waiting for it.
+        if self.core.calls.iter().any(|(_, e)| e.relist) {
+            return;
+        }
+        let id = self.issue(None, "tools/list", None, CallOptions::default(), None);
+        if let Some(e) = self.core.calls.get_mut(id) {
+            e.relist = true;
+        }
+    }
+
+    fn resend_after_relist(&mut self, w: RequestId) {
+        if self.core.calls.remove(w).is_some() {
+            self.cancel_call_timers(w);
+            self.tombstone(w);
+        }
+        self.resend_relisted();
+    }
+
+    fn resend_relisted(&mut self) {
+        if mutant!(self.core, NoResendAfterRelist) {
+            return;
+        }
+        let waiting: Vec<RequestId> = self
+            .core
+            .calls
+            .iter()
+            .filter(|(_, e)| e.phase == Phase::AwaitingRelist)
+            .map(|(id, _)| id)
+            .collect();
+        for old in waiting {
+            let Some(mut entry) = self.core.calls.remove(old) else {
+                continue;
+            };
+            let id = self.core.next_id;
+            self.core.next_id += 1;
+            entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
+            self.tombstone(old);
+            self.reissue(old, id, entry);
+        }
+    }
+
+    fn open_listen(&mut self) {
+        self.core.listens = Listens::default();
+        let want = self.wanted();
+        if !want.is_empty() {
+            self.send_listen(want);
+        }
+        self.tell_listening();
+    }
+
+    fn relisten(&mut self) {
+        let want = self.wanted();
+        let l = &self.core.listens;
+        let retrying = self
+            .core
+            .timers
+            .deadline(TimerKey::plain(TimerKind::ListenRetry))
+            .is_some();
+        // Nothing changed, unless the listen is dead (refused, given up) and something is
+        // wanted: a new subscribe tries once more.
+        let dead = l.current.is_none() && !retrying && !want.is_empty();
+        if want == l.filter && !dead {
+            self.tell_listening();
+            return;
+        }
+        self.core
+            .timers
+            .cancel(TimerKey::plain(TimerKind::ListenRetry));
+        self.core.listens.refused = false;
+        if let Some(open) = self.core.listens.current.take() {
+            if open.acked.is_some() {
+                // It keeps delivering until its successor is acknowledged.
+                if let Some(old) = self.core.listens.previous.replace(open) {
+                    self.end_call(old.id, "replaced");
+                }
+            } else {
+                self.end_call(open.id, "replaced");
+            }
+        }
+        if want.is_empty() {
+            if let Some(old) = self.core.listens.previous.take() {
+                self.end_call(old.id, "nothing to listen for");
+            }
+            self.core.listens.filter = want;
+        } else {
+            self.send_listen(want);
+        }
+        self.tell_listening();
+    }
+
+    fn await_listen_ack(&mut self, p: CallRequest) {
+        let phase = Phase::AwaitingAck;
+        self.enter(
+            Some(p.call),
+            &p.method,
+            p.params,
+            p.options,
+            p.session,
+            phase,
+        );
+    }
+
+    fn reply_subscribed(&mut self, p: CallRequest) {
+        let Some(SessionChange::Subscribe(uri)) = p.session else {
+            return;
+        };
+        let honored = self
+            .core
+            .listens
+            .current
+            .as_ref()
+            .and_then(|l| l.acked.as_ref())
+            .is_some_and(|(f, _)| f.uris.contains(&uri));
+        if honored {
+            self.core.session.subscriptions.insert(uri);
+            self.reply(p.call, None, Ok(json!({})));
+        } else {
+            let error = CallError::SubscriptionNotHonored { uri };
+            self.reply(p.call, None, Err(error));
+        }
+    }
+
+    fn accept_listen_ack(&mut self, p: Notification, w: RequestId) {
+        let now = self.core.now;
+        let Some(open) = self.core.listens.current.as_mut() else {
+            return;
+        };
+        let said = listen::honored(&p);
+        let honored = said.intersect(&open.asked);
+        let asked = open.asked.clone();
+        open.acked = Some((honored.clone(), now));
+        // A listen lives long: its request timer bounded only the acknowledgement.
+        self.core
+            .timers
+            .cancel(TimerKey::keyed(TimerKind::RequestTimeout, w));
+        if !said.is_subset(&asked) {
+            self.push(Action::Report(Report::ListenWider { id: w }));
+        }
+        if honored != asked {
+            let missing = asked.minus(&honored);
+            self.push(Action::Report(Report::ListenNarrowed { id: w, missing }));
+        }
+        if !mutant!(self.core, NoListenCancel)
+            && let Some(old) = self.core.listens.previous.take()
+        {
+            self.end_call(old.id, "replaced");
+        }
+        let ignore = mutant!(self.core, AckIgnoresFilter);
+        self.answer_waiters(|uri| {
+            asked.uris.contains(uri).then(|| {
+                if ignore || honored.uris.contains(uri) {
+                    Ok(())
+                } else {
+                    Err(CallError::SubscriptionNotHonored {
+                        uri: uri.to_owned(),
+                    })
+                }
+            })
+        });
+        let restored: Vec<String> = self
+            .core
+            .session
+            .subscriptions
+            .iter()
+            .filter(|uri| asked.uris.contains(*uri) && !honored.uris.contains(*uri))
+            .cloned()
+            .collect();
+        for uri in restored {
+            let change = SessionChange::Subscribe(uri);
+            self.push(Action::Report(Report::RestoreFailed(change)));
+        }
+        self.tell_listening();
+    }
+
+    fn drop_stray_listen_notification(&mut self, p: Notification) {
+        let method = p.method;
+        self.push(Action::Report(Report::StrayListenNotification { method }));
+    }
+
+    fn refuse_listen(&mut self, p: Response, w: RequestId) {
+        self.core.listens.current = None;
+        self.forget_listen(w);
+        self.core.listens.refused = true;
+        let error = match p.body {
+            Err(ResponseError::Rpc(e)) => e,
+            Ok(_) | Err(ResponseError::Invalid { .. }) => return,
+        };
+        let code = error.code;
+        self.answer_waiters(|_| Some(Err(CallError::Server(error.clone()))));
+        self.push(Action::Report(Report::ListenRefused { id: w, code }));
+        self.tell_listening();
+    }
+
+    fn end_listen(&mut self, w: ListenEnd) {
+        let Some(open) = self.core.listens.current.take() else {
+            return;
+        };
+        self.forget_listen(w.id);
+        let stable = self.core.config.listen_stable;
+        if open
+            .acked
+            .is_some_and(|(_, at)| self.core.now >= at.saturating_add(stable))
+        {
+            self.core.listens.reopened = 0;
+        }
+        let reason = w.reason.to_string();
+        self.answer_waiters(|_| {
+            Some(Err(CallError::ListenEnded {
+                reason: reason.clone(),
+            }))
+        });
+        let id = w.id;
+        self.push(Action::Report(Report::ListenLost { id, reason }));
+        self.tell_listening();
+    }
+
+    fn forget_replaced_listen(&mut self, w: RequestId) {
+        self.core.listens.previous = None;
+        self.forget_listen(w);
+        self.tell_listening();
+    }
+
+    fn time_out_listen(&mut self, w: RequestId) {
+        self.core.listens.current = None;
+        if let Some(entry) = self.end_call(w, "timeout") {
+            let after = self.core.now.saturating_sub(entry.started);
+            self.answer_waiters(|_| Some(Err(CallError::Timeout { after })));
+        }
+        let reason = "not acknowledged in time".to_owned();
+        self.push(Action::Report(Report::ListenLost { id: w, reason }));
+        self.tell_listening();
+    }
+
+    fn lose_listen_send(&mut self, w: PendingSend) {
+        self.core.listens.current = None;
+        self.end_call(w.id, "send failed");
+        self.answer_waiters(|_| Some(Err(CallError::SendFailed)));
+        let reason = "its send was refused".to_owned();
+        let id = w.id;
+        self.push(Action::Report(Report::ListenLost { id, reason }));
+        self.tell_listening();
+    }
+
+    fn schedule_listen_retry(&mut self) {
+        let c = &self.core.config;
+        let doublings = u32::from(self.core.listens.reopened.min(16));
+        let delay = c.relisten_delay.saturating_mul(1 << doublings);
+        let delay = self.core.rng.jitter(delay, 20);
+        self.arm(TimerKind::ListenRetry, delay);
+    }
+
+    fn reopen_listen(&mut self) {
+        self.core.listens.reopened = self.core.listens.reopened.saturating_add(1);
+        let want = self.wanted();
+        self.send_listen(want);
+        self.tell_listening();
+    }
+
+    fn give_up_listen(&mut self) {
+        self.push(Action::Report(Report::ListenGaveUp));
+        let reason = "it was opened again as often as allowed".to_owned();
+        self.answer_waiters(|_| {
+            Some(Err(CallError::ListenEnded {
+                reason: reason.clone(),
+            }))
+        });
+        self.tell_listening();
+    }
+
+    fn time_out_relist(&mut self, w: RequestId) {
+        self.end_call(w, "timeout");
+    }
+
+    fn lose_relist_send(&mut self, w: PendingSend) {
+        self.end_call(w.id, "send failed");
+    }
+
+    fn reissue_call(&mut self, w: RequestId) {
+        let Some(mut entry) = self.core.calls.remove(w) else {
+            return;
+        };
+        let id = self.core.next_id;
+        self.core.next_id += 1;
+        entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
+        entry.reissues = entry.reissues.saturating_add(1);
+        self.tombstone(w);
+        self.reissue(w, id, entry);
+    }
+
+    fn fail_bad_result_type(&mut self, p: Response, w: RequestId) {
+        let Some(entry) = self.core.calls.remove(w) else {
+            return;
+        };
+        self.cancel_call_timers(w);
+        self.tombstone(w);
+        let result_type = p
+            .body
+            .ok()
+            .as_ref()
+            .and_then(protocol::result_type)
+            .unwrap_or_default();
+        self.answer(&entry, w, Err(CallError::UnknownResultType { result_type }));
+    }
+
     fn accept_init(&mut self, w: ServerInfo) {
+        self.core.verdict = Some(Verdict {
+            era: Era::Legacy,
+            version: w.protocol_version.clone(),
+            tentative: false,
+        });
         self.core.server = Some(w);
         self.core.init_id = None;
         self.core.last_error = None;
@@ -615,6 +1760,11 @@ impl Handlers for Ctx<'_> {
             return;
         };
         self.core.session.subscriptions.remove(uri);
+        // A modern subscribe of it waiting for its listen's acknowledgement is done: the
+        // resource is unsubscribed, as the caller asked last.
+        let uri = uri.clone();
+        self.answer_waiters(|u| (u == uri).then_some(Ok(())));
+        self.core.session.subscriptions.remove(&uri);
         // A subscribe still in flight must not record the subscription when it is acknowledged.
         let subscribe = SessionChange::Subscribe(uri.clone());
         for id in self.core.calls.ids() {
@@ -633,7 +1783,7 @@ impl Handlers for Ctx<'_> {
     fn send_initialized(&mut self) {
         self.send(
             SendToken::Initialized,
-            protocol::notification("notifications/initialized", None),
+            protocol::notification("notifications/initialized", None, None),
         );
     }
 
@@ -948,21 +2098,8 @@ impl Handlers for Ctx<'_> {
             let id = self.core.next_id;
             self.core.next_id += 1;
             entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
-            entry.phase = Phase::Sending { attempt: 1 };
             entry.resent = true;
-            let deadline = self
-                .core
-                .timers
-                .deadline(TimerKey::keyed(TimerKind::RequestTimeout, old));
-            self.cancel_call_timers(old);
-            if let Some(at) = deadline {
-                self.core
-                    .timers
-                    .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
-            }
-            let frame = entry.frame.clone();
-            self.core.calls.insert(id, entry);
-            self.send(SendToken::Request(id), frame);
+            self.reissue(old, id, entry);
         }
     }
 
@@ -980,6 +2117,11 @@ impl Handlers for Ctx<'_> {
     }
 
     fn tombstone_calls(&mut self) {
+        // The listens are calls: they end here too, and nothing is covered any more.
+        if self.core.listens != Listens::default() {
+            self.core.listens = Listens::default();
+            self.push(Action::Listening(ListenStatus::default()));
+        }
         for id in self.core.calls.ids() {
             if mutant!(self.core, ForgetRetries)
                 && matches!(
@@ -1014,7 +2156,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn send_notification(&mut self, p: NotifyRequest) {
-        let frame = protocol::notification(&p.method, p.params);
+        let frame = protocol::notification(&p.method, p.params, self.modern_version());
         self.send(SendToken::Notify(p.call), frame);
     }
 

@@ -152,6 +152,29 @@ pub struct HandlerReply {
     pub result: Result<Value, RpcError>,
 }
 
+/// The client handler's answer to one input request of a call's `input_required` round
+/// (2026-07-28, MRTR).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputReply {
+    /// The id of the call's request the server answered with `input_required`.
+    pub request: RequestId,
+    /// The input request's key in `inputRequests`.
+    pub key: String,
+    /// The input (the handler's result), or the handler's error.
+    pub outcome: Result<Value, RpcError>,
+}
+
+/// Witness of `is_input_required`: one `input_required` round of a call, parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputRound {
+    /// The id of the call's request the server answered.
+    pub request: RequestId,
+    /// The input requests: key, method, params.
+    pub inputs: Vec<(String, String, Value)>,
+    /// The `requestState`, exactly as received.
+    pub state: Option<String>,
+}
+
 /// What a call changes in the session a server keeps for this client, which a restarted server
 /// has forgotten and the client restores after a reconnect.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

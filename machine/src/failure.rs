@@ -202,8 +202,30 @@ pub enum Failure {
         /// What is wrong with it.
         reason: String,
     },
-    /// `initialize` could not be handed to the transport.
-    #[error("could not send initialize")]
+    /// A modern server (it answered `server/discover`, or a modern error) offers no protocol
+    /// version this client may speak to it.
+    #[error(
+        "the server speaks only protocol versions {offered:?}, none of which this client speaks"
+    )]
+    NoCommonVersion {
+        /// The versions it offered.
+        offered: Vec<String>,
+    },
+    /// The modern era was required, and the server did not answer `server/discover` as a
+    /// modern server does.
+    #[error("the server is not a 2026-07-28 (stateless) server: {reason}")]
+    NotModern {
+        /// What it answered instead.
+        reason: String,
+    },
+    /// The modern era was required, and `server/discover` got no answer in time.
+    #[error("no answer to server/discover within {}", fmt_bound(*.after))]
+    ProbeTimeout {
+        /// The bound that ran out.
+        after: Duration,
+    },
+    /// `initialize` (or `server/discover`) could not be handed to the transport.
+    #[error("could not send the handshake request")]
     InitNotSent,
     /// `notifications/initialized` could not be handed to the transport right after the
     /// handshake.

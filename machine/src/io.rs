@@ -10,6 +10,7 @@ use crate::event::{
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{EventKind, State};
+use crate::listen::{ListenFilter, ListenStatus};
 
 /// A JSON-RPC request id issued by this client: one counter per machine lifetime, never reset,
 /// never reused (across reconnects, and `initialize` takes one too).
@@ -128,6 +129,13 @@ pub enum Input {
         /// What happened.
         outcome: SendOutcome,
     },
+    /// The client handler answered one input request of a call's MRTR round.
+    InputReply {
+        /// The generation the round came from.
+        generation: Generation,
+        /// The answer.
+        reply: crate::event::InputReply,
+    },
     /// The client handler answered a server request.
     HandlerReply {
         /// The generation the request came from.
@@ -190,6 +198,37 @@ pub enum CallError {
     },
     /// The caller cancelled it.
     Cancelled,
+    /// A modern server answered with a `resultType` this client cannot use.
+    UnknownResultType {
+        /// The result type it named.
+        result_type: String,
+    },
+    /// A modern server's `input_required` result cannot be met: another round past the cap,
+    /// input the client did not declare it gives, a method that cannot ask for input, or a
+    /// round that asks for nothing and carries no state.
+    InputRequired {
+        /// Which.
+        reason: String,
+    },
+    /// The client handler failed one input of the call's `input_required` round.
+    InputFailed {
+        /// The input's key.
+        key: String,
+        /// The handler's error.
+        error: RpcError,
+    },
+    /// A modern subscribe: the server acknowledged the listen asking for the URI without it
+    /// (it will not tell the client of the resource's updates).
+    SubscriptionNotHonored {
+        /// The resource.
+        uri: String,
+    },
+    /// A modern subscribe: the listen that was to carry it ended before the server
+    /// acknowledged it, or is not opened again (reopened too often).
+    ListenEnded {
+        /// How, in words.
+        reason: String,
+    },
 }
 
 /// Telemetry: things worth a log line or a metric that change nothing.
@@ -233,9 +272,61 @@ pub enum Report {
     },
     /// The handshake failed.
     InitRejected(Failure),
+    /// The server answered `server/discover` as a legacy server would; the legacy handshake
+    /// follows.
+    ProbeFallback {
+        /// The answer, in short.
+        reason: String,
+    },
+    /// `server/discover` got no answer within the probe timeout.
+    ProbeTimeout,
+    /// A server request that gets no answer: before the era was decided, or from a modern
+    /// server (which never sends requests).
+    UnexpectedServerRequest {
+        /// Its method.
+        method: String,
+    },
     /// A session restore request (after a reconnect) did not succeed; the server's session
     /// lacks it until the application asks again.
     RestoreFailed(SessionChange),
+    /// A listen's acknowledgement honors less than it asked for (a kind or URI left out).
+    ListenNarrowed {
+        /// The listen's id.
+        id: RequestId,
+        /// What was asked and not honored.
+        missing: ListenFilter,
+    },
+    /// A listen's acknowledgement names more than was asked for (only what was asked is
+    /// taken).
+    ListenWider {
+        /// The listen's id.
+        id: RequestId,
+    },
+    /// A notification tagged with a listen whose notifications are not delivered (ended,
+    /// replaced, unknown, or not acknowledged yet): dropped.
+    StrayListenNotification {
+        /// Its method.
+        method: String,
+    },
+    /// The server refused a listen (-32601: it serves none; -32602: not this filter); none is
+    /// opened again until what is wanted changes.
+    ListenRefused {
+        /// The listen's id.
+        id: RequestId,
+        /// The error code.
+        code: i64,
+    },
+    /// A listen ended (its end, a broken stream, no acknowledgement in time, a send refused);
+    /// it is opened again later while the budget lasts.
+    ListenLost {
+        /// The listen's id.
+        id: RequestId,
+        /// How, in words.
+        reason: String,
+    },
+    /// Lost listens were opened again as often as allowed: none is until what is wanted
+    /// changes or the next connection.
+    ListenGaveUp,
     /// A row the table marks impossible fired (it was ignored): a transport or a timer broke
     /// its contract.
     ImpossibleRow {
@@ -303,6 +394,27 @@ pub enum Action {
         /// The request.
         request: ServerRequest,
     },
+    /// An input request of a call's `input_required` round, for the client handler (the same
+    /// handler methods as server requests); answer with [`Input::InputReply`].
+    InputRequest {
+        /// The generation the round came from.
+        generation: Generation,
+        /// The id of the call's request the server answered.
+        request: RequestId,
+        /// The input's key.
+        key: String,
+        /// Its method (`elicitation/create`, `sampling/createMessage`, `roots/list`).
+        method: String,
+        /// Its params.
+        params: Value,
+    },
+    /// Abort the handler tasks of one call's input requests (the call ended).
+    AbortInputs {
+        /// The generation.
+        generation: Generation,
+        /// The id of the call's request the server answered.
+        request: RequestId,
+    },
     /// Abort the handler task of one server request.
     AbortServerRequest {
         /// The generation.
@@ -315,6 +427,9 @@ pub enum Action {
         /// The generation.
         generation: Generation,
     },
+    /// What the client wants told by the server and what its listens cover now (2026-07-28):
+    /// emitted whenever either changes.
+    Listening(ListenStatus),
     /// Something worth reporting.
     Report(Report),
     /// The connection is over.

@@ -31,7 +31,9 @@ mod config;
 mod core;
 mod event;
 mod failure;
+pub mod headers;
 mod io;
+mod listen;
 mod machine;
 #[cfg(feature = "checker")]
 mod mutant;
@@ -46,11 +48,12 @@ mod timers;
 #[allow(missing_docs, clippy::all)]
 pub mod generated {
     use crate::event::{
-        CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-        Response, ServerInfo, ServerRequest, ServerRequestId,
+        CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
+        Oversized, PendingSend, Response, ServerInfo, ServerRequest, ServerRequestId,
     };
     use crate::failure::TransportError;
     use crate::io::{CallId, RequestId, SendToken};
+    use crate::listen::ListenEnd;
 
     include!(concat!(env!("OUT_DIR"), "/connection.rs"));
 
@@ -58,10 +61,11 @@ pub mod generated {
     include!(concat!(env!("OUT_DIR"), "/connection_interpreter.rs"));
 }
 
-pub use crate::config::{ClientCapabilities, Config};
+pub use crate::config::{ClientCapabilities, Config, Era, EraMode};
 pub use crate::event::{
-    CallRequest, HandlerReply, Malformed, Notification, NotifyRequest, Oversized, PendingSend,
-    Response, ResponseError, ResponseId, ServerInfo, ServerRequest, ServerRequestId, SessionChange,
+    CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
+    Oversized, PendingSend, Response, ResponseError, ResponseId, ServerInfo, ServerRequest,
+    ServerRequestId, SessionChange,
 };
 pub use crate::failure::{Failure, IoCause, TransportError, exit_description};
 pub use crate::generated::{Event, EventKind, Fired, ROWS, Row, State, TimerKind};
@@ -69,10 +73,17 @@ pub use crate::io::{
     Action, CallError, CallId, CallOptions, Generation, Input, Report, RequestId, RpcError,
     SendOutcome, SendToken, Step,
 };
+pub use crate::listen::{
+    ListenEnd, ListenEndReason, ListenFilter, ListenStatus, META_SUBSCRIPTION_ID,
+};
 pub use crate::machine::Machine;
 #[cfg(feature = "checker")]
 pub use crate::mutant::Mutant;
-pub use crate::protocol::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+pub use crate::protocol::{
+    HEADER_MISMATCH, LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
+    META_PROTOCOL_VERSION, META_SERVER_INFO, MISSING_CAPABILITY, MODERN_PROTOCOL_VERSIONS,
+    SUPPORTED_PROTOCOL_VERSIONS, UNSUPPORTED_VERSION,
+};
 pub use crate::timers::TimerKey;
 
 impl std::fmt::Display for State {

@@ -87,7 +87,17 @@ impl Machine {
         self.core.generation
     }
 
-    /// What the server said in the last accepted handshake.
+    /// The era this server was found to speak (`None` before the first verdict, or while it is
+    /// only assumed).
+    pub fn era(&self) -> Option<crate::config::Era> {
+        self.core
+            .verdict
+            .as_ref()
+            .filter(|v| !v.tentative)
+            .map(|v| v.era)
+    }
+
+    /// What the server said in the last accepted handshake (or discovery).
     pub fn server(&self) -> Option<&ServerInfo> {
         self.core.server.as_ref()
     }
@@ -241,12 +251,16 @@ impl Machine {
             Input::HandlerReply { generation, reply } if self.current(generation) => {
                 Event::HandlerReply(reply)
             }
+            Input::InputReply { generation, reply } if self.current(generation) => {
+                Event::InputReply(reply)
+            }
             Input::TransportUp { .. }
             | Input::TransportDown { .. }
             | Input::Frame { .. }
             | Input::Oversized { .. }
             | Input::SendResult { .. }
-            | Input::HandlerReply { .. } => Event::StaleTransport,
+            | Input::HandlerReply { .. }
+            | Input::InputReply { .. } => Event::StaleTransport,
             Input::Call(call) => Event::Call(call),
             Input::Notify(notify) => Event::Notify(notify),
             Input::Cancel { call } => Event::Cancel(call),
@@ -299,9 +313,11 @@ impl Machine {
 fn timer_event(key: TimerKey) -> Event {
     match (key.kind, key.id) {
         (TimerKind::InitTimeout, _) => Event::InitTimeout,
+        (TimerKind::ProbeTimeout, _) => Event::ProbeTimeout,
         (TimerKind::Reconnect, _) => Event::Reconnect,
         (TimerKind::ClosingExit, _) => Event::ClosingExit,
         (TimerKind::OwedRetry, _) => Event::OwedRetry,
+        (TimerKind::ListenRetry, _) => Event::ListenRetry,
         (TimerKind::TombstoneSweep, _) => Event::TombstoneSweep,
         (TimerKind::RequestTimeout, id) => Event::RequestTimeout(id.unwrap_or(u64::MAX)),
         (TimerKind::SendRetry, id) => Event::SendRetry(id.unwrap_or(u64::MAX)),

@@ -35,4 +35,37 @@ pub enum Mutant {
     UnboundedReinit,
     /// A call already sent again after a session expiry is kept again at the next one.
     ParkResentAgain,
+    /// Every request carries the modern envelope, whatever the verdict.
+    EnvelopeAlways,
+    /// A server request that has no answer (before the era is decided, or from a modern
+    /// server) is answered method-not-found all the same.
+    AnswerUnexpected,
+    /// A tentative legacy verdict survives the failed handshake it led to.
+    KeepTentativeVerdict,
+    /// A modern server's answer to the probe is never taken for a refusal (so the fallback
+    /// takes it, and `initialize` follows).
+    NoModernRefusal,
+    /// The retry of an `input_required` round leaves the `requestState` out.
+    DropRequestState,
+    /// `input_required` rounds are not capped.
+    NoRoundCap,
+    /// A lost modern request is sent again however often it is lost.
+    NoReissueCap,
+    /// Every -32020 lists the tools again and sends the call again, however often.
+    RelistAlways,
+    /// The calls waiting for a listing of the tools are not sent again when it is answered.
+    NoResendAfterRelist,
+    /// A listen leaves the subscribed resources out of what it asks for.
+    ListenDropsUris,
+    /// A notification tagged with any listen id is delivered (ended, replaced, unknown).
+    DeliverAnyListenId,
+    /// A listen's acknowledgement answers every subscribe waiting for it as done, whatever it
+    /// honors.
+    AckIgnoresFilter,
+    /// A replaced listen is never cancelled.
+    NoListenCancel,
+    /// A listen the server ended is cancelled all the same.
+    CancelEndedListen,
+    /// Lost listens are opened again however often.
+    NoRelistenCap,
 }

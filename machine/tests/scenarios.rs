@@ -3,12 +3,21 @@
 use std::time::Duration;
 
 use mcp_machine::{
-    Action, CallError, CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, ROWS,
-    Report, SendOutcome, SendToken, State, TransportError,
+    Action, CallError, CallId, CallOptions, CallRequest, Config, EraMode, Failure, Input, Machine,
+    ROWS, Report, SendOutcome, SendToken, State, TransportError,
 };
 use serde_json::{Value, json};
 
 const MS: Duration = Duration::from_millis(1);
+
+/// The default configuration in the handshake era: these scenarios script the `initialize`
+/// handshake, without the `server/discover` probe that the default (`auto`) sends first.
+fn legacy() -> Config {
+    Config {
+        era: EraMode::Legacy,
+        ..Config::default()
+    }
+}
 
 fn drain(m: &mut Machine) -> Vec<Action> {
     std::iter::from_fn(|| m.poll_action()).collect()
@@ -116,7 +125,7 @@ fn reply_of(actions: &[Action], id: u64) -> Option<&Result<Value, CallError>> {
 
 #[test]
 fn busy_sends_retry_three_times_then_backpressure() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     let acts = feed(&mut m, call(7), 10 * MS, SendOutcome::Busy);
     assert_eq!(sent(&acts).len(), 1);
     let mut sends = 1;
@@ -143,7 +152,7 @@ fn busy_sends_retry_three_times_then_backpressure() {
 
 #[test]
 fn a_busy_send_then_ok_goes_through() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     feed(&mut m, call(1), 10 * MS, SendOutcome::Busy);
     let at = m.poll_timeout().unwrap();
     m.handle_timeout(at);
@@ -163,7 +172,7 @@ fn a_busy_send_then_ok_goes_through() {
 
 #[test]
 fn timeout_cancels_on_the_wire_and_the_late_answer_is_reported_late() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     let acts = feed(&mut m, call(1), 10 * MS, SendOutcome::Ok);
     let id = sent(&acts)[0]["id"].as_u64().unwrap();
     let deadline = m.poll_timeout().unwrap();
@@ -193,7 +202,7 @@ fn timeout_cancels_on_the_wire_and_the_late_answer_is_reported_late() {
 
 #[test]
 fn ids_are_never_reused_across_reconnects() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     let acts = feed(&mut m, call(1), 10 * MS, SendOutcome::Ok);
     assert_eq!(sent(&acts)[0]["id"], 2);
     let acts = feed(
@@ -230,7 +239,7 @@ fn ids_are_never_reused_across_reconnects() {
 
 #[test]
 fn stale_generations_change_nothing() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     let before = m.clone();
     for input in [
         Input::TransportDown {
@@ -258,7 +267,7 @@ fn stale_generations_change_nothing() {
 fn frame_limit_exactly_accepted_one_more_byte_closes() {
     let mut m = ready(Config {
         max_frame_bytes: 256,
-        ..Config::default()
+        ..legacy()
     });
     let mut ok = br#"{"jsonrpc":"2.0","method":"x","params":{"p":""#.to_vec();
     ok.resize(256 - 3, b'a');
@@ -294,7 +303,7 @@ fn frame_limit_exactly_accepted_one_more_byte_closes() {
 
 #[test]
 fn stop_answers_every_call_once_and_is_idempotent() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     feed(&mut m, call(1), 10 * MS, SendOutcome::Ok);
     feed(&mut m, call(2), 10 * MS, SendOutcome::Busy);
     let acts = feed(
@@ -336,7 +345,7 @@ fn stop_answers_every_call_once_and_is_idempotent() {
 
 #[test]
 fn server_ping_is_answered_during_the_handshake() {
-    let mut m = Machine::new(Config::default(), 1, Duration::ZERO);
+    let mut m = Machine::new(legacy(), 1, Duration::ZERO);
     drain(&mut m);
     feed(
         &mut m,
@@ -363,7 +372,7 @@ fn server_ping_is_answered_during_the_handshake() {
 
 #[test]
 fn an_unsupported_version_backs_off_with_the_reason() {
-    let mut m = Machine::new(Config::default(), 1, Duration::ZERO);
+    let mut m = Machine::new(legacy(), 1, Duration::ZERO);
     drain(&mut m);
     feed(
         &mut m,
@@ -401,9 +410,8 @@ fn an_unsupported_version_backs_off_with_the_reason() {
 /// The generated match and the table-driven interpretation of `ROWS` agree, input for input.
 #[test]
 fn compiled_dispatch_equals_the_interpreted_table() {
-    let mut a = Machine::new(Config::default(), 5, Duration::ZERO);
-    let mut b =
-        Machine::new(Config::default(), 5, Duration::ZERO).with_rows(ROWS.to_vec(), Vec::new());
+    let mut a = Machine::new(legacy(), 5, Duration::ZERO);
+    let mut b = Machine::new(legacy(), 5, Duration::ZERO).with_rows(ROWS.to_vec(), Vec::new());
     let inputs = [
         Input::TransportUp { generation: 1 },
         Input::Frame {
@@ -454,7 +462,7 @@ fn compiled_dispatch_equals_the_interpreted_table() {
 
 #[test]
 fn owed_frames_wait_out_a_busy_transport_in_order_and_are_never_dropped() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     // Two pings while the transport is busy: the first answer is offered and found busy, the
     // second waits behind it; nothing is lost.
     let ping = |id: u64| Input::Frame {
@@ -501,14 +509,14 @@ fn owed_frames_wait_out_a_busy_transport_in_order_and_are_never_dropped() {
 
 #[test]
 fn initialized_refused_ends_the_attempt() {
-    let (m, acts) = handshake(Config::default(), SendOutcome::Failed);
+    let (m, acts) = handshake(legacy(), SendOutcome::Failed);
     assert_eq!(m.state(), State::Backoff, "{acts:?}");
     assert!(acts.contains(&Action::CloseTransport { generation: 1 }));
 }
 
 #[test]
 fn an_invalid_error_fails_its_call_at_once_with_a_typed_error() {
-    let mut m = ready(Config::default());
+    let mut m = ready(legacy());
     let acts = feed(&mut m, call(1), 10 * MS, SendOutcome::Ok);
     let id = sent(&acts)[0]["id"].clone();
     let acts = feed(

@@ -7,14 +7,17 @@ use std::time::Duration;
 
 use mcp_machine::generated::EventKind;
 use mcp_machine::{
-    Action, CallError, CallId, CallOptions, CallRequest, ClientCapabilities, Config, HandlerReply,
-    Input, Machine, NotifyRequest, ROWS, Report, RequestId, ResponseId, SendOutcome, SendToken,
-    ServerRequestId, SessionChange, State, Step, TimerKind, TransportError,
+    Action, CallError, CallId, CallOptions, CallRequest, ClientCapabilities, Config, EraMode,
+    HandlerReply, Input, Machine, NotifyRequest, ROWS, Report, RequestId, ResponseId, SendOutcome,
+    SendToken, ServerRequestId, SessionChange, State, Step, TimerKind, TransportError,
 };
 use serde_json::{Value, json};
 use stateright::{Model, Property};
 
-use crate::world::{CallGhost, Cause, Junk, Move, Owner, ServerFrame, World, seen, violation};
+use crate::world::{
+    CallGhost, Cause, Junk, ListenEndKind, ListenGhost, Move, Owner, ServerFrame, ServerKind,
+    World, seen, violation,
+};
 
 /// Bounds of one exhaustive configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,10 +35,11 @@ pub struct Bounds {
     /// Notifies (each once).
     pub notifies: u8,
     /// Enabled [`Junk`] bits.
-    pub junk: u16,
+    pub junk: u32,
     /// BFS depth bound (stateright's `target_max_depth`).
     pub depth: usize,
-    /// A subscriber that subscribes once, and another caller that may end it (0 or 1).
+    /// Subscribes of the subscriber (0: none; past the first, each once the last is answered),
+    /// and another caller that may end the subscription.
     pub subscriptions: u8,
     /// The bound of the first connect (the default is 60 s, the tombstone sweep's period: a
     /// longer one lets a sweep fall inside the first handshake).
@@ -51,6 +55,21 @@ pub struct Bounds {
     /// initializing (when made before the expiry), and a handshake may time out with kept calls
     /// (due at the same instant, the init timeout fires first).
     pub init_timeout: Option<Duration>,
+    /// The era mode of the client.
+    pub era: EraMode,
+    /// The probe timeout, when not the default (5 s): longer than the sweep period, the sweep
+    /// can fire while probing.
+    pub probe_timeout: Option<Duration>,
+    /// The kinds of server a generation may talk to (bits of [`ServerKind`]).
+    pub servers: u8,
+    /// The client's listen asks for list changes (`Config::listen_list_changed`), and a modern
+    /// server advertises `tools.listChanged`.
+    pub listen: bool,
+    /// Notifications tagged with a listen id (any sent, or an unknown one) the server may send.
+    pub listen_notes: u8,
+    /// Ends of a listen by the server (a result, a broken stream, a refusal, an error, its
+    /// cancel) it may send.
+    pub listen_ends: u8,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -164,6 +183,17 @@ pub fn model_config(bounds: &Bounds) -> Config {
         // Two re-initializations per outage: the third expiry in a row takes the backoff path
         // within the depth bound.
         max_session_reinits: 2,
+        // Two rounds per call: a third `input_required` is past the cap within the bound.
+        max_input_rounds: 2,
+        // One reissue per call: a second lost request is past the cap within the bound.
+        max_reissues: 1,
+        // One reopening of a lost listen per ready: the second loss gives up within the bound.
+        listen_list_changed: bounds.listen,
+        max_relistens: 1,
+        relisten_delay: Duration::from_secs(1),
+        listen_stable: Duration::from_secs(90),
+        era: bounds.era,
+        probe_timeout: bounds.probe_timeout.unwrap_or(defaults.probe_timeout),
         ..Config::default()
     }
 }
@@ -188,6 +218,8 @@ const OTHER_SAMPLING_ID: i64 = 17;
 const SUBSCRIBER: u8 = 60;
 const UNSUBSCRIBER: u8 = 61;
 const URI: &str = "file:///watched";
+/// The `_meta` key of a listen's tag.
+const SUBSCRIPTION_ID: &str = mcp_machine::META_SUBSCRIPTION_ID;
 
 fn session_call(caller: u8, change: SessionChange) -> Input {
     let method = match change {
@@ -243,6 +275,64 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
             "params": {"level": "info", "data": "x"}}),
         ServerFrame::Progress(id) => json!({"jsonrpc": "2.0", "method": "notifications/progress",
             "params": {"progressToken": id, "progress": 1}}),
+        ServerFrame::DiscoverOk(id) => json!({"jsonrpc": "2.0", "id": id, "result": {
+            "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {"listChanged": true}},
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "model", "version": "0"}}}}),
+        ServerFrame::DiscoverVersion(id) | ServerFrame::InitModernRefusal(id) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "unsupported",
+                "data": {"supported": ["2026-07-28"], "requested": "x"}}})
+        }
+        ServerFrame::ProbeError(id) => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": "method not found"}}),
+        ServerFrame::DiscoverGarbage(id) => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        ServerFrame::AnswerBadType(id) => json!({"jsonrpc": "2.0", "id": id,
+            "result": {"resultType": "task", "for": id}}),
+        ServerFrame::InputRequired(id) => json!({"jsonrpc": "2.0", "id": id, "result": {
+            "resultType": "input_required", "requestState": format!("s{id}"),
+            "inputRequests": {"q": {"method": "sampling/createMessage",
+                "params": {"messages": [], "maxTokens": 1}}}}}),
+        ServerFrame::InputRequiredNoState(id) => json!({"jsonrpc": "2.0", "id": id, "result": {
+            "resultType": "input_required",
+            "inputRequests": {"q": {"method": "sampling/createMessage",
+                "params": {"messages": [], "maxTokens": 1}},
+                "r": {"method": "sampling/createMessage",
+                "params": {"messages": [], "maxTokens": 1}}}}}),
+        ServerFrame::InputRequiredStateOnly(id) => json!({"jsonrpc": "2.0", "id": id, "result": {
+            "resultType": "input_required", "requestState": format!("s{id}")}}),
+        ServerFrame::CallLost(id) => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": mcp_machine::headers::STREAM_LOST, "message": "stream lost"}}),
+        ServerFrame::CallVersionRefused(id) => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32022, "message": "unsupported",
+            "data": {"supported": ["2026-07-28"], "requested": "x"}}}),
+        ServerFrame::HeaderMismatch(id) => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": -32020, "message": "header mismatch"}}),
+        ServerFrame::ListenAck(id, full) => {
+            let honored = if full {
+                json!({"toolsListChanged": true, "resourceSubscriptions": [URI]})
+            } else {
+                json!({"toolsListChanged": true})
+            };
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                "params": {"_meta": {SUBSCRIPTION_ID: id}, "notifications": honored}})
+        }
+        ServerFrame::ListenNote(id) => json!({"jsonrpc": "2.0",
+            "method": "notifications/resources/updated",
+            "params": {"uri": URI, "_meta": {SUBSCRIPTION_ID: id}}}),
+        ServerFrame::ListenStray => json!({"jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {SUBSCRIPTION_ID: 999}}}),
+        ServerFrame::ListenEnd(id, kind) => match kind {
+            ListenEndKind::Complete => json!({"jsonrpc": "2.0", "id": id, "result": {
+                "resultType": "complete", "_meta": {SUBSCRIPTION_ID: id}}}),
+            ListenEndKind::Lost => json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": mcp_machine::headers::STREAM_LOST, "message": "stream lost"}}),
+            ListenEndKind::Refused => json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32601, "message": "method not found"}}),
+            ListenEndKind::Error => json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32603, "message": "internal error"}}),
+        },
+        ServerFrame::ListenCancel(id) => json!({"jsonrpc": "2.0",
+            "method": "notifications/cancelled", "params": {"requestId": id}}),
     };
     serde_json::to_vec(&v).unwrap_or_default()
 }
@@ -265,7 +355,7 @@ impl Harness {
     }
 
     fn junk_ok(&self, w: &World, j: Junk) -> bool {
-        let bit = j as u16;
+        let bit = j as u32;
         self.bounds.junk & bit != 0 && (self.repeat_junk || w.env.junk_used & bit == 0)
     }
 
@@ -320,7 +410,9 @@ impl Harness {
                 out.push(Move::Cancel(caller));
             }
         }
-        if b.subscriptions > 0 && !w.ghost.calls.contains_key(&SUBSCRIBER) {
+        // The subscriber subscribes once, or, when the bound allows, again once answered.
+        let answered = w.ghost.calls.get(&SUBSCRIBER).is_none_or(|c| c.replies > 0);
+        if w.env.subscribes < b.subscriptions && answered && !w.ghost.unsubscribed {
             out.push(Move::Subscribe);
         }
         if w.ghost.calls.contains_key(&SUBSCRIBER) && !w.ghost.calls.contains_key(&UNSUBSCRIBER) {
@@ -347,12 +439,21 @@ impl Harness {
                 continue;
             }
             if !g.up {
-                out.push(Move::Up(generation));
+                for kind in ServerKind::ALL {
+                    if b.servers & kind as u8 != 0 {
+                        out.push(Move::Up(generation, kind));
+                    }
+                }
             }
             if g.closed || w.env.crashes < b.crashes {
                 out.push(Move::Down(generation));
             }
-            if g.up && !g.closed && w.env.expiries < b.expiries {
+            // Only a legacy server keeps a session to end: a modern generation has none.
+            if g.up
+                && !g.closed
+                && w.env.expiries < b.expiries
+                && !w.ghost.discovered.contains(&generation)
+            {
                 let refusable = refusable(w, generation).len();
                 for mask in 0..(1u8 << refusable) {
                     out.push(Move::Expire(generation, mask));
@@ -369,6 +470,24 @@ impl Harness {
                     continue;
                 }
                 match w.ghost.owners.get(&id) {
+                    Some(Owner::Probe(_)) => match g.kind {
+                        ServerKind::Modern => {
+                            out.push(Move::Frame(generation, ServerFrame::DiscoverOk(id)));
+                            out.push(Move::Frame(generation, ServerFrame::DiscoverVersion(id)));
+                        }
+                        ServerKind::Dual => {
+                            out.push(Move::Frame(generation, ServerFrame::DiscoverOk(id)));
+                        }
+                        ServerKind::Legacy => {
+                            out.push(Move::Frame(generation, ServerFrame::ProbeError(id)));
+                        }
+                        ServerKind::Garbage => {
+                            out.push(Move::Frame(generation, ServerFrame::DiscoverGarbage(id)));
+                        }
+                    },
+                    Some(Owner::Init(_)) if g.kind == ServerKind::Modern => {
+                        out.push(Move::Frame(generation, ServerFrame::InitModernRefusal(id)));
+                    }
                     Some(Owner::Init(_)) => {
                         out.push(Move::Frame(generation, ServerFrame::InitOk(id)));
                         if self.junk_ok(w, Junk::InitBadVersion) {
@@ -378,17 +497,57 @@ impl Harness {
                             out.push(Move::Frame(generation, ServerFrame::InitError(id)));
                         }
                     }
-                    Some(Owner::Restore(_)) => {
+                    // A listen's frames are the environment's listen moves.
+                    Some(Owner::Listen(_)) => {}
+                    Some(Owner::Restore(_) | Owner::Relist(_)) => {
                         out.push(Move::Frame(generation, ServerFrame::Answer(id)));
                     }
                     Some(Owner::Call(_)) => {
                         out.push(Move::Frame(generation, ServerFrame::Answer(id)));
+                        if answers == 0
+                            && w.ghost.discovered.contains(&generation)
+                            && self.junk_ok(w, Junk::BadResultType)
+                        {
+                            out.push(Move::Frame(generation, ServerFrame::AnswerBadType(id)));
+                        }
+                        // Rounds are repeatable: the round cap is what bounds them.
+                        if answers == 0
+                            && w.ghost.discovered.contains(&generation)
+                            && self.bounds.junk & Junk::InputRequired as u32 != 0
+                        {
+                            out.push(Move::Frame(generation, ServerFrame::InputRequired(id)));
+                            out.push(Move::Frame(
+                                generation,
+                                ServerFrame::InputRequiredNoState(id),
+                            ));
+                            out.push(Move::Frame(
+                                generation,
+                                ServerFrame::InputRequiredStateOnly(id),
+                            ));
+                        }
+                        // Losses are repeatable: the reissue cap is what bounds them.
+                        if answers == 0
+                            && w.ghost.discovered.contains(&generation)
+                            && self.bounds.junk & Junk::Reissue as u32 != 0
+                        {
+                            out.push(Move::Frame(generation, ServerFrame::CallLost(id)));
+                            out.push(Move::Frame(generation, ServerFrame::CallVersionRefused(id)));
+                        }
+                        if answers == 0
+                            && w.ghost.discovered.contains(&generation)
+                            && self.bounds.junk & Junk::Relist as u32 != 0
+                        {
+                            out.push(Move::Frame(generation, ServerFrame::HeaderMismatch(id)));
+                        }
                         if answers == 0 && self.junk_ok(w, Junk::Progress) {
                             out.push(Move::Frame(generation, ServerFrame::Progress(id)));
                         }
                     }
                     None => {}
                 }
+            }
+            if w.ghost.discovered.contains(&generation) {
+                self.listen_frames(w, generation, out);
             }
             let singles = [
                 (Junk::Unknown, ServerFrame::Unknown),
@@ -418,6 +577,12 @@ impl Harness {
         for &(generation, id) in &w.env.server_requests {
             out.push(Move::HandlerReply(generation, id));
         }
+        for &(generation, id, key) in &w.env.inputs {
+            out.push(Move::InputReply(generation, id, key, true));
+            if self.junk_ok(w, Junk::InputError) {
+                out.push(Move::InputReply(generation, id, key, false));
+            }
+        }
         if tick_target(w).is_some() {
             out.push(Move::Tick);
         }
@@ -426,8 +591,10 @@ impl Harness {
                 .iter()
                 .any(|(k, _)| k.kind == TimerKind::Reconnect);
         // A long silence matters only once an id has ended: it is when its tombstone must go.
-        let quiet =
-            w.m.state() == State::Ready && w.all_calls_answered() && !w.ghost.ended.is_empty();
+        let quiet = w.m.state() == State::Ready
+            && w.all_calls_answered()
+            && (!w.ghost.ended.is_empty()
+                || (b.listen_ends > 0 && w.ghost.listens.values().any(|l| l.taken && l.alive())));
         if w.env.waits < b.waits && !reconnect_armed && quiet {
             out.push(Move::Wait);
         }
@@ -443,14 +610,82 @@ impl Harness {
         }
     }
 
+    /// The listen frames a modern generation may send: an acknowledgement (full, or without
+    /// the resource) for a listen the server saw and has not acknowledged or ended; an end of
+    /// any kind or a cancel for one it has not ended; a tagged notification for any listen it
+    /// saw, or for no listen (each bounded).
+    fn listen_frames(&self, w: &World, generation: u64, out: &mut Vec<Move>) {
+        let b = &self.bounds;
+        let mut any = false;
+        for (&id, l) in &w.ghost.listens {
+            if l.generation != generation || !w.env.on_wire.contains_key(&id) {
+                continue;
+            }
+            any = true;
+            if !l.acked && !l.ended {
+                out.push(Move::Frame(generation, ServerFrame::ListenAck(id, true)));
+                if l.uri {
+                    out.push(Move::Frame(generation, ServerFrame::ListenAck(id, false)));
+                }
+            }
+            if !l.ended && w.env.listen_ends < b.listen_ends {
+                for kind in ListenEndKind::ALL {
+                    out.push(Move::Frame(generation, ServerFrame::ListenEnd(id, kind)));
+                }
+                out.push(Move::Frame(generation, ServerFrame::ListenCancel(id)));
+            }
+            if w.env.listen_notes < b.listen_notes {
+                out.push(Move::Frame(generation, ServerFrame::ListenNote(id)));
+            }
+        }
+        if any && w.env.listen_notes < b.listen_notes {
+            out.push(Move::Frame(generation, ServerFrame::ListenStray));
+        }
+    }
+
+    /// After a step: a listen not acknowledged in time is lost; and in modern ready, what is wanted is asked for by the client's listen,
+    /// or its reopening is armed, or it is excused (a refusal since the interest changed, or
+    /// more losses than reopenings allowed).
+    fn listen_after(&self, n: &mut World) {
+        listen_timeouts(n);
+        let g = n.m.generation();
+        if n.m.state() != State::Ready || !n.ghost.discovered.contains(&g) {
+            return;
+        }
+        let (lists, uri) = listen_wanted(n);
+        if !lists && !uri {
+            return;
+        }
+        let unsubscribed = n.ghost.unsubscribed;
+        let asks = client_listen(n, g)
+            .and_then(|id| n.ghost.listens.get(&id))
+            .is_some_and(|l| (!lists || l.lists) && (!uri || l.uri) && !(unsubscribed && l.uri));
+        let retry =
+            n.m.armed_timers()
+                .iter()
+                .any(|(k, _)| k.kind == TimerKind::ListenRetry);
+        let excused = n.ghost.listen_refused || n.ghost.listen_losses > n.m.config().max_relistens;
+        if !(asks || retry || excused) {
+            n.ghost.violations |= violation::LISTEN;
+        }
+    }
+
     /// Applies one move; `log` collects a readable account for traces.
     pub fn apply(&self, w: &World, mv: Move, mut log: Option<&mut Vec<String>>) -> World {
         let mut n = w.clone();
+        // The listen counts are per ready: outside it they start afresh.
+        if w.m.state() != State::Ready {
+            n.ghost.listen_losses = 0;
+            n.ghost.listen_reopens = 0;
+            n.ghost.listen_refused = false;
+        }
         // Inputs other than timers keep the time: only a firing timer moves the model's clock.
         let now = n.m.now();
         let stale_gen = |g: u64| g != w.m.generation();
         let mut stale = false;
         let mut expect_answer = None;
+        let mut lost: Option<(u8, bool)> = None;
+        let mut mismatch: Option<(u8, bool)> = None;
         let mut record = StepLog::default();
         let step: Option<Step> = match mv {
             Move::Call(c) => {
@@ -470,6 +705,8 @@ impl Harness {
                 ))
             }
             Move::Subscribe => {
+                n.env.subscribes += 1;
+                n.ghost.listen_refused = false;
                 n.ghost
                     .calls
                     .insert(SUBSCRIBER, call_ghost(&n.m, &CallOptions::default()));
@@ -482,6 +719,24 @@ impl Harness {
                     .insert(UNSUBSCRIBER, call_ghost(&n.m, &CallOptions::default()));
                 n.ghost.unsubscribed = true;
                 n.ghost.sub_live = false;
+                n.ghost.listen_refused = false;
+                // Nothing wanted any more: every listen of the client's is given up.
+                let g = w.m.generation();
+                if w.m.state() == State::Ready
+                    && w.ghost.discovered.contains(&g)
+                    && listen_wanted(&n) == (false, false)
+                {
+                    let alive: Vec<RequestId> = n
+                        .ghost
+                        .listens
+                        .iter()
+                        .filter(|(_, l)| l.generation == g && l.alive())
+                        .map(|(id, _)| *id)
+                        .collect();
+                    for id in alive {
+                        drop_listen(&mut n, id);
+                    }
+                }
                 let change = SessionChange::Unsubscribe(URI.into());
                 Some(n.m.handle(session_call(UNSUBSCRIBER, change), now))
             }
@@ -519,10 +774,11 @@ impl Harness {
                     now,
                 ))
             }
-            Move::Up(g) => {
+            Move::Up(g, kind) => {
                 stale = stale_gen(g);
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.up = true;
+                    e.kind = kind;
                 }
                 Some(n.m.handle(Input::TransportUp { generation: g }, now))
             }
@@ -575,8 +831,103 @@ impl Harness {
                 let live = !stale
                     && live_generation(w, g)
                     && matches!(w.m.state(), State::Initializing | State::Ready);
-                if live && let Some(id) = server_request_id(f) {
+                // A modern server is never answered (it never sends requests).
+                if live
+                    && !w.ghost.discovered.contains(&g)
+                    && let Some(id) = server_request_id(f)
+                {
                     *n.ghost.owed.entry((g, id)).or_default() += 1;
+                }
+                // A live modern call's `input_required` round: the retry it owes.
+                if let ServerFrame::InputRequired(id)
+                | ServerFrame::InputRequiredNoState(id)
+                | ServerFrame::InputRequiredStateOnly(id) = f
+                    && !stale
+                    && w.m.state() == State::Ready
+                    && w.ghost.discovered.contains(&g)
+                    && w.env.on_wire.get(&id).is_some_and(|(_, a)| *a == 0)
+                    && let Some(Owner::Call(c)) = w.ghost.owners.get(&id)
+                    && w.ghost.calls.get(c).is_some_and(|x| x.replies == 0)
+                {
+                    let state = match f {
+                        ServerFrame::InputRequiredNoState(_) => None,
+                        _ => Some(format!("s{id}")),
+                    };
+                    let asks = match f {
+                        ServerFrame::InputRequiredStateOnly(_) => 0,
+                        ServerFrame::InputRequiredNoState(_) => 2,
+                        _ => 1,
+                    };
+                    n.ghost.mrtr.insert(*c, (state, asks));
+                }
+                // A live call's request lost without an answer: with reissues left, its next
+                // fresh id is the reissue.
+                if let ServerFrame::CallLost(id) | ServerFrame::CallVersionRefused(id) = f
+                    && !stale
+                    && w.m.state() == State::Ready
+                    && w.ghost.discovered.contains(&g)
+                    && w.env.on_wire.get(&id).is_some_and(|(_, a)| *a == 0)
+                    && let Some(Owner::Call(c)) = w.ghost.owners.get(&id)
+                    && w.ghost
+                        .calls
+                        .get(c)
+                        .is_some_and(|x| x.replies == 0 && x.request == Some(id))
+                {
+                    let left =
+                        w.ghost.reissues.get(c).copied().unwrap_or(0) < w.m.config().max_reissues;
+                    if left {
+                        n.ghost.reissue_due.insert(*c);
+                    }
+                    lost = Some((*c, left));
+                }
+                // -32020 for a live call: the first time it waits for a listing of the tools.
+                if let ServerFrame::HeaderMismatch(id) = f
+                    && !stale
+                    && w.m.state() == State::Ready
+                    && w.ghost.discovered.contains(&g)
+                    && w.env.on_wire.get(&id).is_some_and(|(_, a)| *a == 0)
+                    && let Some(Owner::Call(c)) = w.ghost.owners.get(&id)
+                    && w.ghost
+                        .calls
+                        .get(c)
+                        .is_some_and(|x| x.replies == 0 && x.request == Some(id))
+                {
+                    // Only a tool call is listed again for (the subscriber's calls are
+                    // `resources/subscribe` and `resources/unsubscribe`): another is answered.
+                    let tool_call = *c != SUBSCRIBER && *c != UNSUBSCRIBER;
+                    let first = tool_call && n.ghost.relisted.insert(*c);
+                    if first {
+                        n.ghost.relist_waiting.insert(*c);
+                    }
+                    mismatch = Some((*c, first));
+                }
+                // The environment answers the live probe as a modern server.
+                // (Also on a transport that refused a frame for good: its frames still arrive.)
+                // A modern refusal of the live `initialize`: the server is a modern one, owed
+                // no response; what was owed to it until now is void (new debts, should it be
+                // taken for legacy after all, are owed again).
+                if let ServerFrame::InitModernRefusal(id) = f
+                    && !stale
+                    && w.m.state() == State::Initializing
+                    && w.ghost.owners.get(&id) == Some(&Owner::Init(g))
+                    && w.env.on_wire.get(&id).is_some_and(|(_, a)| *a == 0)
+                    && !w.ghost.ended.contains_key(&id)
+                {
+                    n.ghost.owed.retain(|(on, _), _| *on != g);
+                    // Whatever the server was found to speak before, it is deciding again.
+                    n.ghost.verdict_modern = false;
+                }
+                let probing = !stale && w.m.state() == State::Probing;
+                if let ServerFrame::DiscoverOk(id) | ServerFrame::DiscoverVersion(id) = f
+                    && probing
+                    && w.ghost.probes.get(&g) == Some(&id)
+                {
+                    n.ghost.modern_answered.insert(g);
+                    if matches!(f, ServerFrame::DiscoverOk(_)) {
+                        n.ghost.discovered.insert(g);
+                    } else {
+                        n.ghost.version_refused.insert(g);
+                    }
                 }
                 if live
                     && f == ServerFrame::ServerCancel
@@ -599,6 +950,8 @@ impl Harness {
                 {
                     n.ghost.reinits = 0;
                 }
+                let ready = !stale && w.m.state() == State::Ready;
+                listen_frame(w, &mut n, g, f, ready);
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.credit -= 1;
                 }
@@ -617,19 +970,34 @@ impl Harness {
                     ServerFrame::Progress(_) => Some(Junk::Progress),
                     ServerFrame::ServerCancel => Some(Junk::ServerCancel),
                     ServerFrame::SamplingOther => Some(Junk::SamplingOther),
-                    ServerFrame::InitOk(_) | ServerFrame::Answer(_) => None,
+                    ServerFrame::AnswerBadType(_) => Some(Junk::BadResultType),
+                    ServerFrame::InputRequired(_)
+                    | ServerFrame::InputRequiredNoState(_)
+                    | ServerFrame::InputRequiredStateOnly(_)
+                    | ServerFrame::CallLost(_)
+                    | ServerFrame::CallVersionRefused(_)
+                    | ServerFrame::HeaderMismatch(_)
+                    | ServerFrame::ListenAck(..)
+                    | ServerFrame::ListenNote(_)
+                    | ServerFrame::ListenStray
+                    | ServerFrame::ListenEnd(..)
+                    | ServerFrame::ListenCancel(_) => None,
+                    ServerFrame::InitOk(_)
+                    | ServerFrame::Answer(_)
+                    | ServerFrame::DiscoverOk(_)
+                    | ServerFrame::DiscoverVersion(_)
+                    | ServerFrame::ProbeError(_)
+                    | ServerFrame::DiscoverGarbage(_)
+                    | ServerFrame::InitModernRefusal(_) => None,
                 };
                 if let Some(j) = junk {
-                    n.env.junk_used |= j as u16;
+                    n.env.junk_used |= j as u32;
                 }
-                if let ServerFrame::InitOk(id)
-                | ServerFrame::InitBadVersion(id)
-                | ServerFrame::InitError(id)
-                | ServerFrame::Answer(id) = f
+                if let Some(id) = answered_id(f)
                     && let Some(e) = n.env.on_wire.get_mut(&id)
                 {
                     if e.1 >= 1 {
-                        n.env.junk_used |= Junk::Duplicate as u16;
+                        n.env.junk_used |= Junk::Duplicate as u32;
                     }
                     e.1 += 1;
                 }
@@ -649,7 +1017,7 @@ impl Harness {
             Move::SendMode(mode) => {
                 match mode {
                     SendOutcome::Busy => n.env.busy += 1,
-                    SendOutcome::Failed => n.env.junk_used |= Junk::SendFailed as u16,
+                    SendOutcome::Failed => n.env.junk_used |= Junk::SendFailed as u32,
                     SendOutcome::Ok => {}
                 }
                 n.env.send_mode = (mode != SendOutcome::Ok).then_some(mode);
@@ -667,6 +1035,35 @@ impl Harness {
                         reply: HandlerReply {
                             id: ServerRequestId::Int(id),
                             result,
+                        },
+                    },
+                    now,
+                ))
+            }
+            Move::InputReply(g, id, key, ok) => {
+                stale = stale_gen(g);
+                n.env.inputs.remove(&(g, id, key));
+                if !ok {
+                    n.env.junk_used |= Junk::InputError as u32;
+                }
+                let outcome = if ok {
+                    Ok(
+                        json!({"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}),
+                    )
+                } else {
+                    Err(mcp_machine::RpcError {
+                        code: -1,
+                        message: "declined".into(),
+                        data: None,
+                    })
+                };
+                Some(n.m.handle(
+                    Input::InputReply {
+                        generation: g,
+                        reply: mcp_machine::InputReply {
+                            request: id,
+                            key: if key == 0 { "q" } else { "r" }.into(),
+                            outcome,
                         },
                     },
                     now,
@@ -722,7 +1119,111 @@ impl Harness {
             }
             None => {}
         }
-        self.after_step(w, &mut n, mv);
+        // A subscribe of a resource the client's acknowledged listen asks for is answered at
+        // once (done, or not honored): it waits for nothing.
+        if mv == Move::Subscribe
+            && w.m.state() == State::Ready
+            && w.ghost.discovered.contains(&w.m.generation())
+            && client_listen(w, w.m.generation())
+                .and_then(|id| w.ghost.listens.get(&id))
+                .is_some_and(|l| l.taken && l.uri)
+            && n.ghost
+                .calls
+                .get(&SUBSCRIBER)
+                .is_none_or(|c| c.replies == 0)
+        {
+            n.ghost.violations |= violation::LISTEN;
+        }
+        // The last input of a round given: the round's retry goes out in the same step (or the
+        // call was answered).
+        if let Move::InputReply(g, id, _, true) = mv
+            && g == w.m.generation()
+            && w.m.state() == State::Ready
+            && let Some(Owner::Call(c)) = w.ghost.owners.get(&id)
+            && w.ghost.mrtr.contains_key(c)
+            && !n.env.inputs.iter().any(|(on, r, _)| *on == g && *r == id)
+            && n.ghost.mrtr.contains_key(c)
+            && n.ghost.calls.get(c).is_some_and(|x| x.replies == 0)
+        {
+            n.ghost.violations |= violation::MRTR;
+        }
+        // A lost request with reissues left is sent again at once under a new id (its caller
+        // not answered, unless that send was refused); past them, the error is its answer.
+        if let Some((c, left)) = lost {
+            let answered = n.ghost.calls.get(&c).is_some_and(|x| x.replies > 0);
+            let refusing = w.env.send_mode == Some(SendOutcome::Failed);
+            if left && (n.ghost.reissue_due.contains(&c) || (answered && !refusing)) {
+                n.ghost.violations |= violation::REISSUE;
+            }
+            if !left {
+                if answered {
+                    n.ghost.seen |= seen::REISSUES_SPENT;
+                } else {
+                    n.ghost.violations |= violation::REISSUE;
+                }
+            }
+        }
+        // -32020 the first time: not answered (unless the transport refuses every frame), and
+        // waiting for a listing of the tools in flight (or sent again already); the second
+        // time: answered.
+        if let Some((c, first)) = mismatch {
+            let answered = n.ghost.calls.get(&c).is_some_and(|x| x.replies > 0);
+            let refusing = w.env.send_mode == Some(SendOutcome::Failed);
+            let waits_alone =
+                n.ghost.relist_waiting.contains(&c) && n.ghost.relist_in_flight.is_none();
+            let wrong = if first {
+                if answered { !refusing } else { waits_alone }
+            } else {
+                !answered
+            };
+            if wrong {
+                n.ghost.violations |= violation::REISSUE;
+            }
+        }
+        // The listing ended (answered, or its request gone): no live call waits for it.
+        if let Some(id) = n.ghost.relist_in_flight {
+            let answered = matches!(mv, Move::Frame(g, ServerFrame::Answer(a))
+                if a == id && g == w.m.generation());
+            let gone =
+                !n.m.armed_timers()
+                    .iter()
+                    .any(|(k, _)| k.kind == TimerKind::RequestTimeout && k.id == Some(id));
+            // Its send refused, or busy with its sends spent: it ended too.
+            let attempts = n.m.config().send_attempts;
+            let unsent = record.request_outcomes.iter().any(|(r, o)| {
+                *r == id
+                    && (*o == SendOutcome::Failed
+                        || (*o == SendOutcome::Busy
+                            && n.ghost
+                                .own_busy
+                                .get(&id)
+                                .is_some_and(|(b, _)| *b >= attempts)))
+            });
+            if answered || gone || unsent {
+                n.ghost.relist_in_flight = None;
+                let ghost = &n.ghost;
+                if n.m.state() == State::Ready
+                    && ghost
+                        .relist_waiting
+                        .iter()
+                        .any(|c| ghost.calls.get(c).is_some_and(|x| x.replies == 0))
+                {
+                    n.ghost.violations |= violation::REISSUE;
+                }
+                n.ghost.relist_waiting.clear();
+            }
+        }
+        // A handler's error to an input a live call awaits answers that call at once.
+        if let Move::InputReply(g, id, _, false) = mv
+            && g == w.m.generation()
+            && w.m.state() == State::Ready
+            && let Some(Owner::Call(c)) = w.ghost.owners.get(&id)
+            && w.ghost.mrtr.contains_key(c)
+            && n.ghost.calls.get(c).is_some_and(|x| x.replies == 0)
+        {
+            n.ghost.violations |= violation::MRTR;
+        }
+        self.after_step(w, &mut n, mv, &record);
         n
     }
 
@@ -787,14 +1288,21 @@ impl Harness {
                     .any(|(k, _)| k.kind == TimerKind::OwedRetry);
             let ttl = w.m.config().tombstone_ttl;
             let code = |id: i64| record.response_code(id);
+            let modern = w.ghost.discovered.contains(&g);
             let ok = match f {
+                // A modern server's request is reported, never handled nor answered.
+                _ if modern && server_request_id(f).is_some() => {
+                    record.server_requests.is_empty()
+                        && server_request_id(f).and_then(code).is_none()
+                        && reported("unexpected server request")
+                }
                 ServerFrame::Malformed => reported("malformed"),
                 ServerFrame::Oversized => reported("oversized"),
                 ServerFrame::Unknown => reported("unknown"),
                 // Within its tombstone's TTL an ended id is known as late; after it, the
                 // sweep may have forgotten it.
                 // after it and one more sweep, it must be forgotten (memory stays bounded).
-                ServerFrame::Answer(id) if ready && w.ghost.ended.contains_key(&id) => {
+                ServerFrame::Answer(id) if w.ghost.ended.contains_key(&id) => {
                     let at = w.ghost.ended.get(&id).copied().unwrap_or_default();
                     let now = w.m.now();
                     let sweep = w.m.config().tombstone_sweep;
@@ -807,6 +1315,27 @@ impl Harness {
                     }
                 }
                 ServerFrame::Log => record.notifications == 1,
+                // A listen's notification is delivered while its notifications are due (its
+                // acknowledgement taken, neither given up nor ended), and dropped, reported,
+                // otherwise; an untagged one is delivered.
+                ServerFrame::ListenNote(id) if ready && modern => {
+                    let due = w
+                        .ghost
+                        .listens
+                        .get(&id)
+                        .is_some_and(|l| l.taken && l.alive());
+                    if due {
+                        n.ghost.seen |= seen::LISTEN_DELIVERED;
+                        record.notifications == 1
+                    } else {
+                        n.ghost.seen |= seen::LISTEN_STRAY;
+                        record.notifications == 0 && reported("stray")
+                    }
+                }
+                ServerFrame::ListenStray if ready && modern => {
+                    record.notifications == 0 && reported("stray")
+                }
+                ServerFrame::ListenNote(_) | ServerFrame::ListenStray => true,
                 ServerFrame::ServerCancel => !ready || record.notifications == 1,
                 ServerFrame::Progress(id) => {
                     let asked = match w.ghost.owners.get(&id) {
@@ -862,11 +1391,61 @@ impl Harness {
                 ServerFrame::Answer(_)
                 | ServerFrame::InitOk(_)
                 | ServerFrame::InitBadVersion(_)
-                | ServerFrame::InitError(_) => true,
+                | ServerFrame::InitError(_)
+                | ServerFrame::DiscoverOk(_)
+                | ServerFrame::DiscoverVersion(_)
+                | ServerFrame::ProbeError(_)
+                | ServerFrame::DiscoverGarbage(_)
+                | ServerFrame::InitModernRefusal(_)
+                | ServerFrame::AnswerBadType(_)
+                | ServerFrame::InputRequired(_)
+                | ServerFrame::InputRequiredNoState(_)
+                | ServerFrame::InputRequiredStateOnly(_)
+                | ServerFrame::CallLost(_)
+                | ServerFrame::CallVersionRefused(_)
+                | ServerFrame::HeaderMismatch(_)
+                | ServerFrame::ListenAck(..)
+                | ServerFrame::ListenEnd(..)
+                | ServerFrame::ListenCancel(_) => true,
             };
             if !ok {
                 fail(n);
             }
+        }
+        // An answer to a handshake request given up for a newer one on the same transport (a
+        // probe answered after `initialize` went out, a second answer to a refused
+        // `initialize`) is reported: late while its tombstone lasts, unknown after.
+        if let Move::Frame(g, f) = mv
+            && g == w.m.generation()
+            && live_generation(w, g)
+            && matches!(before, State::Probing | State::Initializing | State::Ready)
+            && let Some(id) = answered_id(f)
+            && matches!(w.ghost.owners.get(&id), Some(Owner::Probe(o) | Owner::Init(o)) if *o == g)
+            && w.ghost
+                .owners
+                .range(id + 1..)
+                .any(|(_, o)| matches!(o, Owner::Probe(x) | Owner::Init(x) if *x == g))
+            && !record.reports.contains(&"late")
+            && !record.reports.contains(&"unknown")
+        {
+            fail(n);
+        }
+        // A silent probe that leads to `initialize` says so.
+        if matches!(mv, Move::Timer(_) | Move::Tick | Move::Wait)
+            && before == State::Probing
+            && n.m.state() == State::Initializing
+            && !record.reports.contains(&"probe timeout")
+        {
+            fail(n);
+        }
+        // A legacy answer to the probe that leads to `initialize` says why.
+        if let Move::Frame(g, ServerFrame::ProbeError(_) | ServerFrame::DiscoverGarbage(_)) = mv
+            && g == w.m.generation()
+            && before == State::Probing
+            && n.m.state() == State::Initializing
+            && !record.reports.contains(&"probe fallback")
+        {
+            fail(n);
         }
         // A transport that dies is left at once (closing: closed at once).
         if let Move::Down(g) = mv
@@ -875,6 +1454,11 @@ impl Harness {
             let left = match before {
                 State::Starting | State::Initializing | State::Ready => {
                     n.m.state() == State::Backoff
+                }
+                // Auto, no verdict yet: a fresh process, taken for legacy.
+                State::Probing => {
+                    n.m.state() == State::Backoff
+                        || (n.m.state() == State::Starting && n.m.generation() == g + 1)
                 }
                 State::Closing => n.m.state() == State::Closed,
                 State::Backoff | State::Closed => true,
@@ -894,6 +1478,10 @@ impl Harness {
                     true
                 }
                 State::Starting | State::Initializing => n.m.state() == State::Backoff,
+                State::Probing => {
+                    n.m.state() == State::Backoff
+                        || (n.m.state() == State::Starting && n.m.generation() == g + 1)
+                }
                 State::Closing => n.m.state() == State::Closed,
                 State::Backoff | State::Closed => true,
             };
@@ -925,21 +1513,35 @@ impl Harness {
         for (id, outcome) in &record.request_outcomes {
             let owner = n.ghost.owners.get(id).copied();
             // A refused `initialize` ends the attempt at once.
-            if let Some(Owner::Init(_)) = owner
+            if let Some(Owner::Init(_) | Owner::Probe(_)) = owner
                 && *outcome != SendOutcome::Ok
                 && n.m.state() != State::Backoff
             {
                 fail(n);
             }
-            let Some(Owner::Call(caller)) = owner else {
-                continue;
-            };
             let resent = record
                 .sends
                 .iter()
                 .filter(|(_, t, _)| *t == SendToken::Request(*id))
                 .count()
                 > 1;
+            // A request of the client's own (a listen, a listing of the tools, a restore)
+            // found busy is offered again in time too, while it has sends left.
+            if let Some(Owner::Listen(_) | Owner::Relist(_) | Owner::Restore(_)) = owner {
+                let entry = n.ghost.own_busy.entry(*id).or_default();
+                match outcome {
+                    SendOutcome::Busy => {
+                        entry.0 = entry.0.saturating_add(1);
+                        entry.1 =
+                            (entry.0 < attempts && !resent).then(|| now.saturating_add(bound));
+                    }
+                    SendOutcome::Ok | SendOutcome::Failed => entry.1 = None,
+                }
+                continue;
+            }
+            let Some(Owner::Call(caller)) = owner else {
+                continue;
+            };
             let Some(g) = n.ghost.calls.get_mut(&caller) else {
                 continue;
             };
@@ -948,8 +1550,9 @@ impl Harness {
                 SendOutcome::Busy => {
                     g.busy += 1;
                     let answered_now = g.replies > replied_before(caller);
-                    if (g.replies == 0 && g.busy >= attempts) || (answered_now && g.busy < attempts)
-                    {
+                    // (Answered in the same step by its deadline, which may fall there too.)
+                    let early = answered_now && g.busy < attempts && now < g.deadline;
+                    if (g.replies == 0 && g.busy >= attempts) || early {
                         fail(n);
                     } else if g.replies == 0 && !resent {
                         g.resend_due = Some(now.saturating_add(bound));
@@ -1072,6 +1675,9 @@ impl Harness {
                     }
                     SendOutcome::Busy => {}
                 }
+                if let SendToken::Request(id) = token {
+                    listen_send_outcome(n, id, outcome);
+                }
                 match (outcome, token) {
                     (SendOutcome::Busy, SendToken::Request(id)) => mark_busy(n, id),
                     (SendOutcome::Ok, SendToken::Request(id)) => {
@@ -1093,8 +1699,9 @@ impl Harness {
         record
     }
 
-    fn after_step(&self, w: &World, n: &mut World, mv: Move) {
-        self.obligations(w, n, mv);
+    fn after_step(&self, w: &World, n: &mut World, mv: Move, record: &StepLog) {
+        self.listen_after(n);
+        self.obligations(w, n, mv, record);
         // Calls kept across a session expiry go out as soon as the new session is initialized.
         let calls = &n.ghost.calls;
         n.ghost
@@ -1152,8 +1759,49 @@ impl Harness {
             }
             n.ghost.backoff_n += 1;
         }
-        // A new generation's ready asks again for exactly the live subscription, once.
+        // A server that dies of the probe: in auto, unless the server was last found modern
+        // (and has not refused `initialize` as a modern one since), it is spawned again at once
+        // (taken for legacy); otherwise the attempt waits out a backoff delay like any other
+        // failure.
+        if let Move::Down(dg) = mv
+            && dg == w.m.generation()
+            && w.m.state() == State::Probing
+        {
+            let at_once = n.m.config().era == EraMode::Auto && !n.ghost.verdict_modern;
+            let respawned = n.m.generation() > w.m.generation();
+            let waits = n.m.state() == State::Backoff && reconnect(&n.m).is_some();
+            if at_once != respawned || respawned == waits {
+                n.ghost.violations |= violation::RESPAWN;
+            }
+        }
+        let g = n.m.generation();
         if n.m.state() == State::Ready && w.m.state() != State::Ready {
+            // The era this server was last found to speak (the client's verdict).
+            n.ghost.verdict_modern = n.ghost.discovered.contains(&g);
+            if n.ghost.discovered.contains(&g) {
+                n.ghost.seen |= seen::READY_MODERN;
+                if n.ghost.version_refused.contains(&g) {
+                    n.ghost.seen |= seen::READY_MODERN_AFTER_RETRY;
+                }
+                if n.ghost.init_sent.contains(&g) {
+                    n.ghost.seen |= seen::REPROBED_MODERN;
+                }
+            } else if n.ghost.probes.contains_key(&g) {
+                n.ghost.seen |= seen::READY_LEGACY_AFTER_PROBE;
+                if n.ghost.silent.contains(&g) {
+                    n.ghost.seen |= seen::READY_LEGACY_AFTER_SILENCE;
+                }
+            }
+            if !n.ghost.discovered.contains(&g) && n.ghost.respawned.contains(&g) {
+                n.ghost.seen |= seen::READY_LEGACY_RESPAWNED;
+            }
+        }
+        // A new legacy generation's ready asks again for exactly the live subscription, once
+        // (a modern server keeps no session).
+        if n.m.state() == State::Ready
+            && w.m.state() != State::Ready
+            && !n.ghost.discovered.contains(&g)
+        {
             let sent = n
                 .ghost
                 .restores
@@ -1237,8 +1885,25 @@ fn cause_of(mv: Move, from: State) -> Option<Cause> {
         (Move::Frame(_, ServerFrame::InitError(_)), _) => Some(Cause::Refused),
         (Move::Frame(_, ServerFrame::InitBadVersion(_)), _) => Some(Cause::UnsupportedVersion),
         (Move::Frame(_, ServerFrame::InitOk(_)), _) => Some(Cause::InitializedNotSent),
-        (Move::Up(_), _) => Some(Cause::InitNotSent),
-        (Move::Timer(_) | Move::Tick, State::Starting | State::Initializing) => {
+        (Move::Up(..), _) => Some(Cause::InitNotSent),
+        (
+            Move::Frame(_, ServerFrame::DiscoverVersion(_) | ServerFrame::InitModernRefusal(_)),
+            _,
+        ) => Some(Cause::Refused),
+        (
+            Move::Frame(
+                _,
+                ServerFrame::ProbeError(_)
+                | ServerFrame::DiscoverGarbage(_)
+                | ServerFrame::Malformed
+                | ServerFrame::Unknown,
+            ),
+            State::Probing,
+        ) => Some(Cause::NotModern),
+        (Move::Timer(key), State::Probing) if key.kind == TimerKind::ProbeTimeout => {
+            Some(Cause::ProbeTimeout)
+        }
+        (Move::Timer(_) | Move::Tick, State::Starting | State::Probing | State::Initializing) => {
             Some(Cause::InitTimeout)
         }
         _ => None,
@@ -1261,6 +1926,8 @@ fn same_cause(failure: Option<&mcp_machine::Failure>, cause: Option<Cause>) -> b
             )
             | (Some(F::InitNotSent), Some(Cause::InitNotSent))
             | (Some(F::InitializedNotSent), Some(Cause::InitializedNotSent))
+            | (Some(F::NotModern { .. }), Some(Cause::NotModern))
+            | (Some(F::ProbeTimeout { .. }), Some(Cause::ProbeTimeout))
     )
 }
 
@@ -1276,6 +1943,11 @@ fn report_kind(r: &Report) -> &'static str {
         Report::InitRejected(_) => "init rejected",
         Report::RestoreFailed(_) => "restore failed",
         Report::ImpossibleRow { .. } => "impossible row",
+        Report::UnexpectedServerRequest { .. } => "unexpected server request",
+        Report::ProbeFallback { .. } => "probe fallback",
+        Report::ProbeTimeout => "probe timeout",
+        Report::StrayListenNotification { .. } => "stray",
+        Report::ListenGaveUp => "listen gave up",
         _ => "other",
     }
 }
@@ -1339,6 +2011,62 @@ fn server_request_id(f: ServerFrame) -> Option<i64> {
         | ServerFrame::Oversized
         | ServerFrame::ServerCancel
         | ServerFrame::Log
+        | ServerFrame::Progress(_)
+        | ServerFrame::DiscoverOk(_)
+        | ServerFrame::DiscoverVersion(_)
+        | ServerFrame::ProbeError(_)
+        | ServerFrame::DiscoverGarbage(_)
+        | ServerFrame::InitModernRefusal(_)
+        | ServerFrame::AnswerBadType(_)
+        | ServerFrame::InputRequired(_)
+        | ServerFrame::InputRequiredNoState(_)
+        | ServerFrame::InputRequiredStateOnly(_)
+        | ServerFrame::CallLost(_)
+        | ServerFrame::CallVersionRefused(_)
+        | ServerFrame::HeaderMismatch(_)
+        | ServerFrame::ListenAck(..)
+        | ServerFrame::ListenNote(_)
+        | ServerFrame::ListenStray
+        | ServerFrame::ListenEnd(..)
+        | ServerFrame::ListenCancel(_) => None,
+    }
+}
+
+/// The id of our request a frame answers, if it is a response.
+fn answered_id(f: ServerFrame) -> Option<RequestId> {
+    match f {
+        ServerFrame::InitOk(id)
+        | ServerFrame::InitBadVersion(id)
+        | ServerFrame::InitError(id)
+        | ServerFrame::Answer(id)
+        | ServerFrame::DiscoverOk(id)
+        | ServerFrame::DiscoverVersion(id)
+        | ServerFrame::ProbeError(id)
+        | ServerFrame::DiscoverGarbage(id)
+        | ServerFrame::InitModernRefusal(id)
+        | ServerFrame::AnswerBadType(id)
+        | ServerFrame::InputRequired(id)
+        | ServerFrame::InputRequiredNoState(id)
+        | ServerFrame::InputRequiredStateOnly(id)
+        | ServerFrame::CallLost(id)
+        | ServerFrame::CallVersionRefused(id)
+        | ServerFrame::HeaderMismatch(id)
+        | ServerFrame::ListenEnd(id, _) => Some(id),
+        ServerFrame::ListenAck(..)
+        | ServerFrame::ListenNote(_)
+        | ServerFrame::ListenStray
+        | ServerFrame::ListenCancel(_)
+        | ServerFrame::Unknown
+        | ServerFrame::Malformed
+        | ServerFrame::Oversized
+        | ServerFrame::Ping
+        | ServerFrame::Sampling
+        | ServerFrame::Undeclared
+        | ServerFrame::SamplingAgain
+        | ServerFrame::ElicitUrl
+        | ServerFrame::ServerCancel
+        | ServerFrame::SamplingOther
+        | ServerFrame::Log
         | ServerFrame::Progress(_) => None,
     }
 }
@@ -1370,6 +2098,15 @@ fn expected_answer(w: &World, f: ServerFrame) -> Option<Expected> {
                 }
                 _ => None,
             }
+        }
+        ServerFrame::DiscoverOk(id) if w.m.state() == State::Probing => {
+            let first = w
+                .env
+                .on_wire
+                .get(&id)
+                .is_some_and(|(_, answers)| *answers == 0);
+            let live = w.ghost.probes.get(&w.m.generation()) == Some(&id);
+            (first && live).then_some(Expected::Ready)
         }
         ServerFrame::InitOk(id) if w.m.state() == State::Initializing => {
             let first = w
@@ -1408,6 +2145,210 @@ fn tick_target(w: &World) -> Option<Duration> {
     (!guarded && target > w.m.now()).then_some(target)
 }
 
+/// The client's listen on generation `g`: the latest it sent there, unless that is gone.
+fn client_listen(w: &World, g: u64) -> Option<RequestId> {
+    let (&id, l) = w
+        .ghost
+        .listens
+        .iter()
+        .rev()
+        .find(|(_, l)| l.generation == g)?;
+    l.alive().then_some(id)
+}
+
+/// What the client wants told now: list changes (as configured), and the resource (live, or
+/// its subscriber waiting).
+fn listen_wanted(w: &World) -> (bool, bool) {
+    let waiting = w
+        .ghost
+        .calls
+        .get(&SUBSCRIBER)
+        .is_some_and(|c| c.replies == 0)
+        && !w.ghost.unsubscribed;
+    (
+        w.m.config().listen_list_changed,
+        w.ghost.sub_live || waiting,
+    )
+}
+
+/// The client gives listen `id` up: a cancel is owed when the server saw it and has not
+/// ended it (and none went out yet).
+fn drop_listen(n: &mut World, id: RequestId) {
+    let Some(l) = n.ghost.listens.get_mut(&id) else {
+        return;
+    };
+    l.dropped = true;
+    if !l.ended && n.env.on_wire.contains_key(&id) && !n.ghost.cancels.contains(&id) {
+        n.ghost.cancel_owed.insert(id);
+    }
+}
+
+/// The client's listen is lost (a step toward giving up).
+fn lose_listen(n: &mut World, id: RequestId) {
+    drop_listen(n, id);
+    n.ghost.listen_losses = n.ghost.listen_losses.saturating_add(1);
+}
+
+/// The client's listen not acknowledged by its request timeout is lost.
+fn listen_timeouts(n: &mut World) {
+    let g = n.m.generation();
+    let Some(id) = client_listen(n, g) else {
+        return;
+    };
+    let timeout = n.m.config().request_timeout;
+    if n.ghost
+        .listens
+        .get(&id)
+        .is_some_and(|l| !l.taken && n.m.now() >= l.sent_at.saturating_add(timeout))
+    {
+        lose_listen(n, id);
+    }
+}
+
+/// A listen's send refused, or busy for every attempt: it is lost.
+fn listen_send_outcome(n: &mut World, id: RequestId, outcome: SendOutcome) {
+    let attempts = n.m.config().send_attempts;
+    let Some(l) = n.ghost.listens.get_mut(&id) else {
+        return;
+    };
+    let spent = match outcome {
+        SendOutcome::Ok => false,
+        SendOutcome::Failed => true,
+        SendOutcome::Busy => {
+            l.busy = l.busy.saturating_add(1);
+            l.busy >= attempts
+        }
+    };
+    if spent && l.alive() {
+        lose_listen(n, id);
+    }
+}
+
+/// A listen went out: what it asks for is recorded; the client's earlier listens on the
+/// generation are given up, but for the latest acknowledged one (kept until this one is
+/// acknowledged). It goes out at ready, on an interest change, or, as a reopening, when its
+/// retry timer fires: at most the cap per ready (unless a long silence let one become
+/// stable), never after a refusal, never when nothing is wanted.
+fn listen_sent(n: &mut World, mv: Option<Move>, generation: u64, id: RequestId, v: &Value) {
+    listen_timeouts(n);
+    let asks = &v["params"]["notifications"];
+    let uri = asks["resourceSubscriptions"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|u| u == URI));
+    let lists = asks["toolsListChanged"] == Value::Bool(true);
+    if listen_wanted(n) == (false, false) {
+        n.ghost.violations |= violation::LISTEN;
+    }
+    let earlier: Vec<(RequestId, bool)> = n
+        .ghost
+        .listens
+        .iter()
+        .filter(|(_, l)| l.generation == generation && l.alive())
+        .map(|(i, l)| (*i, l.taken))
+        .collect();
+    let keep = earlier.iter().filter(|(_, t)| *t).map(|(i, _)| *i).max();
+    for (i, _) in earlier {
+        if Some(i) != keep {
+            drop_listen(n, i);
+        }
+    }
+    let sent_at = n.m.now();
+    n.ghost.listens.insert(
+        id,
+        ListenGhost {
+            generation,
+            uri,
+            lists,
+            sent_at,
+            ..ListenGhost::default()
+        },
+    );
+    match mv {
+        Some(Move::Subscribe | Move::Unsubscribe | Move::Frame(_, ServerFrame::DiscoverOk(_))) => {}
+        // Timers fire with no move of their own (`None`), inside a timer, tick or wait move.
+        None | Some(Move::Timer(_) | Move::Tick | Move::Wait) => {
+            n.ghost.listen_reopens = n.ghost.listen_reopens.saturating_add(1);
+            n.ghost.seen |= seen::LISTEN_REOPENED;
+            let cap = n.m.config().max_relistens;
+            if n.ghost.listen_refused || n.ghost.listen_reopens > cap {
+                n.ghost.violations |= violation::LISTEN;
+            }
+        }
+        _ => n.ghost.violations |= violation::LISTEN,
+    }
+}
+
+/// What a listen frame tells the ghost: the environment's facts (acknowledged, ended)
+/// always; in ready, what the client takes of it: the acknowledgement of its listen (the
+/// listens before it given up), or the end of its listen (lost, or refused) or of the one it
+/// replaces.
+fn listen_frame(w: &World, n: &mut World, g: u64, f: ServerFrame, ready: bool) {
+    match f {
+        ServerFrame::ListenNote(_) | ServerFrame::ListenStray => n.env.listen_notes += 1,
+        ServerFrame::ListenEnd(..) | ServerFrame::ListenCancel(_) => n.env.listen_ends += 1,
+        _ => {}
+    }
+    let modern = ready && w.ghost.discovered.contains(&g);
+    let current = client_listen(w, g);
+    match f {
+        ServerFrame::ListenAck(id, full) => {
+            let Some(l) = n.ghost.listens.get_mut(&id) else {
+                return;
+            };
+            l.acked = true;
+            if !modern || current != Some(id) || l.taken {
+                return;
+            }
+            l.taken = true;
+            l.honored = full && l.uri;
+            l.acked_at = w.m.now();
+            let earlier: Vec<(RequestId, bool)> = n
+                .ghost
+                .listens
+                .range(..id)
+                .filter(|(_, l)| l.generation == g && l.alive())
+                .map(|(i, l)| (*i, l.taken))
+                .collect();
+            for (i, taken) in earlier {
+                if taken {
+                    n.ghost.seen |= seen::LISTEN_REPLACED;
+                }
+                drop_listen(n, i);
+            }
+        }
+        ServerFrame::ListenEnd(id, _) | ServerFrame::ListenCancel(id) => {
+            let refused = f == ServerFrame::ListenEnd(id, ListenEndKind::Refused);
+            let Some(l) = n.ghost.listens.get_mut(&id) else {
+                return;
+            };
+            let kept = l.alive() && !l.ended;
+            l.ended = true;
+            if !modern || !kept {
+                return;
+            }
+            if current == Some(id) {
+                l.dead = true;
+                // One that stayed acknowledged long enough makes the count start again (its
+                // refusal does not: it stops the reopenings).
+                let stable = w.m.config().listen_stable;
+                if !refused && l.taken && w.m.now() >= l.acked_at.saturating_add(stable) {
+                    n.ghost.listen_reopens = 0;
+                    n.ghost.listen_losses = 0;
+                }
+                if refused {
+                    n.ghost.listen_refused = true;
+                    n.ghost.seen |= seen::LISTEN_REFUSED;
+                } else {
+                    n.ghost.listen_losses = n.ghost.listen_losses.saturating_add(1);
+                }
+            } else if l.taken {
+                l.dead = true;
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A frame the transport took: what the server now sees.
 fn delivered(n: &mut World, generation: u64, frame: &[u8]) {
     let v: Value = serde_json::from_slice(frame).unwrap_or(Value::Null);
@@ -1423,6 +2364,10 @@ fn delivered(n: &mut World, generation: u64, frame: &[u8]) {
         Some("notifications/cancelled") => {
             let id = v["params"]["requestId"].as_u64().unwrap_or(u64::MAX);
             if !n.env.on_wire.contains_key(&id) || !n.ghost.cancels.insert(id) {
+                n.ghost.violations |= violation::BAD_CANCEL;
+            }
+            // A listen the server ended while the client kept it is owed no cancel.
+            if n.ghost.listens.get(&id).is_some_and(|l| l.dead) {
                 n.ghost.violations |= violation::BAD_CANCEL;
             }
             n.ghost.cancel_owed.remove(&id);
@@ -1457,14 +2402,54 @@ impl Harness {
     /// The deadlines and debts of the step's end state: the bound of a newly entered state,
     /// a read credit on an open transport, and what is owed to the server either on the wire
     /// or being retried.
-    fn obligations(&self, w: &World, n: &mut World, mv: Move) {
+    fn obligations(&self, w: &World, n: &mut World, mv: Move, record: &StepLog) {
         let c = n.m.config();
         let now = n.m.now();
         let state = n.m.state();
-        // Why the attempt ended: into backoff, or from ready straight into a new session.
-        let reinit = state == State::Starting && w.m.state() == State::Ready;
+        // Why the attempt ended: into backoff, or from ready straight into a new session (or
+        // from probing into a fresh process taken for legacy).
+        let reinit =
+            state == State::Starting && matches!(w.m.state(), State::Ready | State::Probing);
         if (state == State::Backoff && w.m.state() != State::Backoff) || reinit {
-            n.ghost.cause = cause_of(mv, w.m.state());
+            // A handshake request (`initialize`, `server/discover`) the transport did not take
+            // ends the attempt whatever move made the machine send it.
+            let unsent = record.request_outcomes.iter().any(|(id, outcome)| {
+                *outcome != SendOutcome::Ok
+                    && matches!(
+                        n.ghost.owners.get(id),
+                        Some(Owner::Init(_) | Owner::Probe(_))
+                    )
+            });
+            n.ghost.cause = if unsent {
+                Some(Cause::InitNotSent)
+            } else {
+                cause_of(mv, w.m.state())
+            };
+        }
+        if state == State::Starting && w.m.state() == State::Probing {
+            n.ghost.respawned.insert(n.m.generation());
+        }
+        // A respawned generation's handshake failed: its tentative verdict must not outlive it
+        // (a good answer to `initialize` confirms it, even if `initialized` then fails).
+        // (`initialize` may also go out and fail in the step the transport comes up.)
+        let init_in_step = record
+            .sends
+            .iter()
+            .any(|(g, _, v)| *g == w.m.generation() && v["method"] == "initialize");
+        if state == State::Backoff
+            && (w.m.state() == State::Initializing
+                || (w.m.state() == State::Starting && init_in_step))
+            && n.ghost.respawned.contains(&w.m.generation())
+            && !matches!(mv, Move::Frame(_, ServerFrame::InitOk(_)))
+        {
+            n.ghost.must_probe = true;
+        }
+        if state == State::Backoff
+            && w.m.state() == State::Probing
+            && n.ghost.cause == Some(Cause::NotModern)
+            && self.bounds.era == EraMode::Modern
+        {
+            n.ghost.seen |= seen::FORCED_REFUSED;
         }
         if state != w.m.state() {
             n.ghost.phase_deadline = match state {
@@ -1477,10 +2462,18 @@ impl Harness {
                     };
                     Some(now.saturating_add(bound))
                 }
-                // Only a transport coming up starts a handshake; from anywhere else the
-                // machine owes leaving at once.
-                State::Initializing if w.m.state() == State::Starting => n.ghost.phase_deadline,
-                State::Initializing => Some(now),
+                // Only a transport coming up starts a handshake (or the probe, which the
+                // handshake may follow, or the reverse): the init bound covers them all; from
+                // anywhere else the machine owes leaving at once.
+                State::Initializing | State::Probing
+                    if matches!(
+                        w.m.state(),
+                        State::Starting | State::Probing | State::Initializing
+                    ) =>
+                {
+                    n.ghost.phase_deadline
+                }
+                State::Initializing | State::Probing => Some(now),
                 State::Backoff => {
                     let factor = 1u32 << n.ghost.backoff_n.min(20);
                     let base = c.backoff_min.saturating_mul(factor).min(c.backoff_max);
@@ -1495,14 +2488,27 @@ impl Harness {
         // Debts die with their transport, and an answered call has no deadline: forget them,
         // so that histories differing only there are one state.
         let live = live_generation(n, g);
+        // A modern server is owed no response (a legacy guess proved wrong drops what was).
+        let modern = n.ghost.discovered.contains(&g);
         n.ghost
             .owed
-            .retain(|(on, _), count| live && *on == g && *count > 0);
+            .retain(|(on, _), count| live && !modern && *on == g && *count > 0);
         let on_wire = &n.env.on_wire;
         n.ghost
             .cancel_owed
             .retain(|id| live && on_wire.get(id).is_some_and(|(on, _)| *on == g));
         n.ghost.refused.retain(|on| *on == g);
+        // A request of the client's own is retried while it lives: in ready, on its
+        // generation, and (a listen) not given up.
+        let ready = state == State::Ready;
+        let owners = &n.ghost.owners;
+        let listens = &n.ghost.listens;
+        n.ghost.own_busy.retain(|id, (_, due)| {
+            let mine = matches!(owners.get(id),
+                Some(Owner::Listen(on) | Owner::Relist(on) | Owner::Restore(on)) if *on == g);
+            let alive = listens.get(id).is_none_or(|l| l.alive());
+            ready && mine && alive && due.is_some()
+        });
         n.ghost.server_cancelled.retain(|(on, _)| live && *on == g);
         for call in n.ghost.calls.values_mut().filter(|c| c.replies > 0) {
             call.started = Duration::ZERO;
@@ -1516,7 +2522,7 @@ impl Harness {
         if state == State::Closed && (!n.ghost.exited || n.env.gens.values().any(|e| !e.closed)) {
             n.ghost.violations |= violation::UNASKED_CLOSE;
         }
-        if matches!(state, State::Initializing | State::Ready) && live {
+        if matches!(state, State::Probing | State::Initializing | State::Ready) && live {
             if n.env.gens.get(&g).is_some_and(|e| e.credit == 0) {
                 n.ghost.violations |= violation::DEAF;
             }
@@ -1586,8 +2592,95 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 let caller = v["params"]["caller"]
                     .as_u64()
                     .and_then(|c| u8::try_from(c).ok());
+                let modern_frame = v["params"]["_meta"]
+                    .get("io.modelcontextprotocol/protocolVersion")
+                    .is_some();
+                let first_of_generation = !n.ghost.init_sent.contains(&generation)
+                    && !n.ghost.probes.contains_key(&generation);
+                match method {
+                    "server/discover" => {
+                        if first_of_generation {
+                            n.ghost.must_probe = false;
+                        }
+                        n.ghost.probes.insert(generation, id);
+                    }
+                    "initialize" => {
+                        if first_of_generation && n.ghost.must_probe {
+                            n.ghost.violations |= violation::VERDICT;
+                        }
+                        // Never to a server that answered the probe as a modern one.
+                        if n.ghost.modern_answered.contains(&generation) {
+                            n.ghost.violations |= violation::ERA;
+                        }
+                        // The probe went unanswered (it was abandoned).
+                        if n.ghost.probes.get(&generation).is_some_and(|probe| {
+                            n.env.on_wire.get(probe).is_some_and(|(_, a)| *a == 0)
+                        }) {
+                            n.ghost.silent.insert(generation);
+                        }
+                        n.ghost.init_sent.insert(generation);
+                    }
+                    // No modern request before the server answered the probe as modern.
+                    _ if modern_frame && !n.ghost.discovered.contains(&generation) => {
+                        n.ghost.violations |= violation::ERA;
+                    }
+                    _ => {}
+                }
+                if method == "subscriptions/listen" && !n.ghost.owners.contains_key(&id) {
+                    listen_sent(n, mv, generation, id, &v);
+                }
+                // An `input_required` retry carries exactly what its round owes: the inputs it
+                // asked for and its state as received (none when none was given); nothing else
+                // carries them.
+                let fresh = !n.ghost.owners.contains_key(&id);
+                let params = &v["params"];
+                let has_state = params.get("requestState").is_some();
+                let has_inputs = params.get("inputResponses").is_some();
+                if let Some(c) = params["caller"].as_u64().and_then(|c| u8::try_from(c).ok())
+                    && fresh
+                {
+                    match n.ghost.mrtr.remove(&c) {
+                        Some((state, asks)) => {
+                            let sent_state = params.get("requestState").and_then(Value::as_str);
+                            let keys_ok = match asks {
+                                0 => !has_inputs,
+                                n => params["inputResponses"].as_object().is_some_and(|r| {
+                                    r.len() == usize::from(n)
+                                        && r.contains_key("q")
+                                        && (n == 1 || r.contains_key("r"))
+                                }),
+                            };
+                            let cap = n.m.config().max_input_rounds;
+                            let rounds = n.ghost.rounds.entry(c).or_default();
+                            *rounds += 1;
+                            if sent_state != state.as_deref()
+                                || (state.is_none() && has_state)
+                                || !keys_ok
+                                || *rounds > cap
+                            {
+                                n.ghost.violations |= violation::MRTR;
+                            }
+                            n.ghost.retried.insert(c);
+                            if let Some(g) = n.ghost.calls.get_mut(&c) {
+                                // A retry is the call's request from now on (a new id).
+                                g.request = None;
+                            }
+                        }
+                        // A reissue, or a call sent again after a listing of the tools,
+                        // carries what its last request carried.
+                        None if (has_state || has_inputs)
+                            && !n.ghost.reissue_due.contains(&c)
+                            && !n.ghost.relist_waiting.contains(&c) =>
+                        {
+                            n.ghost.violations |= violation::MRTR;
+                        }
+                        None => {}
+                    }
+                }
                 let owner = match (method, mv, n.ghost.owners.get(&id)) {
                     ("initialize", _, _) => Owner::Init(generation),
+                    ("server/discover", _, _) => Owner::Probe(generation),
+                    ("subscriptions/listen", _, _) => Owner::Listen(generation),
                     _ if caller.is_some() => Owner::Call(caller.unwrap_or_default()),
                     (_, Some(Move::Call(c)), _) => Owner::Call(c),
                     (_, Some(Move::Subscribe), _) => Owner::Call(SUBSCRIBER),
@@ -1596,8 +2689,12 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                     ("resources/subscribe" | "logging/setLevel", _, None) => {
                         Owner::Restore(generation)
                     }
+                    ("tools/list", _, None) => Owner::Relist(generation),
                     (_, _, None) => Owner::Init(0),
                 };
+                if owner == Owner::Relist(generation) && !n.ghost.owners.contains_key(&id) {
+                    n.ghost.relist_in_flight = Some(id);
+                }
                 if owner == Owner::Restore(generation)
                     && !n.ghost.owners.contains_key(&id)
                     && v["params"]["uri"] == URI
@@ -1616,20 +2713,36 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                             if g.request.is_some() {
                                 if n.ghost.parked.remove(&c) {
                                     n.ghost.resent.insert(c);
+                                } else if n.ghost.reissue_due.remove(&c) {
+                                    *n.ghost.reissues.entry(c).or_default() += 1;
+                                } else if n.ghost.relist_waiting.remove(&c) {
+                                    n.ghost.resent_relisted.insert(c);
                                 } else {
                                     n.ghost.violations |= violation::ID_REUSED;
                                 }
                             }
                             g.request = Some(id);
+                            // A new request's sends start over (its own attempts).
+                            g.busy = 0;
                         }
                         n.ghost.owners.insert(id, owner);
                     }
                 }
+                // A legacy request goes out only after `notifications/initialized`.
                 if method != "initialize"
+                    && method != "server/discover"
+                    && !modern_frame
                     && n.ghost.initialized.get(&generation).copied().unwrap_or(0) == 0
                 {
                     n.ghost.violations |= violation::INITIALIZED;
                 }
+            } else if v.get("method").is_none()
+                && v.get("id").is_some()
+                && (!n.ghost.init_sent.contains(&generation)
+                    || n.ghost.discovered.contains(&generation))
+            {
+                // A response to a server request: only a legacy server is ever answered.
+                n.ghost.violations |= violation::ERA;
             }
         }
         Action::Reply {
@@ -1664,10 +2777,58 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             if c == SUBSCRIBER && outcome.is_ok() && !n.ghost.unsubscribed {
                 n.ghost.sub_live = true;
             }
+            // A modern subscribe is answered done only by an acknowledgement that kept its
+            // resource (or its unsubscribe), and not-honored only by one that left it out.
+            if c == SUBSCRIBER && n.ghost.discovered.contains(&current) {
+                let by_ack = |full: bool| matches!(mv, Some(Move::Frame(_, ServerFrame::ListenAck(_, f))) if f == full);
+                let by_call = matches!(mv, Some(Move::Subscribe));
+                match &outcome {
+                    Ok(_) => {
+                        if by_ack(true) {
+                            n.ghost.seen |= seen::LISTEN_SUBSCRIBED;
+                        } else if !by_call && mv != Some(Move::Unsubscribe) {
+                            n.ghost.violations |= violation::LISTEN;
+                        }
+                    }
+                    Err(CallError::SubscriptionNotHonored { .. }) => {
+                        if by_ack(false) {
+                            n.ghost.seen |= seen::LISTEN_NOT_HONORED;
+                        } else if !by_call {
+                            n.ghost.violations |= violation::LISTEN;
+                        }
+                    }
+                    Err(_) => {}
+                }
+            }
             let from_server = matches!(
                 outcome,
-                Ok(_) | Err(CallError::Server(_) | CallError::InvalidResponse { .. })
+                Ok(_)
+                    | Err(CallError::Server(_)
+                        | CallError::InvalidResponse { .. }
+                        | CallError::UnknownResultType { .. }
+                        | CallError::InputRequired { .. })
             );
+            n.ghost.mrtr.remove(&c);
+            n.ghost.reissue_due.remove(&c);
+            n.ghost.relist_waiting.remove(&c);
+            if outcome.is_ok() && n.ghost.reissues.get(&c).is_some_and(|r| *r > 0) {
+                n.ghost.seen |= seen::REISSUED_ANSWERED;
+            }
+            if outcome.is_ok() && n.ghost.resent_relisted.remove(&c) {
+                n.ghost.seen |= seen::RELISTED_ANSWERED;
+            }
+            if n.ghost.retried.remove(&c) && outcome.is_ok() {
+                n.ghost.seen |= seen::MRTR_ANSWERED;
+            }
+            if matches!(outcome, Err(CallError::InputFailed { .. })) {
+                n.ghost.seen |= seen::INPUT_FAILED;
+            }
+            if matches!(outcome, Err(CallError::InputRequired { .. })) {
+                n.ghost.seen |= seen::ROUNDS_SPENT;
+            }
+            if matches!(outcome, Err(CallError::UnknownResultType { .. })) {
+                n.ghost.seen |= seen::BAD_RESULT_TYPE;
+            }
             if from_server && request.is_some_and(|id| n.ghost.ended.contains_key(&id)) {
                 n.ghost.violations |= violation::LATE_DELIVERED;
             }
@@ -1689,8 +2850,12 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
             if !from_server && let Some(id) = request {
                 n.ghost.ended.insert(id, now);
+                // (A request the server answered, as with `input_required`, owes no cancel.)
                 if !n.ghost.cancels.contains(&id)
-                    && n.env.on_wire.get(&id).is_some_and(|(g, _)| *g == current)
+                    && n.env
+                        .on_wire
+                        .get(&id)
+                        .is_some_and(|(g, answers)| *g == current && *answers == 0)
                     && live_generation(n, current)
                 {
                     n.ghost.cancel_owed.insert(id);
@@ -1719,8 +2884,20 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             n.env.server_requests.insert((generation, id));
             n.ghost.server_cancelled.remove(&(generation, id));
         }
+        Action::InputRequest {
+            generation,
+            request,
+            key,
+            ..
+        } => {
+            n.env
+                .inputs
+                .insert((generation, request, u8::from(key != "q")));
+        }
         // An abort races the handler: its answer may still come, and must change nothing.
-        Action::AbortServerRequest { .. } | Action::AbortServerRequests { .. } => {}
+        Action::AbortServerRequest { .. }
+        | Action::AbortServerRequests { .. }
+        | Action::AbortInputs { .. } => {}
         Action::Progress { call, .. } => {
             let replied = u8::try_from(call.0)
                 .ok()
@@ -1745,6 +2922,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
         }
         Action::Report(Report::LateResponse { .. }) => n.ghost.seen |= seen::LATE_DROPPED,
+        Action::Report(Report::ListenGaveUp) => n.ghost.seen |= seen::LISTEN_GAVE_UP,
         Action::Report(Report::UnknownResponse { id }) => {
             let ttl = n.m.config().tombstone_ttl;
             let now = n.m.now();
@@ -1761,7 +2939,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
             n.ghost.exited = true;
         }
-        Action::Report(_) | Action::Notification(_) => {}
+        Action::Report(_) | Action::Notification(_) | Action::Listening(_) => {}
     }
 }
 
@@ -1811,7 +2989,7 @@ impl Model for Harness {
 
     fn properties(&self) -> Vec<Property<Self>> {
         use violation as v;
-        fn ok(w: &World, bit: u32) -> bool {
+        fn ok(w: &World, bit: u64) -> bool {
             w.ghost.violations & bit == 0
         }
         vec![
@@ -1887,7 +3065,22 @@ impl Model for Harness {
                         Some(Owner::Call(c)) => {
                             w.ghost.calls.get(c).is_some_and(|g| g.replies == 0)
                         }
-                        Some(Owner::Restore(g)) => *g == w.m.generation(),
+                        Some(Owner::Restore(g) | Owner::Relist(g)) => *g == w.m.generation(),
+                        // A listen's timer bounds its acknowledgement only.
+                        Some(Owner::Listen(g)) => {
+                            *g == w.m.generation()
+                                && w.ghost
+                                    .listens
+                                    .get(&id)
+                                    .is_some_and(|l| l.alive() && !l.taken)
+                        }
+                        // A modern subscribe waits for an acknowledgement under an id never
+                        // sent.
+                        None => w
+                            .ghost
+                            .calls
+                            .get(&SUBSCRIBER)
+                            .is_some_and(|g| g.replies == 0),
                         _ => false,
                     },
                 })
@@ -1932,6 +3125,10 @@ impl Model for Harness {
                     .calls
                     .values()
                     .all(|g| g.replies > 0 || g.resend_due.is_none_or(|d| now <= d))
+                    && w.ghost
+                        .own_busy
+                        .values()
+                        .all(|(_, due)| due.is_none_or(|d| now <= d))
             }),
             Property::<Self>::always(
                 "the connection closes only when stopped, with its exit, every transport closed",
@@ -1948,6 +3145,30 @@ impl Model for Harness {
             Property::<Self>::always(
                 "an expired session is initialized again at once, at most the budget in a row",
                 |_, w| ok(w, v::REINIT),
+            ),
+            Property::<Self>::always(
+                "the era is decided before a modern request, initialize never goes to a modern server, and only a legacy server is answered",
+                |_, w| ok(w, v::ERA),
+            ),
+            Property::<Self>::always(
+                "in modern ready the listen asks for what is wanted, its notifications are delivered exactly while due, a subscribe is answered by the acknowledgement, and a lost listen is reopened only by its timer, within the cap",
+                |_, w| ok(w, v::LISTEN),
+            ),
+            Property::<Self>::always(
+                "a legacy guess whose handshake failed is probed again",
+                |_, w| ok(w, v::VERDICT),
+            ),
+            Property::<Self>::always(
+                "a modern request lost without an answer is sent again at once under a new id, a bounded number of times, then its error is the answer",
+                |_, w| ok(w, v::REISSUE),
+            ),
+            Property::<Self>::always(
+                "a server that dies of the probe is spawned again at once in auto (unless it was last found modern), after a backoff delay otherwise",
+                |_, w| ok(w, v::RESPAWN),
+            ),
+            Property::<Self>::always(
+                "an input_required round is sent again exactly: a new id, its inputs, its state as received, within the round cap",
+                |_, w| ok(w, v::MRTR),
             ),
             Property::<Self>::sometimes("ready is reached", |_, w| w.ghost.seen & seen::READY != 0),
             Property::<Self>::sometimes("a call succeeds", |_, w| {
@@ -1986,13 +3207,79 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[10].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[10].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[11].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[11].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[12].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[12].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[13].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[13].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[14].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[14].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[15].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[15].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[16].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[16].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[17].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[17].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[18].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[18].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[19].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[19].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[20].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[20].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[21].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[21].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[22].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[22].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[23].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[23].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[24].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[24].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[25].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[25].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[26].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[26].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[27].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[27].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[28].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[28].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[29].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[29].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[30].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[30].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[31].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[31].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[32].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[32].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u32); 11] = [
+pub const RUN_GUARDS: [(&str, u64); 33] = [
     (
         "two full reconnect cycles reach ready",
         seen::SECOND_RECONNECT_READY,
@@ -2019,4 +3306,83 @@ pub const RUN_GUARDS: [(&str, u32); 11] = [
         "a session expiry past the budget takes the backoff path",
         seen::REINITS_SPENT,
     ),
+    ("ready in the modern era", seen::READY_MODERN),
+    (
+        "ready in the legacy era after the probe was answered",
+        seen::READY_LEGACY_AFTER_PROBE,
+    ),
+    (
+        "ready in the legacy era on a fresh process after the server died of the probe",
+        seen::READY_LEGACY_RESPAWNED,
+    ),
+    (
+        "ready in the modern era after an unsupported-version answer",
+        seen::READY_MODERN_AFTER_RETRY,
+    ),
+    (
+        "ready in the modern era after initialize was refused by a modern server",
+        seen::REPROBED_MODERN,
+    ),
+    (
+        "modern forced refuses a server that is not modern",
+        seen::FORCED_REFUSED,
+    ),
+    (
+        "a modern result of an unusable type is answered to its caller",
+        seen::BAD_RESULT_TYPE,
+    ),
+    (
+        "ready in the legacy era after a probe that got no answer",
+        seen::READY_LEGACY_AFTER_SILENCE,
+    ),
+    (
+        "a call sent again with its input_required inputs gets a result",
+        seen::MRTR_ANSWERED,
+    ),
+    (
+        "a handler's error to an input is answered to its caller",
+        seen::INPUT_FAILED,
+    ),
+    ("a call past the round cap is answered", seen::ROUNDS_SPENT),
+    (
+        "a call sent again after its request was lost gets a result",
+        seen::REISSUED_ANSWERED,
+    ),
+    (
+        "a call lost past the reissue cap is answered with the error",
+        seen::REISSUES_SPENT,
+    ),
+    (
+        "a call sent again after the tools were listed again gets a result",
+        seen::RELISTED_ANSWERED,
+    ),
+    (
+        "a listen's notification is delivered",
+        seen::LISTEN_DELIVERED,
+    ),
+    (
+        "a notification of a listen whose notifications are not due is dropped",
+        seen::LISTEN_STRAY,
+    ),
+    (
+        "a modern subscribe is answered done by the listen's acknowledgement",
+        seen::LISTEN_SUBSCRIBED,
+    ),
+    (
+        "a modern subscribe the acknowledgement left out is told so",
+        seen::LISTEN_NOT_HONORED,
+    ),
+    (
+        "a listen's acknowledgement replaces an acknowledged one",
+        seen::LISTEN_REPLACED,
+    ),
+    (
+        "a lost listen is opened again by its retry timer",
+        seen::LISTEN_REOPENED,
+    ),
+    (
+        "lost listens are given up past the cap",
+        seen::LISTEN_GAVE_UP,
+    ),
+    ("a refused listen is not opened again", seen::LISTEN_REFUSED),
 ];

@@ -20,7 +20,8 @@ use mcp_machine::ROWS;
 use stateright::Model;
 
 use crate::harness::{Bounds, Coverage, Harness, Variant};
-use crate::world::{Junk, Move, World};
+use crate::world::{Junk, Move, ServerKind, World};
+use mcp_machine::EraMode;
 
 /// A named exhaustive configuration with its pinned unique-state count.
 #[derive(Clone, Copy, Debug)]
@@ -34,15 +35,40 @@ pub struct Configuration {
     pub pinned_unique: usize,
 }
 
-const fn junk(bits: &[Junk]) -> u16 {
+const fn junk(bits: &[Junk]) -> u32 {
     let mut out = 0;
     let mut i = 0;
     while i < bits.len() {
-        out |= bits[i] as u16;
+        out |= bits[i] as u32;
         i += 1;
     }
     out
 }
+
+/// What every configuration has unless it says otherwise: one caller, one stopper, one crash,
+/// two generations, a legacy server and client, no junk, the default timeouts.
+const BASE: Bounds = Bounds {
+    calls: 1,
+    stops: 1,
+    crashes: 1,
+    busy: 0,
+    gens: 2,
+    notifies: 0,
+    junk: 0,
+    depth: 11,
+    subscriptions: 0,
+    first_connect: Duration::from_secs(60),
+    jitter_extremes: false,
+    waits: 0,
+    expiries: 0,
+    init_timeout: None,
+    era: EraMode::Legacy,
+    probe_timeout: None,
+    servers: ServerKind::Legacy as u8,
+    listen: false,
+    listen_notes: 0,
+    listen_ends: 0,
+};
 
 /// The configurations of `cargo run --release -p model-check`.
 pub fn configurations() -> Vec<Configuration> {
@@ -53,37 +79,22 @@ pub fn configurations() -> Vec<Configuration> {
             bounds: Bounds {
                 calls: 2,
                 stops: 2,
-                crashes: 1,
-                busy: 0,
-                gens: 2,
-                notifies: 0,
                 depth: 13,
-                subscriptions: 0,
                 first_connect: Duration::from_secs(65),
-                jitter_extremes: false,
                 waits: 1,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
+                ..BASE
             },
             pinned_unique: 2216876,
         },
         Configuration {
             name: "server-traffic",
             bounds: Bounds {
-                calls: 1,
-                stops: 1,
                 crashes: 0,
                 busy: 1,
                 gens: 1,
                 notifies: 1,
                 depth: 11,
-                subscriptions: 0,
-                first_connect: Duration::from_secs(60),
-                jitter_extremes: false,
-                waits: 0,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[
                     Ping,
                     Sampling,
@@ -97,6 +108,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Malformed,
                     Oversized,
                 ]),
+                ..BASE
             },
             pinned_unique: 2994142,
         },
@@ -104,38 +116,19 @@ pub fn configurations() -> Vec<Configuration> {
             name: "send-retry",
             bounds: Bounds {
                 calls: 2,
-                stops: 1,
-                crashes: 1,
                 busy: 3,
-                gens: 2,
-                notifies: 0,
                 depth: 12,
-                subscriptions: 0,
-                first_connect: Duration::from_secs(60),
                 jitter_extremes: true,
-                waits: 0,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[SendFailed, Duplicate]),
+                ..BASE
             },
             pinned_unique: 2234458,
         },
         Configuration {
             name: "server-crash",
             bounds: Bounds {
-                calls: 1,
-                stops: 1,
-                crashes: 1,
                 busy: 1,
-                gens: 2,
-                notifies: 0,
                 depth: 11,
-                subscriptions: 0,
-                first_connect: Duration::from_secs(60),
-                jitter_extremes: false,
-                waits: 0,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[
                     Ping,
                     Sampling,
@@ -144,6 +137,7 @@ pub fn configurations() -> Vec<Configuration> {
                     Progress,
                     SendFailed,
                 ]),
+                ..BASE
             },
             pinned_unique: 936781,
         },
@@ -151,19 +145,9 @@ pub fn configurations() -> Vec<Configuration> {
             name: "three-callers",
             bounds: Bounds {
                 calls: 3,
-                stops: 1,
-                crashes: 1,
-                busy: 0,
-                gens: 2,
-                notifies: 0,
                 depth: 12,
-                subscriptions: 0,
-                first_connect: Duration::from_secs(60),
-                jitter_extremes: false,
-                waits: 0,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[Duplicate]),
+                ..BASE
             },
             pinned_unique: 538065,
         },
@@ -171,41 +155,153 @@ pub fn configurations() -> Vec<Configuration> {
             name: "session",
             bounds: Bounds {
                 calls: 0,
-                stops: 1,
                 crashes: 2,
-                busy: 0,
                 gens: 3,
-                notifies: 0,
                 depth: 13,
                 subscriptions: 1,
-                first_connect: Duration::from_secs(60),
                 jitter_extremes: true,
-                waits: 0,
-                expiries: 0,
-                init_timeout: None,
                 junk: junk(&[Duplicate]),
+                ..BASE
             },
             pinned_unique: 500992,
         },
         Configuration {
             name: "session-expiry",
             bounds: Bounds {
-                calls: 1,
-                stops: 1,
-                crashes: 1,
                 busy: 1,
                 gens: 3,
-                notifies: 0,
                 depth: 11,
                 subscriptions: 1,
-                first_connect: Duration::from_secs(60),
-                jitter_extremes: false,
-                waits: 0,
                 junk: junk(&[InitError, Oversized, Sampling]),
                 expiries: 3,
                 init_timeout: Some(Duration::from_secs(30)),
+                ..BASE
             },
-            pinned_unique: 3682819,
+            pinned_unique: 3682816,
+        },
+        Configuration {
+            name: "negotiation",
+            bounds: Bounds {
+                depth: 11,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8
+                    | ServerKind::Modern as u8
+                    | ServerKind::Dual as u8
+                    | ServerKind::Garbage as u8,
+                junk: junk(&[Sampling, BadResultType, Duplicate]),
+                ..BASE
+            },
+            pinned_unique: 1256592,
+        },
+        Configuration {
+            name: "modern-forced",
+            bounds: Bounds {
+                busy: 1,
+                notifies: 1,
+                depth: 10,
+                first_connect: Duration::from_secs(65),
+                era: EraMode::Modern,
+                probe_timeout: Some(Duration::from_secs(61)),
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                junk: junk(&[Malformed, Unknown, Oversized, Log, Ping, SendFailed]),
+                ..BASE
+            },
+            pinned_unique: 1892626,
+        },
+        Configuration {
+            name: "mrtr",
+            bounds: Bounds {
+                depth: 13,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                junk: junk(&[InputRequired, InputError, Duplicate, Reissue]),
+                ..BASE
+            },
+            pinned_unique: 1049929,
+        },
+        Configuration {
+            name: "tentative",
+            bounds: Bounds {
+                stops: 0,
+                gens: 3,
+                depth: 10,
+                era: EraMode::Auto,
+                junk: junk(&[InitError, Oversized, SendFailed]),
+                ..BASE
+            },
+            pinned_unique: 80225,
+        },
+        // Modern calls refused for their headers (-32020): the tools are listed again, once
+        // for every call waiting, and the calls sent again.
+        Configuration {
+            name: "relist",
+            bounds: Bounds {
+                calls: 2,
+                crashes: 0,
+                busy: 1,
+                gens: 1,
+                depth: 12,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                junk: junk(&[Relist, SendFailed]),
+                ..BASE
+            },
+            pinned_unique: 842959,
+        },
+        // A legacy server replaced by a modern one behind the same address: its session ends
+        // with a call kept, `initialize` is refused as a modern server refuses it, and the
+        // probe that follows may die.
+        Configuration {
+            name: "upgrade",
+            bounds: Bounds {
+                gens: 3,
+                depth: 12,
+                expiries: 1,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                ..BASE
+            },
+            pinned_unique: 1191160,
+        },
+        // 2026-07-28 listens: a subscriber whose resource joins the listen, and an
+        // unsubscriber; acknowledgements that keep or leave out the resource, tagged
+        // notifications (due or not), ends of every kind, a crash, a refused send.
+        Configuration {
+            name: "listen",
+            bounds: Bounds {
+                calls: 0,
+                busy: 1,
+                subscriptions: 2,
+                depth: 10,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                listen: true,
+                listen_notes: 2,
+                listen_ends: 2,
+                junk: junk(&[SendFailed]),
+                ..BASE
+            },
+            pinned_unique: 3787645,
+        },
+        // A server that ends listen after listen: reopened within the cap, given up past it,
+        // and, after a long silence with one acknowledged, counted afresh.
+        Configuration {
+            name: "listen-churn",
+            bounds: Bounds {
+                calls: 0,
+                subscriptions: 1,
+                crashes: 0,
+                gens: 1,
+                depth: 11,
+                waits: 1,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                listen: true,
+                listen_notes: 1,
+                listen_ends: 3,
+                ..BASE
+            },
+            pinned_unique: 3287011,
         },
     ]
 }
@@ -216,20 +312,10 @@ pub fn small_configuration() -> Configuration {
     Configuration {
         name: "small",
         bounds: Bounds {
-            calls: 1,
-            stops: 1,
-            crashes: 1,
             busy: 1,
-            gens: 2,
-            notifies: 0,
             depth: 8,
-            subscriptions: 0,
-            first_connect: Duration::from_secs(60),
-            jitter_extremes: false,
-            waits: 0,
-            expiries: 0,
-            init_timeout: None,
             junk: junk(&[InitError, Duplicate, Ping]),
+            ..BASE
         },
         pinned_unique: 18715,
     }

@@ -86,8 +86,12 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
     }
     let (fired, total, missing) = coverage_summary(&coverage);
     println!("row coverage: {fired}/{total} rows fired (rows marked impossible excluded)");
-    for m in missing.iter().filter(|_| whole_run) {
-        problems.push(format!("uncovered {m}"));
+    for m in &missing {
+        if whole_run {
+            problems.push(format!("uncovered {m}"));
+        } else {
+            println!("not fired in this configuration: {m}");
+        }
     }
     let (cells_fired, cells_total, cells_missing) = cell_summary(&coverage);
     println!(
@@ -113,8 +117,9 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
 }
 
 /// Generated mutants run by `--mutants` (CI): a fixed, seeded sample; `--mutants all` runs
-/// every one.
-const SAMPLE: usize = 200;
+/// every one. 100: a mutant caught only by a vacuity guard explores every configuration to
+/// its full bound (about 7 min each here), and 200 made the step about an hour.
+const SAMPLE: usize = 100;
 const SAMPLE_SEED: u64 = 0x6d75_7461_6e74;
 
 fn run_mutants(all: bool, filter: Option<&str>, shallow: bool) -> ExitCode {
@@ -126,16 +131,17 @@ fn run_mutants(all: bool, filter: Option<&str>, shallow: bool) -> ExitCode {
     if all || filter.is_some() {
         cases.extend(generated);
     } else {
-        // The sample leaves out the mutants argued equivalent: they survive by design and
-        // would each cost a whole run.
-        let mut pool: Vec<_> = generated
-            .into_iter()
-            .filter(|c| !equivalent.contains(&c.name))
-            .collect();
+        // Every generated mutant is shuffled, then the first SAMPLE not argued equivalent are
+        // taken (those survive by design and would each cost a whole run). Arguing one more
+        // equivalent replaces it alone: the rest of the sample stays as it was.
+        let mut pool = generated;
         let mut rng = fastrand::Rng::with_seed(SAMPLE_SEED);
         rng.shuffle(&mut pool);
-        pool.truncate(SAMPLE);
-        cases.extend(pool);
+        cases.extend(
+            pool.into_iter()
+                .filter(|c| !equivalent.contains(&c.name))
+                .take(SAMPLE),
+        );
         println!(
             "mutants: the hand-written ones and a sample of {SAMPLE} of the {generated_total} \
              generated from the table (seed {SAMPLE_SEED:#x}); `-- --mutants all` runs every one"

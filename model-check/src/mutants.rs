@@ -165,6 +165,53 @@ pub fn hand_written() -> Vec<Case> {
             name: "table: transport left open after an oversized frame".into(),
             variant: without(S::Ready, E::OversizedFrame, None, A::CloseTransport),
         },
+        Case {
+            name: "table: a server request answered before the era is decided".into(),
+            variant: edit(S::Probing, E::ServerRequest, None, |a| {
+                *a = vec![A::RejectServerRequest, A::GrantCredit]
+            }),
+        },
+        Case {
+            name: "table: calls start while the era is being decided".into(),
+            variant: edit(S::Probing, E::Call, None, |a| *a = vec![A::StartCall]),
+        },
+        Case {
+            name: "table: a modern server's request is handled like a legacy one's".into(),
+            variant: edit(
+                S::Ready,
+                E::ServerRequest,
+                Some(GuardId::EraIsModern),
+                |a| *a = vec![A::DispatchServerRequest, A::GrantCredit],
+            ),
+        },
+        Case {
+            name: "table: the last input of a round recorded, the call never sent again".into(),
+            variant: without(
+                S::Ready,
+                E::InputReply,
+                Some(GuardId::CompletesInputRound),
+                A::RetryWithInputs,
+            ),
+        },
+        Case {
+            name: "table: a handler's error to an input leaves its call waiting".into(),
+            variant: {
+                let mut rows: Vec<Row> = ROWS.to_vec();
+                let i = find(S::Ready, E::InputReply, Some(GuardId::IsInputFailure));
+                rows[i].ignore = true;
+                rows[i].actions = &[];
+                Variant::Table(rows, Vec::new())
+            },
+        },
+        Case {
+            name: "table: the version a modern server names is answered with initialize".into(),
+            variant: edit(
+                S::Probing,
+                E::Response,
+                Some(GuardId::CanRetryVersion),
+                |a| *a = vec![A::AbandonInit, A::SendInitialize, A::GrantCredit],
+            ),
+        },
     ];
     let handlers = [
         (
@@ -219,6 +266,66 @@ pub fn hand_written() -> Vec<Case> {
         (
             "handlers: a call sent again after an expiry kept again at the next",
             Mutant::ParkResentAgain,
+        ),
+        (
+            "handlers: the modern envelope on every request, whatever the era",
+            Mutant::EnvelopeAlways,
+        ),
+        (
+            "handlers: a server request with no answer is answered all the same",
+            Mutant::AnswerUnexpected,
+        ),
+        (
+            "handlers: a tentative legacy verdict outlives its failed handshake",
+            Mutant::KeepTentativeVerdict,
+        ),
+        (
+            "handlers: a modern server's probe answer taken for a legacy one's",
+            Mutant::NoModernRefusal,
+        ),
+        (
+            "handlers: an input_required retry without its requestState",
+            Mutant::DropRequestState,
+        ),
+        (
+            "handlers: input_required rounds not capped",
+            Mutant::NoRoundCap,
+        ),
+        (
+            "handlers: a lost modern request sent again without a bound (reissue)",
+            Mutant::NoReissueCap,
+        ),
+        (
+            "handlers: every -32020 lists the tools again (relist)",
+            Mutant::RelistAlways,
+        ),
+        (
+            "handlers: calls waiting for a listing of the tools never sent again (relist)",
+            Mutant::NoResendAfterRelist,
+        ),
+        (
+            "handlers: a listen leaves the subscribed resources out (listen)",
+            Mutant::ListenDropsUris,
+        ),
+        (
+            "handlers: a notification tagged with any listen id is delivered (listen)",
+            Mutant::DeliverAnyListenId,
+        ),
+        (
+            "handlers: an acknowledgement answers every waiting subscribe done (listen)",
+            Mutant::AckIgnoresFilter,
+        ),
+        (
+            "handlers: a replaced listen is never cancelled (listen)",
+            Mutant::NoListenCancel,
+        ),
+        (
+            "handlers: a listen the server ended is cancelled all the same (listen)",
+            Mutant::CancelEndedListen,
+        ),
+        (
+            "handlers: lost listens reopened without a bound (listen)",
+            Mutant::NoRelistenCap,
         ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {

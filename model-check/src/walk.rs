@@ -7,6 +7,7 @@ use stateright::{Expectation, Model};
 
 use crate::harness::{Bounds, Harness, Variant};
 use crate::world::{Move, World};
+use mcp_machine::EraMode;
 
 /// Budgets for long walks: many calls, crashes and busy sends; junk may repeat.
 pub fn walk_bounds() -> Bounds {
@@ -17,7 +18,7 @@ pub fn walk_bounds() -> Bounds {
         busy: 30,
         gens: u64::MAX,
         notifies: 5,
-        junk: u16::MAX,
+        junk: u32::MAX,
         depth: 0,
         subscriptions: 1,
         first_connect: Duration::from_secs(60),
@@ -25,6 +26,12 @@ pub fn walk_bounds() -> Bounds {
         waits: 5,
         expiries: 8,
         init_timeout: None,
+        era: EraMode::Auto,
+        probe_timeout: None,
+        servers: u8::MAX,
+        listen: true,
+        listen_notes: 6,
+        listen_ends: 6,
     }
 }
 

@@ -51,6 +51,136 @@ pub enum ServerFrame {
     Log,
     /// Progress for a call.
     Progress(RequestId),
+    /// A DiscoverResult naming the modern version (and `serverInfo`).
+    DiscoverOk(RequestId),
+    /// -32022 naming the modern version as supported (the request-metadata scenario's trick:
+    /// even when that version was asked for).
+    DiscoverVersion(RequestId),
+    /// A legacy server's answer to an unknown method (-32601).
+    ProbeError(RequestId),
+    /// A result to `server/discover` that is not a DiscoverResult (`{}`).
+    DiscoverGarbage(RequestId),
+    /// A modern server's refusal of `initialize` (-32022 naming the modern version).
+    InitModernRefusal(RequestId),
+    /// A modern result of a type the client does not know (`resultType: task`).
+    AnswerBadType(RequestId),
+    /// `input_required` asking for one sampling input (key `q`), with a `requestState`
+    /// naming the id it answers.
+    InputRequired(RequestId),
+    /// `input_required` asking for two sampling inputs (keys `q` and `r`), without a
+    /// `requestState`.
+    InputRequiredNoState(RequestId),
+    /// `input_required` with a `requestState` only (nothing to ask).
+    InputRequiredStateOnly(RequestId),
+    /// The HTTP transport's answer for a modern request whose response stream broke
+    /// (STREAM_LOST): the request is lost.
+    CallLost(RequestId),
+    /// -32022 naming the modern version, answering a call.
+    CallVersionRefused(RequestId),
+    /// -32020 (the call's headers did not match), answering a call.
+    HeaderMismatch(RequestId),
+    /// The acknowledgement of a listen: honoring all it asks for (`true`: list changes and
+    /// the resource) or only the list changes (`false`).
+    ListenAck(RequestId, bool),
+    /// `notifications/resources/updated` tagged with a listen's id.
+    ListenNote(RequestId),
+    /// A list change tagged with an id no listen ever had.
+    ListenStray,
+    /// The server ends a listen with a response.
+    ListenEnd(RequestId, ListenEndKind),
+    /// The server ends a listen with `notifications/cancelled` (stdio).
+    ListenCancel(RequestId),
+}
+
+/// How the server ends a listen with a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ListenEndKind {
+    /// Its `complete` result (the graceful end).
+    Complete,
+    /// STREAM_LOST: its stream broke.
+    Lost,
+    /// -32601: the server serves no listen.
+    Refused,
+    /// -32603: any other error.
+    Error,
+}
+
+impl ListenEndKind {
+    /// Every kind, in order.
+    pub const ALL: [ListenEndKind; 4] = [
+        ListenEndKind::Complete,
+        ListenEndKind::Lost,
+        ListenEndKind::Refused,
+        ListenEndKind::Error,
+    ];
+}
+
+/// What the ghost knows of one listen the client sent (2026-07-28 `subscriptions/listen`),
+/// from the wire and the environment's moves alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ListenGhost {
+    /// The generation it went out on.
+    pub generation: u64,
+    /// It asks for the resource (`resourceSubscriptions`).
+    pub uri: bool,
+    /// It asks for list changes.
+    pub lists: bool,
+    /// When it was sent (model time): unacknowledged at its request timeout, it is lost.
+    pub sent_at: Duration,
+    /// Busy outcomes of its send.
+    pub busy: u8,
+    /// The environment acknowledged it (taken or not).
+    pub acked: bool,
+    /// The environment ended it (a response or its cancel).
+    pub ended: bool,
+    /// The client took its acknowledgement (it was the client's listen then): its
+    /// notifications are due until it is dropped or ends.
+    pub taken: bool,
+    /// Its acknowledgement honored the resource.
+    pub honored: bool,
+    /// When the client took its acknowledgement (model time).
+    pub acked_at: Duration,
+    /// The client gave it up (replaced, timed out, its send refused, nothing wanted): a
+    /// cancel is owed when the server saw it.
+    pub dropped: bool,
+    /// The server ended it while the client kept it: nothing is owed for it.
+    pub dead: bool,
+}
+
+impl ListenGhost {
+    /// Neither given up by the client nor ended by the server while kept.
+    pub fn alive(&self) -> bool {
+        !self.dropped && !self.dead
+    }
+}
+
+/// What kind of server a transport generation talks to, chosen when it comes up: which
+/// answers the environment may give to `server/discover` and to `initialize`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum ServerKind {
+    /// The handshake era only: `server/discover` is an unknown method (or never answered, or
+    /// kills it); `initialize` is answered.
+    #[default]
+    Legacy = 1 << 0,
+    /// The stateless era only: `server/discover` answered (possibly with -32022 first);
+    /// `initialize` refused with -32022.
+    Modern = 1 << 1,
+    /// Both: `server/discover` and `initialize` answered.
+    Dual = 1 << 2,
+    /// A legacy server that answers `server/discover` with a result that is not a
+    /// DiscoverResult.
+    Garbage = 1 << 3,
+}
+
+impl ServerKind {
+    /// Every kind, in order.
+    pub const ALL: [ServerKind; 4] = [
+        ServerKind::Legacy,
+        ServerKind::Modern,
+        ServerKind::Dual,
+        ServerKind::Garbage,
+    ];
 }
 
 /// One move of the environment (the model's action).
@@ -64,8 +194,8 @@ pub enum Move {
     Notify(u8),
     /// Stopper `n` asks to stop.
     Stop(u8),
-    /// Generation `g` comes up.
-    Up(u64),
+    /// Generation `g` comes up, talking to a server of this kind.
+    Up(u64, ServerKind),
     /// Generation `g` goes down.
     Down(u64),
     /// Generation `g` ends because the server ended its session, saying it refused the
@@ -80,6 +210,9 @@ pub enum Move {
     SendMode(SendOutcome),
     /// The handler answers server request `id` of generation `g`.
     HandlerReply(u64, i64),
+    /// The handler gives (`true`) or fails (`false`) input `key` (0: `q`, 1: `r`) of the
+    /// round of request `id` of generation `g`.
+    InputReply(u64, RequestId, u8, bool),
     /// An armed timer fires.
     Timer(TimerKey),
     /// The subscriber subscribes to the resource.
@@ -98,7 +231,7 @@ pub enum Move {
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u16)]
+#[repr(u32)]
 pub enum Junk {
     /// [`ServerFrame::InitBadVersion`].
     InitBadVersion = 1 << 0,
@@ -132,6 +265,18 @@ pub enum Junk {
     ElicitUrl = 1 << 14,
     /// [`ServerFrame::SamplingOther`].
     SamplingOther = 1 << 15,
+    /// [`ServerFrame::AnswerBadType`] (modern generations only).
+    BadResultType = 1 << 16,
+    /// [`ServerFrame::InputRequired`] and its variants (modern generations only; repeatable).
+    InputRequired = 1 << 17,
+    /// A handler error to an input request.
+    InputError = 1 << 18,
+    /// [`ServerFrame::CallLost`] and [`ServerFrame::CallVersionRefused`] (modern generations
+    /// only; repeatable: the reissue cap is what bounds them).
+    Reissue = 1 << 19,
+    /// [`ServerFrame::HeaderMismatch`] (modern generations only; repeatable: once per call is
+    /// what bounds the listing again).
+    Relist = 1 << 20,
 }
 
 /// The environment's view of one transport generation.
@@ -145,6 +290,8 @@ pub struct GenEnv {
     pub closed: bool,
     /// Frames it may still deliver.
     pub credit: u8,
+    /// The server it talks to.
+    pub kind: ServerKind,
 }
 
 /// The environment: transports and the server.
@@ -158,6 +305,9 @@ pub struct Env {
     pub on_wire: BTreeMap<RequestId, (u64, u8)>,
     /// Server requests with the handler: (generation, id).
     pub server_requests: BTreeSet<(u64, i64)>,
+    /// Input requests with the handler: (generation, the id the round answered, the key: 0
+    /// for `q`, 1 for `r`).
+    pub inputs: BTreeSet<(u64, RequestId, u8)>,
     /// Calls made so far.
     pub calls: u8,
     /// Callers that cancelled.
@@ -175,7 +325,13 @@ pub struct Env {
     /// Long silences so far.
     pub waits: u8,
     /// Junk already used (bits of [`Junk`]).
-    pub junk_used: u16,
+    pub junk_used: u32,
+    /// Subscribes made so far.
+    pub subscribes: u8,
+    /// Listen-tagged notifications sent so far.
+    pub listen_notes: u8,
+    /// Listen ends sent so far.
+    pub listen_ends: u8,
 }
 
 /// Why a transport attempt ended, as the environment caused it.
@@ -195,6 +351,10 @@ pub enum Cause {
     InitNotSent,
     /// `notifications/initialized` could not be sent.
     InitializedNotSent,
+    /// Modern forced: the server did not answer `server/discover` as a modern one.
+    NotModern,
+    /// Modern forced: `server/discover` went unanswered.
+    ProbeTimeout,
 }
 
 /// Who an id was issued for.
@@ -206,6 +366,12 @@ pub enum Owner {
     Call(u8),
     /// A request of the client's own restoring the session on a generation.
     Restore(u64),
+    /// The client's own listing of the tools after a -32020, on a generation.
+    Relist(u64),
+    /// `server/discover` on a generation.
+    Probe(u64),
+    /// `subscriptions/listen` on a generation.
+    Listen(u64),
 }
 
 /// What the ghost knows of one call.
@@ -231,70 +397,99 @@ pub struct CallGhost {
 /// Properties that were broken (bits).
 pub mod violation {
     /// A caller was answered twice.
-    pub const DOUBLE_REPLY: u32 = 1 << 0;
+    pub const DOUBLE_REPLY: u64 = 1 << 0;
     /// A call whose id ended (timeout, cancel, failure) got a server answer afterwards.
-    pub const LATE_DELIVERED: u32 = 1 << 1;
+    pub const LATE_DELIVERED: u64 = 1 << 1;
     /// A frame was sent after the stop was accepted.
-    pub const SENT_AFTER_STOP: u32 = 1 << 2;
+    pub const SENT_AFTER_STOP: u64 = 1 << 2;
     /// An id was issued twice.
-    pub const ID_REUSED: u32 = 1 << 3;
+    pub const ID_REUSED: u64 = 1 << 3;
     /// A reconnect delay outside the backoff bounds.
-    pub const BACKOFF_BOUNDS: u32 = 1 << 4;
+    pub const BACKOFF_BOUNDS: u64 = 1 << 4;
     /// An input of an older generation changed something.
-    pub const STALE_CHANGED: u32 = 1 << 5;
+    pub const STALE_CHANGED: u64 = 1 << 5;
     /// `notifications/cancelled` for a request the server never saw, or twice.
-    pub const BAD_CANCEL: u32 = 1 << 6;
+    pub const BAD_CANCEL: u64 = 1 << 6;
     /// Credit granted to a closed or dead transport.
-    pub const CREDIT_AFTER_CLOSE: u32 = 1 << 7;
+    pub const CREDIT_AFTER_CLOSE: u64 = 1 << 7;
     /// `notifications/initialized` missing before a call, or sent twice.
-    pub const INITIALIZED: u32 = 1 << 8;
+    pub const INITIALIZED: u64 = 1 << 8;
     /// A late answer within the tombstone TTL was reported as unknown.
-    pub const LATE_MISREPORTED: u32 = 1 << 9;
+    pub const LATE_MISREPORTED: u64 = 1 << 9;
     /// A cancelled call was not answered at once.
-    pub const CANCEL_UNANSWERED: u32 = 1 << 10;
+    pub const CANCEL_UNANSWERED: u64 = 1 << 10;
     /// A stop was not answered at once, or two stops were both told "stopped".
-    pub const STOP_REPLY: u32 = 1 << 11;
+    pub const STOP_REPLY: u64 = 1 << 11;
     /// An answer went to a caller that never called.
-    pub const PHANTOM_REPLY: u32 = 1 << 12;
+    pub const PHANTOM_REPLY: u64 = 1 << 12;
     /// A server answer to a live call did not reach its caller at once, or a good
     /// `initialize` answer did not make the connection ready.
-    pub const ANSWER_LOST: u32 = 1 << 19;
+    pub const ANSWER_LOST: u64 = 1 << 19;
     /// A transport open in initializing or ready had no read credit.
-    pub const DEAF: u32 = 1 << 20;
+    pub const DEAF: u64 = 1 << 20;
     /// A server request (or a cancel we owe) is neither on the wire nor being retried, or
     /// went on the wire twice.
-    pub const OWED: u32 = 1 << 21;
+    pub const OWED: u64 = 1 << 21;
     /// A move did not bring about what it must: a dropped frame reported, a notification or
     /// progress delivered, a server request answered with the right code or handed to the
     /// handler, a refused or spent request answered, a busy one offered again in time.
-    pub const UNREPORTED: u32 = 1 << 22;
+    pub const UNREPORTED: u64 = 1 << 22;
     /// The connection closed without a stop, or closed without its exit, or a transport
     /// generation was never closed.
-    pub const UNASKED_CLOSE: u32 = 1 << 23;
+    pub const UNASKED_CLOSE: u64 = 1 << 23;
     /// A call told the connection is unavailable was not given the cause of the last failure.
-    pub const WRONG_CAUSE: u32 = 1 << 24;
+    pub const WRONG_CAUSE: u64 = 1 << 24;
     /// When a session expired, a call that never ran on it was failed, or a call that may
     /// have run was not answered at once, or a kept call was not sent again as soon as the
     /// new session was initialized (or was sent again twice).
-    pub const SESSION: u32 = 1 << 25;
+    pub const SESSION: u64 = 1 << 25;
     /// An expired session was not initialized again at once while the budget lasted, or
     /// was initialized again at once past it.
-    pub const REINIT: u32 = 1 << 26;
+    pub const REINIT: u64 = 1 << 26;
+    /// A modern request went out on a generation before the server answered its probe as a
+    /// modern server, `initialize` went to a server that answered the probe as a modern one,
+    /// or a response (to a server request) went to a server whose era is modern or undecided.
+    pub const ERA: u64 = 1 << 27;
+    /// A generation taken for legacy after its server died of the probe failed its
+    /// handshake, and the next generation did not probe again.
+    pub const VERDICT: u64 = 1 << 28;
+    /// An `input_required` round was not retried exactly: not under a new id, not with the
+    /// round's inputs and its `requestState` as received (none when none was given), for
+    /// another call, twice, or past the round cap.
+    pub const MRTR: u64 = 1 << 29;
+    /// A server that died of the probe was not spawned again at once in auto (the server not
+    /// last found modern), or was spawned again without a backoff delay otherwise.
+    pub const RESPAWN: u64 = 1 << 30;
+    /// A modern call whose request was lost without an answer was not sent again at once
+    /// under a new id while it had reissues left, or was not answered with the error past
+    /// them; or, refused with -32020 the first time, it was answered, or no listing of the
+    /// tools was in flight, or that listing ended and it was not sent again; or, refused so a
+    /// second time, it was not answered.
+    pub const REISSUE: u64 = 1 << 31;
+    /// In modern ready, something was wanted and the client's listen did not ask for it (or
+    /// asked for an unsubscribed resource), with no reopening armed and no excuse (a refusal
+    /// since the interest last changed, or more losses than reopenings allowed); or a listen
+    /// went out when nothing was wanted; or a tagged notification was delivered for a listen
+    /// whose notifications are not due, or not delivered for one whose are; or a subscriber
+    /// was answered done or not-honored by anything but an acknowledgement that kept or left
+    /// out its resource; or a listen was reopened other than by its retry timer, past the
+    /// reopening cap, or after a refusal.
+    pub const LISTEN: u64 = 1 << 32;
     /// Progress delivered for a call already answered.
-    pub const PROGRESS_AFTER_REPLY: u32 = 1 << 13;
+    pub const PROGRESS_AFTER_REPLY: u64 = 1 << 13;
     /// A row marked impossible in the table fired.
-    pub const IMPOSSIBLE_ROW: u32 = 1 << 14;
+    pub const IMPOSSIBLE_ROW: u64 = 1 << 14;
     /// A new generation's ready did not ask again for exactly the live subscription.
-    pub const RESTORE: u32 = 1 << 17;
+    pub const RESTORE: u64 = 1 << 17;
     /// A caller got the answer to another request.
-    pub const WRONG_CALLER: u32 = 1 << 18;
+    pub const WRONG_CALLER: u64 = 1 << 18;
     /// A frame was offered to a closed or dead generation, or to one that is not current.
-    pub const SENT_ON_DEAD: u32 = 1 << 15;
+    pub const SENT_ON_DEAD: u64 = 1 << 15;
     /// A new transport was spawned while an older one was neither closed nor down.
-    pub const LEAKED_TRANSPORT: u32 = 1 << 16;
+    pub const LEAKED_TRANSPORT: u64 = 1 << 16;
 
     /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u32; 27] = [
+    pub const ALL: [u64; 33] = [
         DOUBLE_REPLY,
         LATE_DELIVERED,
         SENT_AFTER_STOP,
@@ -322,13 +517,19 @@ pub mod violation {
         WRONG_CAUSE,
         SESSION,
         REINIT,
+        ERA,
+        VERDICT,
+        MRTR,
+        RESPAWN,
+        REISSUE,
+        LISTEN,
     ];
 
     #[cfg(test)]
     mod tests {
         #[test]
         fn violation_bits_are_distinct() {
-            let mut seen = 0u32;
+            let mut seen = 0u64;
             for bit in super::ALL {
                 assert_eq!(bit.count_ones(), 1);
                 assert_eq!(seen & bit, 0, "bit {bit:#x} used twice");
@@ -341,31 +542,75 @@ pub mod violation {
 /// Things that happened at least once (bits), for the `sometimes` vacuity guards.
 pub mod seen {
     /// Ready was reached.
-    pub const READY: u32 = 1 << 0;
+    pub const READY: u64 = 1 << 0;
     /// A call got a server result.
-    pub const CALL_OK: u32 = 1 << 1;
+    pub const CALL_OK: u64 = 1 << 1;
     /// A call that had a busy send got a server result.
-    pub const BUSY_THEN_OK: u32 = 1 << 2;
+    pub const BUSY_THEN_OK: u64 = 1 << 2;
     /// Ready on a second or later generation.
-    pub const RECONNECT_READY: u32 = 1 << 3;
+    pub const RECONNECT_READY: u64 = 1 << 3;
     /// A late response was dropped as late.
-    pub const LATE_DROPPED: u32 = 1 << 4;
+    pub const LATE_DROPPED: u64 = 1 << 4;
     /// A call timed out.
-    pub const TIMED_OUT: u32 = 1 << 5;
+    pub const TIMED_OUT: u64 = 1 << 5;
     /// A stop found calls in flight.
-    pub const STOP_WITH_CALLS: u32 = 1 << 6;
+    pub const STOP_WITH_CALLS: u64 = 1 << 6;
     /// A subscription was restored after a reconnect.
-    pub const RESTORED: u32 = 1 << 7;
+    pub const RESTORED: u64 = 1 << 7;
     /// Ready on a third or later generation (two full reconnect cycles).
-    pub const SECOND_RECONNECT_READY: u32 = 1 << 8;
+    pub const SECOND_RECONNECT_READY: u64 = 1 << 8;
     /// A transport died while a server request was with the handler.
-    pub const CRASH_WITH_SERVER_REQUEST: u32 = 1 << 9;
+    pub const CRASH_WITH_SERVER_REQUEST: u64 = 1 << 9;
     /// Three calls were in flight at once.
-    pub const THREE_IN_FLIGHT: u32 = 1 << 10;
+    pub const THREE_IN_FLIGHT: u64 = 1 << 10;
     /// A call kept across a session expiry got the new session's answer.
-    pub const RESENT_ANSWERED: u32 = 1 << 11;
+    pub const RESENT_ANSWERED: u64 = 1 << 11;
     /// A session expiry past the re-initialization budget took the backoff path.
-    pub const REINITS_SPENT: u32 = 1 << 12;
+    pub const REINITS_SPENT: u64 = 1 << 12;
+    /// Ready in the modern era.
+    pub const READY_MODERN: u64 = 1 << 13;
+    /// Ready in the legacy era after the probe was answered (the fallback).
+    pub const READY_LEGACY_AFTER_PROBE: u64 = 1 << 14;
+    /// Ready in the legacy era on a fresh process, after the server died of the probe.
+    pub const READY_LEGACY_RESPAWNED: u64 = 1 << 15;
+    /// Ready in the modern era after an unsupported-version answer was retried.
+    pub const READY_MODERN_AFTER_RETRY: u64 = 1 << 16;
+    /// Ready in the modern era after `initialize` was refused as by a modern server.
+    pub const REPROBED_MODERN: u64 = 1 << 17;
+    /// Modern forced: a server that is not modern was refused.
+    pub const FORCED_REFUSED: u64 = 1 << 18;
+    /// A modern result of a type the client cannot use was answered to its caller.
+    pub const BAD_RESULT_TYPE: u64 = 1 << 19;
+    /// Ready in the legacy era after a probe that got no answer.
+    pub const READY_LEGACY_AFTER_SILENCE: u64 = 1 << 20;
+    /// A call sent again with the inputs of an `input_required` round got a result.
+    pub const MRTR_ANSWERED: u64 = 1 << 21;
+    /// A handler's error to an input was answered to its caller.
+    pub const INPUT_FAILED: u64 = 1 << 22;
+    /// A call past the round cap was answered with the error.
+    pub const ROUNDS_SPENT: u64 = 1 << 23;
+    /// A call sent again after its request was lost got a result.
+    pub const REISSUED_ANSWERED: u64 = 1 << 24;
+    /// A call lost once more than the reissue cap was answered with the error.
+    pub const REISSUES_SPENT: u64 = 1 << 25;
+    /// A call sent again after the tools were listed again (a -32020) got a result.
+    pub const RELISTED_ANSWERED: u64 = 1 << 26;
+    /// A notification tagged with a listen whose notifications are due was delivered.
+    pub const LISTEN_DELIVERED: u64 = 1 << 27;
+    /// A notification tagged with a listen whose notifications are not due was dropped.
+    pub const LISTEN_STRAY: u64 = 1 << 28;
+    /// A modern subscriber was answered done by an acknowledgement.
+    pub const LISTEN_SUBSCRIBED: u64 = 1 << 29;
+    /// A modern subscriber was told its resource is not honored.
+    pub const LISTEN_NOT_HONORED: u64 = 1 << 30;
+    /// A listen's acknowledgement replaced an acknowledged one (make before break).
+    pub const LISTEN_REPLACED: u64 = 1 << 31;
+    /// A lost listen was opened again by its retry timer.
+    pub const LISTEN_REOPENED: u64 = 1 << 32;
+    /// Lost listens were given up past the cap.
+    pub const LISTEN_GAVE_UP: u64 = 1 << 33;
+    /// A refused listen was not opened again.
+    pub const LISTEN_REFUSED: u64 = 1 << 34;
 }
 
 /// Ghost history.
@@ -415,10 +660,62 @@ pub struct Ghost {
     pub resent: BTreeSet<u8>,
     /// Sessions initialized again at once since a call was last answered by the server.
     pub reinits: u32,
+    /// The latest `server/discover` id sent per generation.
+    pub probes: BTreeMap<u64, RequestId>,
+    /// Generations whose live probe the environment answered as a modern server (a
+    /// DiscoverResult or -32022).
+    pub modern_answered: BTreeSet<u64>,
+    /// Generations whose live probe the environment answered with a DiscoverResult.
+    pub discovered: BTreeSet<u64>,
+    /// Generations whose live probe got -32022 first.
+    pub version_refused: BTreeSet<u64>,
+    /// Generations `initialize` was sent on.
+    pub init_sent: BTreeSet<u64>,
+    /// Generations `initialize` was sent on while the probe had no answer.
+    pub silent: BTreeSet<u64>,
+    /// Generations spawned at once after their predecessor's server died of the probe.
+    pub respawned: BTreeSet<u64>,
+    /// The next generation must probe (a respawned one's handshake failed).
+    pub must_probe: bool,
+    /// Per caller: the retry its `input_required` round owes until it is sent: the
+    /// `requestState` expected (`None` for none), and how many inputs were asked for.
+    pub mrtr: BTreeMap<u8, (Option<String>, u8)>,
+    /// Per caller: `input_required` retries sent.
+    pub rounds: BTreeMap<u8, u8>,
+    /// Callers sent again with inputs at least once (until answered).
+    pub retried: BTreeSet<u8>,
+    /// Callers whose request was lost while they had reissues left: their next fresh id is
+    /// the reissue.
+    pub reissue_due: BTreeSet<u8>,
+    /// Reissues per caller.
+    pub reissues: BTreeMap<u8, u8>,
+    /// The client's own listing of the tools in flight, once sent (until answered or ended).
+    pub relist_in_flight: Option<RequestId>,
+    /// Callers refused with -32020 once, waiting for that listing (until sent again).
+    pub relist_waiting: BTreeSet<u8>,
+    /// Callers refused with -32020 once already.
+    pub relisted: BTreeSet<u8>,
+    /// Callers sent again after a listing of the tools (until answered).
+    pub resent_relisted: BTreeSet<u8>,
+    /// Requests of the client's own found busy: busy outcomes so far, and when the next offer
+    /// is due while sends are left.
+    pub own_busy: BTreeMap<RequestId, (u8, Option<Duration>)>,
+    /// The listens the client sent, by id.
+    pub listens: BTreeMap<RequestId, ListenGhost>,
+    /// The server refused the client's listen since the interest last changed.
+    pub listen_refused: bool,
+    /// Listens of the client's lost since the last ready (ended by the server but refused,
+    /// timed out, their send refused).
+    pub listen_losses: u8,
+    /// Listens sent in a step where timers fired (reopenings), since the last ready.
+    pub listen_reopens: u8,
+    /// The last ready generation spoke the modern era, and no `initialize` was refused as a
+    /// modern server refuses it since (the client's verdict is modern).
+    pub verdict_modern: bool,
     /// Broken properties (bits of [`violation`]).
-    pub violations: u32,
+    pub violations: u64,
     /// Vacuity guards met (bits of [`seen`]).
-    pub seen: u32,
+    pub seen: u64,
 }
 
 /// The explored state.

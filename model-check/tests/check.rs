@@ -2,7 +2,7 @@
 //! ability to fail (a mutant, with a readable trace).
 
 use model_check::harness::{Coverage, Harness, Variant};
-use model_check::world::Move;
+use model_check::world::{Move, ServerKind};
 use model_check::{check, mutants, small_configuration, walk};
 
 #[test]
@@ -71,7 +71,7 @@ fn hand_minimised_counterexample_replays() {
     let model = Harness::new(small_configuration().bounds, case.variant);
     let mut w = model.initial();
     let path = [
-        Move::Up(1),
+        Move::Up(1, ServerKind::Legacy),
         Move::Frame(1, model_check::world::ServerFrame::InitOk(1)),
         Move::Call(1),
         Move::Stop(1),

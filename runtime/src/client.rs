@@ -5,12 +5,14 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_machine::{
-    CallId, CallOptions, CallRequest, Config, Failure, Input, Machine, NotifyRequest, SessionChange,
+    CallId, CallOptions, CallRequest, Config, Era, EraMode, Failure, Input, ListenStatus, Machine,
+    NotifyRequest, SessionChange,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::cache::{AuthContext, CacheConfig, CacheRequest, CacheStats, Cacheable, Lookup};
 use crate::driver::{Command, Driver, Outputs, ProgressSink, Wiring};
 use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
@@ -22,6 +24,11 @@ use crate::{ConnState, ConnectError, Error, Notifications, PaginationStop, Resul
 /// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
 /// receiver.
 pub const PROGRESS_CHANNEL_CAPACITY: usize = 256;
+
+/// The error a handshake-era server answers `resources/read` of an unknown resource with.
+const RESOURCE_NOT_FOUND: i64 = -32002;
+/// JSON-RPC's invalid params: also a 2026-07-28 server's answer to an unknown resource.
+const INVALID_PARAMS: i64 = -32602;
 
 /// The smallest reconnect delay [`ClientBuilder::backoff`] accepts.
 pub const MIN_BACKOFF: Duration = Duration::from_millis(10);
@@ -102,11 +109,14 @@ pub struct ClientBuilder {
     handler: Arc<dyn ClientHandler>,
     seed: Option<u64>,
     limits: Limits,
+    cache: CacheConfig,
     trace: Option<TraceRecorder>,
     notifications: Arc<Hub<Notification>>,
     transitions: Arc<Hub<crate::state::Transition>>,
     /// The HTTP connector still taking options ([`ClientBuilder::header`]), for HTTP builders.
     http: Option<HttpSetup>,
+    /// Check results against the listed `outputSchema` ([`ClientBuilder::validate_output`]).
+    validate_output: bool,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -143,10 +153,12 @@ impl ClientBuilder {
             handler: Arc::new(Handlers::new()),
             seed: None,
             limits: Limits::default(),
+            cache: CacheConfig::DEFAULT,
             trace: None,
             notifications: Arc::new(Hub::new(FeedLimits::NOTIFICATIONS)),
             transitions: Arc::new(Hub::new(FeedLimits::TRANSITIONS)),
             http: None,
+            validate_output: true,
         }
     }
 
@@ -207,12 +219,14 @@ impl ClientBuilder {
     }
 
     /// A builder for a server of the legacy HTTP+SSE transport (MCP 2024-11-05) whose event
-    /// stream is at `url` (see [`crate::transport::sse`]); never Streamable HTTP. Fails only
-    /// on a URL that is not `http(s)`.
+    /// stream is at `url` (see [`crate::transport::sse`]); never Streamable HTTP. That
+    /// transport belongs to the handshake era, so the builder speaks it only
+    /// ([`EraMode::Legacy`]: no `server/discover` probe). Fails only on a URL that is not
+    /// `http(s)`.
     pub fn sse(url: &str) -> Result<Self> {
         let connector = crate::transport::SseConnector::new(url)
             .map_err(|e| http_error(format!("sse: {url}"), e))?;
-        Ok(Self::new_http(HttpSetup::Sse(connector)))
+        Ok(Self::new_http(HttpSetup::Sse(connector)).era(EraMode::Legacy))
     }
 
     fn new_http(setup: HttpSetup) -> Self {
@@ -252,6 +266,24 @@ impl ClientBuilder {
         });
         if edited.is_none() {
             tracing::warn!(target: "mcp::builder", option = "http_timeout", transport = %self.connector.describe(),
+                "an HTTP option on a builder that is not HTTP is ignored");
+        }
+        self
+    }
+
+    /// HTTP: authorize with OAuth 2.1 ([`crate::auth::OAuth`]): every request to the server's
+    /// origin carries the token `oauth` holds for this server (refreshed before it expires;
+    /// never sent elsewhere, never shown). Get the first token with
+    /// [`crate::auth::OAuth::login`]. Not yet: authorizing when the server answers 401 or 403
+    /// mid-connection (such a connection fails as any HTTP error does). Ignored, with a
+    /// warning, by a builder that is not an HTTP one (authorization is not for stdio).
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        let edited = self.edit_http(&|web| {
+            web.oauth = Some(oauth.clone());
+            Ok(())
+        });
+        if edited.is_none() {
+            tracing::warn!(target: "mcp::builder", option = "oauth", transport = %self.connector.describe(),
                 "an HTTP option on a builder that is not HTTP is ignored");
         }
         self
@@ -355,6 +387,71 @@ impl ClientBuilder {
         self
     }
 
+    /// Which era of MCP to speak. [`EraMode::Auto`], the default, asks the server with
+    /// `server/discover` and falls back to the handshake when the server is a legacy one (on
+    /// the same process or link); the verdict is kept for the client's lifetime and decided
+    /// again when it proves wrong.
+    /// [`EraMode::Legacy`] speaks the `initialize` handshake only (no probe);
+    /// [`EraMode::Modern`] speaks 2026-07-28 only.
+    pub fn era(mut self, mode: EraMode) -> Self {
+        self.config.era = mode;
+        self
+    }
+
+    /// The most `input_required` rounds (2026-07-28) one call goes through before it fails
+    /// with [`Error::InputRequired`] (10; at least 1).
+    pub fn max_input_rounds(mut self, rounds: u8) -> Self {
+        self.config.max_input_rounds = rounds.max(1);
+        self
+    }
+
+    /// How many times one modern call (2026-07-28) is sent again under a new id after its
+    /// request was lost without an answer: its response stream broke, or the server refused
+    /// it with -32022 naming a version this client speaks (2; 0 never sends one again). Past
+    /// it, that error is the call's answer. A lost request is re-issued, never resumed.
+    pub fn max_reissues(mut self, reissues: u8) -> Self {
+        self.config.max_reissues = reissues;
+        self
+    }
+
+    /// Whether the listen of a 2026-07-28 connection asks for the list changes (tools,
+    /// prompts, resources) of every kind the server advertises `listChanged` for (on by
+    /// default). Off, a listen carries only the resources subscribed, and the response cache
+    /// relies on its TTLs alone for the lists.
+    pub fn listen_list_changed(mut self, on: bool) -> Self {
+        self.config.listen_list_changed = on;
+        self
+    }
+
+    /// How often a listen the server ended (or that was not acknowledged in time) is opened
+    /// again per connection (3), and the delay before the first reopening (1 s, doubled each
+    /// time, ±20 %). A listen that stayed acknowledged for 60 s starts the count again.
+    pub fn relisten(mut self, max: u8, delay: Duration) -> Self {
+        self.config.max_relistens = max;
+        self.config.relisten_delay = delay;
+        self
+    }
+
+    /// Whether [`Client::call_tool`] checks a result's `structuredContent` against the
+    /// `outputSchema` its tool declared (on by default): a result that does not match, or a
+    /// successful one without `structuredContent`, is [`Error::OutputSchemaMismatch`] (the
+    /// result inside); a schema that cannot be used (invalid, a `$ref` outside it, too large or
+    /// complex) is [`Error::InvalidOutputSchema`]. Schemas come from the client's latest
+    /// [`Client::list_tools`] / [`Client::list_all_tools`] (a tool never listed is not
+    /// checked), are JSON Schema 2020-12 unless `$schema` says otherwise, and no `$ref` is
+    /// ever fetched. `false` checks nothing and records no schema.
+    pub fn validate_output(mut self, on: bool) -> Self {
+        self.validate_output = on;
+        self
+    }
+
+    /// How long `server/discover` may go unanswered before the server is taken for a legacy
+    /// one (auto) or given up on (modern) (5 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.config.probe_timeout = timeout;
+        self
+    }
+
     /// Default per-call timeout (30 s).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.request_timeout = timeout;
@@ -416,6 +513,22 @@ impl ClientBuilder {
     /// [`Error::EndlessPagination`]; a repeated cursor fails at once.
     pub fn max_pages(mut self, pages: usize) -> Self {
         self.limits.max_pages = pages.max(1);
+        self
+    }
+
+    /// Switches the response cache (SEP-2549) on (the default) or off, keeping its bounds. On,
+    /// `list_*` pages and `read_resource` results the server gave a positive `ttlMs` are
+    /// answered from memory while fresh; off, every call goes to the server. See
+    /// [`CacheConfig`] and [`Client::cache_stats`].
+    pub fn response_cache(mut self, enabled: bool) -> Self {
+        self.cache.enabled = enabled;
+        self
+    }
+
+    /// The response cache's whole configuration: on or off, its entry and byte bounds, the
+    /// longest TTL it honours ([`CacheConfig::DEFAULT`] unless set).
+    pub fn cache_config(mut self, config: CacheConfig) -> Self {
+        self.cache = config;
         self
     }
 
@@ -500,7 +613,7 @@ impl ClientBuilder {
                         stderr_tail: connector.stderr_tail(),
                     })));
                 }
-                ConnState::Starting | ConnState::Initializing => {}
+                ConnState::Starting | ConnState::Probing | ConnState::Initializing => {}
             }
             if states.changed().await.is_err() {
                 return Err(Error::Shutdown);
@@ -541,12 +654,15 @@ impl ClientBuilder {
         };
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
+        let (listening, _) = watch::channel(ListenStatus::default());
         let out = Arc::new(Outputs {
             state: state_tx,
+            listening,
             server: RwLock::new(None),
             last_error: RwLock::new(None),
             notifications: self.notifications,
             transitions: self.transitions,
+            cache: crate::cache::ResponseCache::new(self.cache),
             closed: closed_tx,
         });
         let wiring = Wiring {
@@ -588,6 +704,8 @@ impl ClientBuilder {
             out,
             next_call,
             limits: self.limits,
+            auth: AuthContext::unauthenticated(),
+            output_schemas: crate::output_schema::OutputSchemas::new(self.validate_output),
         });
         Client { shared }
     }
@@ -649,6 +767,11 @@ struct Shared {
     out: Arc<Outputs>,
     next_call: Arc<AtomicU64>,
     limits: Limits,
+    /// The authorization context of the cache's lookups: one for the client's lifetime (no
+    /// authorization is built yet, so today every client has the same, unauthenticated one).
+    auth: AuthContext,
+    /// The listed tools' `outputSchema`s and their compiled validators.
+    output_schemas: crate::output_schema::OutputSchemas,
 }
 
 /// Sends notifications to the server through the driver, for the driver's own needs and for
@@ -747,6 +870,18 @@ impl Client {
         self.shared.state.clone()
     }
 
+    /// What the client wants told by a 2026-07-28 server (list changes, resource updates) and
+    /// what the server's acknowledged listens cover now. Empty in the handshake era, where
+    /// subscriptions are `resources/subscribe` requests and list changes arrive unasked.
+    pub fn listen_status(&self) -> ListenStatus {
+        self.shared.out.listening.borrow().clone()
+    }
+
+    /// A watch of [`Client::listen_status`] (every change).
+    pub fn watch_listen_status(&self) -> watch::Receiver<ListenStatus> {
+        self.shared.out.listening.subscribe()
+    }
+
     /// What the server said in the last handshake (name, version, negotiated protocol
     /// version, capabilities, instructions).
     pub fn server_info(&self) -> Option<ServerInfo> {
@@ -756,6 +891,15 @@ impl Client {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The era of MCP this server speaks, as the last handshake or discovery found it; `None`
+    /// before the first one.
+    pub fn era(&self) -> Option<Era> {
+        let info = self.server_info()?;
+        let modern =
+            mcp_machine::MODERN_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str());
+        Some(if modern { Era::Modern } else { Era::Legacy })
     }
 
     /// What the server declared in the last handshake, typed (see [`ServerCapabilities`]);
@@ -900,6 +1044,53 @@ impl Client {
         })
     }
 
+    /// [`Client::typed`] through the response cache: a fresh entry answers without a request;
+    /// a miss sends it and stores the result as its hints say (only one that decodes). Two
+    /// identical misses at once both go to the server.
+    async fn cached<T: DeserializeOwned>(&self, request: CacheRequest) -> Result<T> {
+        let method = request.method();
+        let decode = |v: &Value| {
+            T::deserialize(v).map_err(|e| Error::InvalidResult {
+                method: method.to_owned(),
+                source: Arc::new(e),
+            })
+        };
+        let cache = &self.shared.out.cache;
+        let ticket = match cache.lookup(&request, &self.shared.auth) {
+            Lookup::Hit(v) => return decode(&v),
+            Lookup::Miss(ticket) => ticket,
+        };
+        let outcome = self
+            .request_with(method, request.params(), RequestOptions::default())
+            .await;
+        match outcome {
+            Ok(v) => {
+                let typed = decode(&v)?;
+                cache.store(ticket, v);
+                Ok(typed)
+            }
+            Err(e) => {
+                if let Error::Server { code, .. } = &e {
+                    cache.failed(&ticket, *code);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// What the response cache did so far (hits, misses, stores, evictions, expirations,
+    /// invalidations) and what it holds; all zero when it is off
+    /// ([`ClientBuilder::response_cache`]).
+    pub fn cache_stats(&self) -> CacheStats {
+        self.shared.out.cache.stats()
+    }
+
+    /// Drops every cached result: the next call of each cacheable method goes to the server.
+    /// Results in flight when it is called are not stored. Does not turn the cache off.
+    pub fn clear_cache(&self) {
+        self.shared.out.cache.clear();
+    }
+
     /// Sends a notification; answers once the transport took it (or with why it did not).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
         let notifier = Notifier {
@@ -909,19 +1100,37 @@ impl Client {
         notifier.notify(method, params).await
     }
 
-    /// `ping`.
+    /// A round trip proving the server answers: `ping` in the handshake era; in the 2026-07-28
+    /// era, which removed `ping`, a `server/discover` (every modern server implements it and it
+    /// changes nothing). Its result is dropped.
     pub async fn ping(&self) -> Result<()> {
         self.request("ping", None).await.map(|_| ())
     }
 
-    /// One page of `tools/list`.
+    /// One page of `tools/list`. Over Streamable HTTP in the 2026-07-28 era, a tool whose
+    /// `x-mcp-header` annotations are invalid is left out (with a warning naming the tool and
+    /// why): its calls could not carry the headers the server checks. Cached as the page's
+    /// `ttlMs` and `cacheScope` say ([`ClientBuilder::response_cache`]). Each listed tool's
+    /// `outputSchema` is recorded (the latest listing wins) to check its call results
+    /// ([`ClientBuilder::validate_output`]).
     pub async fn list_tools(&self, cursor: Option<String>) -> Result<ListToolsResult> {
-        self.typed(
-            "tools/list",
-            cursor_params(cursor),
-            RequestOptions::default(),
-        )
-        .await
+        let mut page: ListToolsResult = self
+            .cached(CacheRequest::list(Cacheable::ToolsList, cursor))
+            .await?;
+        if self.era() == Some(Era::Modern) && self.shared.connector.mirrors_tool_headers() {
+            page.tools.retain(|tool| {
+                let listed = json!({"name": tool.name, "inputSchema": tool.input_schema});
+                match mcp_machine::headers::validate_tool(&listed) {
+                    Ok(_) => true,
+                    Err(invalid) => {
+                        tracing::warn!(target: "mcp::tools", tool = ?tool.name, reason = ?invalid.reason, "tool left out: invalid x-mcp-header annotations");
+                        false
+                    }
+                }
+            });
+        }
+        self.shared.output_schemas.record(&page.tools);
+        Ok(page)
     }
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
@@ -975,13 +1184,18 @@ impl Client {
         Ok(all)
     }
 
-    /// `tools/call`.
+    /// `tools/call`. If the tool declared an `outputSchema` in the client's latest listing of
+    /// it, a successful result's `structuredContent` is checked against it (see
+    /// [`ClientBuilder::validate_output`]): [`Error::OutputSchemaMismatch`] or
+    /// [`Error::InvalidOutputSchema`] then carry the result. A tool never listed is not
+    /// checked.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, RequestOptions::default())
             .await
     }
 
-    /// `tools/call` with options (timeout, progress).
+    /// `tools/call` with options (timeout, progress); the result is checked as
+    /// [`Client::call_tool`] says.
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -994,16 +1208,13 @@ impl Client {
             options,
         )
         .await
+        .and_then(|result| self.shared.output_schemas.check(name, result))
     }
 
-    /// One page of `resources/list`.
+    /// One page of `resources/list` (cached as its hints say, like [`Client::list_tools`]).
     pub async fn list_resources(&self, cursor: Option<String>) -> Result<ListResourcesResult> {
-        self.typed(
-            "resources/list",
-            cursor_params(cursor),
-            RequestOptions::default(),
-        )
-        .await
+        self.cached(CacheRequest::list(Cacheable::ResourcesList, cursor))
+            .await
     }
 
     /// Every resource, across pages.
@@ -1016,17 +1227,14 @@ impl Client {
         .await
     }
 
-    /// One page of `resources/templates/list`.
+    /// One page of `resources/templates/list` (cached as its hints say, like
+    /// [`Client::list_tools`]).
     pub async fn list_resource_templates(
         &self,
         cursor: Option<String>,
     ) -> Result<ListResourceTemplatesResult> {
-        self.typed(
-            "resources/templates/list",
-            cursor_params(cursor),
-            RequestOptions::default(),
-        )
-        .await
+        self.cached(CacheRequest::list(Cacheable::ResourceTemplatesList, cursor))
+            .await
     }
 
     /// Every resource template, across pages.
@@ -1039,14 +1247,25 @@ impl Client {
         .await
     }
 
-    /// `resources/read`.
+    /// `resources/read`. A server that does not have the resource answers -32002 (the
+    /// handshake era) or -32602 (2026-07-28): either is [`Error::ResourceNotFound`]. Cached
+    /// per URI as the result's hints say, until a `notifications/resources/updated` for it
+    /// ([`ClientBuilder::response_cache`]).
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        self.typed(
-            "resources/read",
-            Some(json!({"uri": uri})),
-            RequestOptions::default(),
-        )
-        .await
+        let read = self.cached(CacheRequest::read(uri)).await;
+        match read {
+            Err(Error::Server { code, message, .. })
+                if code == RESOURCE_NOT_FOUND
+                    || (code == INVALID_PARAMS && self.era() == Some(Era::Modern)) =>
+            {
+                Err(Error::ResourceNotFound {
+                    uri: uri.to_owned(),
+                    code,
+                    message,
+                })
+            }
+            other => other,
+        }
     }
 
     /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
@@ -1083,14 +1302,10 @@ impl Client {
         .await
     }
 
-    /// One page of `prompts/list`.
+    /// One page of `prompts/list` (cached as its hints say, like [`Client::list_tools`]).
     pub async fn list_prompts(&self, cursor: Option<String>) -> Result<ListPromptsResult> {
-        self.typed(
-            "prompts/list",
-            cursor_params(cursor),
-            RequestOptions::default(),
-        )
-        .await
+        self.cached(CacheRequest::list(Cacheable::PromptsList, cursor))
+            .await
     }
 
     /// Every prompt, across pages.
@@ -1174,8 +1389,4 @@ impl Client {
             () = self.shared.commands.closed() => {}
         }
     }
-}
-
-fn cursor_params(cursor: Option<String>) -> Option<Value> {
-    cursor.map(|c| json!({ "cursor": c }))
 }

@@ -49,10 +49,14 @@ pub(crate) enum Command {
 /// What the driver publishes for the handles.
 pub(crate) struct Outputs {
     pub(crate) state: watch::Sender<ConnState>,
+    /// What the client wants told and what the listens cover (2026-07-28).
+    pub(crate) listening: watch::Sender<mcp_machine::ListenStatus>,
     pub(crate) server: RwLock<Option<ServerInfo>>,
     pub(crate) last_error: RwLock<Option<Failure>>,
     pub(crate) notifications: Arc<Hub<Notification>>,
     pub(crate) transitions: Arc<Hub<crate::state::Transition>>,
+    /// The response cache, told of every notification and step (it invalidates on them).
+    pub(crate) cache: crate::cache::ResponseCache,
     /// True once the driver ended and every transport task finished (children reaped).
     pub(crate) closed: watch::Sender<bool>,
 }
@@ -91,10 +95,10 @@ pub(crate) struct Driver {
     events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
     events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
-    handler_tx: mpsc::UnboundedSender<(u64, HandlerReply)>,
-    handler_rx: mpsc::UnboundedReceiver<(u64, HandlerReply)>,
+    handler_tx: mpsc::UnboundedSender<(u64, Done)>,
+    handler_rx: mpsc::UnboundedReceiver<(u64, Done)>,
     /// Handler tasks in flight: how to abort each, and its context's cancellation flag.
-    server_tasks: HashMap<(u64, ServerRequestId), (AbortHandle, watch::Sender<bool>)>,
+    server_tasks: HashMap<(u64, TaskKey), (AbortHandle, watch::Sender<bool>)>,
     /// Sends the driver's own notifications (roots changed) and handlers' progress.
     notifier: Notifier,
     /// The host's roots, when it changes them at run time.
@@ -158,10 +162,17 @@ impl Driver {
             tokio::select! {
                 biased;
                 Some((generation, event)) = self.events_rx.recv() => self.transport_event(generation, event),
-                Some((generation, reply)) = self.handler_rx.recv() => {
-                    self.server_tasks.remove(&(generation, reply.id.clone()));
-                    self.input(Input::HandlerReply { generation, reply });
-                }
+                Some((generation, done)) = self.handler_rx.recv() => match done {
+                    Done::Server(reply) => {
+                        self.server_tasks.remove(&(generation, TaskKey::Server(reply.id.clone())));
+                        self.input(Input::HandlerReply { generation, reply });
+                    }
+                    Done::Input(reply) => {
+                        let key = TaskKey::Input(reply.request, reply.key.clone());
+                        self.server_tasks.remove(&(generation, key));
+                        self.input(Input::InputReply { generation, reply });
+                    }
+                },
                 () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
                 () = roots_changed(&mut self.roots) => {
                     // The host changed its roots: tell the server, like a host's own notify.
@@ -303,6 +314,7 @@ impl Driver {
 
     fn observe(&mut self, step: Step) {
         self.record(|| Record::Step(step));
+        self.out.cache.observe_step(&step);
         tracing::trace!(target: "mcp::row", row = step.row, line = step.line, state = step.from.name(), event = step.event.name(), "row fired");
         if step.from == step.to {
             return;
@@ -449,6 +461,8 @@ impl Driver {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
                 let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
+                // Before any subscriber sees it: one that re-lists at once gets fresh results.
+                self.out.cache.observe_notification(&n.parsed);
                 self.out.notifications.publish(&n, size);
             }
             Action::Progress { call, params } => {
@@ -471,55 +485,56 @@ impl Driver {
             } => {
                 let mcp_machine::ServerRequest { id, method, params } = request;
                 tracing::debug!(target: "mcp::server_request", method = %method, %id, "server request");
-                // Building the future runs user code on the driver: a panic there becomes an
-                // internal error for the server, like a panic inside the future.
-                let handler = &*self.handler;
                 let params = params.unwrap_or(Value::Null);
-                let (cancelled_tx, cancelled) = watch::channel(false);
-                let cx = RequestContext::new(
+                let task = TaskKey::Server(id.clone());
+                self.spawn_handler(
+                    generation,
+                    task,
                     id.clone(),
-                    method.clone(),
-                    &params,
-                    self.machine.server().cloned(),
-                    cancelled,
-                    Some(self.notifier.clone()),
+                    method,
+                    params,
+                    move |result| Done::Server(HandlerReply { id, result }),
                 );
-                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    route(handler, &method, params, cx)
-                }));
-                let fut: crate::handler::HandlerFuture<Value> = match built {
-                    Ok(fut) => fut,
-                    Err(_) => {
-                        let message = format!("the client's handler for {method} panicked");
-                        Box::pin(async move {
-                            Err(RpcError {
-                                code: -32603,
-                                message,
-                                data: None,
-                            })
-                        })
-                    }
-                };
-                let inner = tokio::spawn(fut);
-                let abort = inner.abort_handle();
-                let tx = self.handler_tx.clone();
-                let key = (generation, id.clone());
-                tokio::spawn(async move {
-                    let result = match inner.await {
-                        Ok(r) => r,
-                        Err(e) if e.is_panic() => Err(RpcError {
-                            code: -32603,
-                            message: format!("the client's handler for {method} panicked"),
-                            data: None,
-                        }),
-                        Err(_) => return,
-                    };
-                    let _ = tx.send((generation, HandlerReply { id, result }));
+            }
+            Action::InputRequest {
+                generation,
+                request,
+                key,
+                method,
+                params,
+            } => {
+                tracing::debug!(target: "mcp::input_request", method = %method, request, key = ?key, "input request of an input_required round");
+                // The handler's context names the input by the call's request and its key.
+                let cx_id = ServerRequestId::Str(format!("{request}/{key}"));
+                let task = TaskKey::Input(request, key.clone());
+                self.spawn_handler(generation, task, cx_id, method, params, move |outcome| {
+                    Done::Input(mcp_machine::InputReply {
+                        request,
+                        key,
+                        outcome,
+                    })
                 });
-                self.server_tasks.insert(key, (abort, cancelled_tx));
+            }
+            Action::AbortInputs {
+                generation,
+                request,
+            } => {
+                let ended: Vec<_> = self
+                    .server_tasks
+                    .keys()
+                    .filter(|(g, k)| {
+                        *g == generation && matches!(k, TaskKey::Input(r, _) if *r == request)
+                    })
+                    .cloned()
+                    .collect();
+                for key in ended {
+                    if let Some(task) = self.server_tasks.remove(&key) {
+                        cancel(task);
+                    }
+                }
             }
             Action::AbortServerRequest { generation, id } => {
-                if let Some(task) = self.server_tasks.remove(&(generation, id)) {
+                if let Some(task) = self.server_tasks.remove(&(generation, TaskKey::Server(id))) {
                     cancel(task);
                 }
             }
@@ -535,6 +550,11 @@ impl Driver {
                         cancel(task);
                     }
                 }
+            }
+            Action::Listening(status) => {
+                tracing::debug!(target: "mcp::listen", ?status, "listen status");
+                self.out.cache.observe_listening(&status);
+                self.out.listening.send_replace(status);
             }
             Action::Report(report) => trace_report(&report),
             Action::Exit => {
@@ -555,6 +575,79 @@ fn answer(p: Pending, outcome: Result<Value, Error>) {
         Pending::Stop { reply } => {
             let _ = reply.send(());
         }
+    }
+}
+
+/// A handler task: a server request's, or one input request of a call's MRTR round.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum TaskKey {
+    Server(ServerRequestId),
+    Input(mcp_machine::RequestId, String),
+}
+
+/// What a finished handler task gives back.
+enum Done {
+    Server(HandlerReply),
+    Input(mcp_machine::InputReply),
+}
+
+impl Driver {
+    /// Runs the client handler for one request (of the server, or of an input round) on its own
+    /// task, tagged with its generation; `done` turns the outcome into what goes back to the
+    /// machine. Building the future runs user code on the driver: a panic there becomes an
+    /// internal error, like a panic inside the future.
+    fn spawn_handler(
+        &mut self,
+        generation: u64,
+        task: TaskKey,
+        id: ServerRequestId,
+        method: String,
+        params: Value,
+        done: impl FnOnce(Result<Value, RpcError>) -> Done + Send + 'static,
+    ) {
+        let handler = &*self.handler;
+        let (cancelled_tx, cancelled) = watch::channel(false);
+        let cx = RequestContext::new(
+            id,
+            method.clone(),
+            &params,
+            self.machine.server().cloned(),
+            cancelled,
+            Some(self.notifier.clone()),
+        );
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            route(handler, &method, params, cx)
+        }));
+        let fut: crate::handler::HandlerFuture<Value> = match built {
+            Ok(fut) => fut,
+            Err(_) => {
+                let message = format!("the client's handler for {method} panicked");
+                Box::pin(async move {
+                    Err(RpcError {
+                        code: -32603,
+                        message,
+                        data: None,
+                    })
+                })
+            }
+        };
+        let inner = tokio::spawn(fut);
+        let abort = inner.abort_handle();
+        let tx = self.handler_tx.clone();
+        tokio::spawn(async move {
+            let result = match inner.await {
+                Ok(r) => r,
+                Err(e) if e.is_panic() => Err(RpcError {
+                    code: -32603,
+                    message: format!("the client's handler for {method} panicked"),
+                    data: None,
+                }),
+                Err(_) => return,
+            };
+            let _ = tx.send((generation, done(result)));
+        });
+        self.server_tasks
+            .insert((generation, task), (abort, cancelled_tx));
     }
 }
 
@@ -602,7 +695,16 @@ fn trace_report(report: &Report) {
             tracing::warn!(target: "mcp::session", ?change, "could not restore the session after a reconnect");
         }
         Report::InitRejected(reason) => {
-            tracing::warn!(target: "mcp::protocol", violation = "handshake", %reason, "handshake failed");
+            tracing::warn!(target: "mcp::protocol", violation = "handshake", reason = ?reason.to_string(), "handshake failed");
+        }
+        Report::ProbeFallback { reason } => {
+            tracing::info!(target: "mcp::era", ?reason, "server/discover answered as by a legacy server: legacy handshake");
+        }
+        Report::ProbeTimeout => {
+            tracing::info!(target: "mcp::era", "no answer to server/discover in time");
+        }
+        Report::UnexpectedServerRequest { method } => {
+            tracing::warn!(target: "mcp::protocol", violation = "unexpected_server_request", ?method, "server request dropped unanswered");
         }
         other => tracing::debug!(target: "mcp::driver", ?other, "report"),
     }

@@ -63,6 +63,65 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A 2026-07-28 server answered with a `resultType` this client cannot use (one it does not
+    /// know, or `input_required` where it cannot give the input); the call failed at once.
+    #[error("the server answered with result type {result_type:?}, which this client cannot use")]
+    UnknownResultType {
+        /// The result type the server named.
+        result_type: String,
+    },
+    /// A 2026-07-28 server's `input_required` result could not be met (more rounds than
+    /// [`crate::ClientBuilder::max_input_rounds`], input the client did not declare it gives,
+    /// a method that cannot ask for input); the call failed at once.
+    #[error("the server's request for input cannot be met: {reason}")]
+    InputRequired {
+        /// Why.
+        reason: String,
+    },
+    /// The client's handler failed to give one input of a 2026-07-28 `input_required` round;
+    /// the call failed (nothing of it is left on the wire).
+    #[error("the client's handler failed input {key:?}: {error}")]
+    InputFailed {
+        /// The input's key in `inputRequests`.
+        key: String,
+        /// The handler's error.
+        error: mcp_machine::RpcError,
+    },
+    /// A 2026-07-28 subscribe: the server acknowledged the listen asking for the resource
+    /// without it, so it will not tell of its updates.
+    #[error("the server does not honor a subscription to {uri}")]
+    SubscriptionNotHonored {
+        /// The resource.
+        uri: String,
+    },
+    /// A 2026-07-28 subscribe: the listen that was to carry it ended before the server
+    /// acknowledged it (or is not opened again).
+    #[error("the listen carrying the subscription ended: {reason}")]
+    ListenEnded {
+        /// How.
+        reason: String,
+    },
+    /// A 2026-07-28 server refused the request because it needs client capabilities the client
+    /// did not declare (-32021); `required` is its `data.requiredCapabilities` (`null` when it
+    /// gave none).
+    #[error("the server needs client capabilities this client did not declare: {message}")]
+    MissingCapability {
+        /// The capabilities the server named, as it sent them.
+        required: Value,
+        /// The server's message.
+        message: String,
+    },
+    /// The server does not have the resource (`resources/read` answered -32002, or -32602 by a
+    /// 2026-07-28 server).
+    #[error("resource not found: {uri} ({message})")]
+    ResourceNotFound {
+        /// The URI asked for.
+        uri: String,
+        /// The server's error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
     /// The server's result does not have the shape the method's result must have.
     #[error("invalid {method} result from the server: {source}")]
     InvalidResult {
@@ -81,6 +140,50 @@ pub enum Error {
         message: String,
         /// Optional data.
         data: Option<Value>,
+    },
+    /// The `structuredContent` of a `tools/call` result does not match the `outputSchema` the
+    /// tool declared in the client's latest listing of it, or is missing from a result that is
+    /// not a tool error (the specification says such a server MUST return conforming
+    /// structured content). The call itself succeeded: the server's result is in `result`.
+    ///
+    /// Only tools the client listed ([`crate::Client::list_tools`],
+    /// [`crate::Client::list_all_tools`]) are checked, and never a result with
+    /// `isError: true`; [`crate::ClientBuilder::validate_output`] turns the check off. Not a
+    /// transport or protocol failure.
+    #[error(
+        "tool {}: the result does not match the tool's outputSchema: {}",
+        crate::output_schema::shown_name(tool),
+        summary(errors)
+    )]
+    OutputSchemaMismatch {
+        /// The tool called.
+        tool: String,
+        /// What does not match: at most 16 lines (then one saying how many more), each
+        /// starting with the JSON pointer of the place in `structuredContent` (`(root)` for
+        /// the whole), control characters escaped and each line bounded (instance values are
+        /// not repeated).
+        errors: Vec<String>,
+        /// The server's result, unchanged.
+        result: Box<crate::types::CallToolResult>,
+    },
+    /// The `outputSchema` a listed tool declared cannot be used to check its results: it is
+    /// not valid JSON Schema, has a `$ref` that does not resolve inside it (an `http:`,
+    /// `https:` or `file:` one included: references are never fetched), is larger or more
+    /// complex than the client's bounds (1 MiB; subschemas 64 deep and 10 000 with every
+    /// `$ref` expanded), or could make validation take exponential time. Such a schema is
+    /// rejected, never treated as accepting everything. The call itself succeeded: the
+    /// server's result is in `result`, unchecked.
+    #[error(
+        "tool {}: its outputSchema cannot be used to check the result: {reason}",
+        crate::output_schema::shown_name(tool)
+    )]
+    InvalidOutputSchema {
+        /// The tool called.
+        tool: String,
+        /// Why (control characters escaped, bounded).
+        reason: String,
+        /// The server's result, unchanged.
+        result: Box<crate::types::CallToolResult>,
     },
     /// The call was cancelled by its caller.
     #[error("request cancelled")]
@@ -134,13 +237,34 @@ impl ConnectError {
     }
 }
 
+/// The first of `errors`, and how many more there are, for a one-line message.
+fn summary(errors: &[String]) -> String {
+    match errors {
+        [] => "no details".to_owned(),
+        [one] => one.clone(),
+        [first, rest @ ..] => {
+            // The last line may already say how many were left out ("… and 9 more").
+            let left_out = rest
+                .last()
+                .and_then(|l| l.strip_prefix("… and "))
+                .and_then(|l| l.strip_suffix(" more"))
+                .and_then(|n| n.parse::<usize>().ok());
+            let more = match left_out {
+                Some(n) => rest.len() - 1 + n,
+                None => rest.len(),
+            };
+            format!("{first} (and {more} more)")
+        }
+    }
+}
+
 fn last_line(lines: &[String]) -> Option<&String> {
     lines.iter().rev().find(|l| !l.trim().is_empty())
 }
 
 /// `text` with control characters (terminal escapes, carriage returns, bidi overrides) shown
 /// as escapes, so server text in an error cannot drive a terminal or forge a log line.
-fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     text.chars()
         .flat_map(|c| {
             let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
@@ -203,6 +327,19 @@ impl From<CallError> for Error {
             CallError::ConnectionLost(f) => Error::ConnectionLost(f),
             CallError::SendFailed => Error::SendFailed,
             CallError::Backpressure { attempts } => Error::Backpressure { attempts },
+            // -32021: a 2026-07-28 server needs client capabilities the request did not
+            // declare; it names them.
+            CallError::Server(e) if e.code == mcp_machine::MISSING_CAPABILITY => {
+                Error::MissingCapability {
+                    required: e
+                        .data
+                        .as_ref()
+                        .and_then(|d| d.get("requiredCapabilities"))
+                        .cloned()
+                        .unwrap_or(Value::Null),
+                    message: e.message,
+                }
+            }
             CallError::Server(e) => Error::Server {
                 code: e.code,
                 message: e.message,
@@ -210,6 +347,13 @@ impl From<CallError> for Error {
             },
             CallError::Cancelled => Error::Cancelled,
             CallError::InvalidResponse { reason } => Error::InvalidResponse { reason },
+            CallError::InputRequired { reason } => Error::InputRequired { reason },
+            CallError::InputFailed { key, error } => Error::InputFailed { key, error },
+            CallError::UnknownResultType { result_type } => {
+                Error::UnknownResultType { result_type }
+            }
+            CallError::SubscriptionNotHonored { uri } => Error::SubscriptionNotHonored { uri },
+            CallError::ListenEnded { reason } => Error::ListenEnded { reason },
         }
     }
 }

@@ -84,20 +84,29 @@
 //! - A stdio server's stderr is never an error signal: each line is a `tracing` event
 //!   ([`transport::SERVER_STDERR_TARGET`]), and the last lines are kept for
 //!   [`ConnectError::stderr_tail`] and [`Client::server_stderr`].
+//! - [`Client::call_tool`] checks a result's `structuredContent` against the `outputSchema`
+//!   its tool declared in the client's latest tool listing (JSON Schema 2020-12 unless
+//!   `$schema` says otherwise; no `$ref` is ever fetched): a mismatch is
+//!   [`Error::OutputSchemaMismatch`], with the result inside. A tool never listed is not
+//!   checked; [`ClientBuilder::validate_output`] turns the check off.
 //! - POSIX only (Linux, macOS): the stdio transport uses process groups and signals.
 #![warn(missing_docs)]
 
+pub mod auth;
+mod cache;
 mod client;
 mod driver;
 mod error;
 mod feed;
 mod handler;
+mod output_schema;
 mod requests;
 mod state;
 pub mod trace;
 pub mod transport;
 pub mod types;
 
+pub use crate::cache::{CacheConfig, CacheStats};
 pub use crate::client::{
     Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
 };
@@ -114,7 +123,10 @@ pub use crate::types::{
     CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
     ServerCapabilities, ServerInfo, ServerNotification,
 };
-pub use mcp_machine::{Failure, IoCause, RpcError, TransportError};
+pub use mcp_machine::{
+    Era, EraMode, Failure, IoCause, ListenFilter, ListenStatus, MODERN_PROTOCOL_VERSIONS, RpcError,
+    SUPPORTED_PROTOCOL_VERSIONS, TransportError,
+};
 
 /// A feed of server notifications: see [`Client::notifications`].
 pub type Notifications = Feed<Notification>;

@@ -536,7 +536,11 @@ mod tests {
 
     fn record_with(limit: usize, script: Vec<(Input, Duration)>) -> Trace {
         let recorder = TraceRecorder::with_limit(limit);
-        let config = Config::default();
+        // The scripts answer `initialize` directly: the handshake era, no probe.
+        let config = Config {
+            era: mcp_machine::EraMode::Legacy,
+            ..Config::default()
+        };
         recorder.begin(&config, 5);
         let mut machine = Machine::new(config, 5, Duration::ZERO);
         let mut sink = TraceSink::new(recorder.clone());

@@ -35,7 +35,9 @@ pub fn in_process(config: ServerConfig) -> ClientBuilder {
 /// tests that need exact control of what a server says. `reply` gets the generation (from 1)
 /// and each message the client sends, and returns the messages to write back, one a line (an
 /// array is written as one line: a JSON-RPC batch); `None` closes the connection. At the end of
-/// the client's stream it gets `Value::Null` (its answer is then ignored).
+/// the client's stream it gets `Value::Null` (its answer is then ignored). Scripts are written
+/// in the handshake era, so the builder speaks it only ([`EraMode::Legacy`], no
+/// `server/discover` probe); a test of another era sets its own with `.era(…)`.
 pub fn scripted<F>(reply: F) -> ClientBuilder
 where
     F: Fn(u64, serde_json::Value) -> Option<Vec<serde_json::Value>> + Send + Sync + 'static,
@@ -72,7 +74,9 @@ where
             Ok((cr, cw))
         }
     });
-    ClientBuilder::new(connector).seed(11)
+    ClientBuilder::new(connector)
+        .seed(11)
+        .era(mcp_runtime::EraMode::Legacy)
 }
 
 /// The `initialize` result of a scripted server named `name` at `version`.
@@ -91,6 +95,54 @@ pub fn stdio(binary: &str, args: &[&str]) -> ClientBuilder {
     ClientBuilder::stdio(binary, args.iter().copied())
         .seed(7)
         .init_timeout(Duration::from_secs(10))
+}
+
+/// How long the era and cache tests wait for a connect, a handshake or an answer.
+pub const ERA_WAIT: Duration = Duration::from_secs(10);
+
+/// Short timeouts and a fast backoff for the era and cache tests, in `mode`.
+fn quick(builder: ClientBuilder, mode: mcp_runtime::EraMode) -> ClientBuilder {
+    builder
+        .era(mode)
+        .probe_timeout(Duration::from_secs(3))
+        .connect_timeout(ERA_WAIT)
+        .init_timeout(ERA_WAIT)
+        .request_timeout(ERA_WAIT)
+        .backoff(Duration::from_millis(20), Duration::from_millis(50), 0)
+}
+
+/// A builder for `binary args` over stdio in `mode`, with short timeouts.
+pub fn over_stdio(binary: &str, args: &[&str], mode: mcp_runtime::EraMode) -> ClientBuilder {
+    quick(stdio(binary, args), mode)
+}
+
+/// A builder for an HTTP URL (Streamable HTTP, falling back to HTTP+SSE) in `mode`, with short
+/// timeouts.
+pub fn over_http(url: &str, mode: mcp_runtime::EraMode) -> ClientBuilder {
+    quick(ClientBuilder::http(url).expect("an http URL").seed(7), mode)
+}
+
+/// Spawns `binary args` (the args must serve HTTP, e.g. `--http 127.0.0.1:0`) and waits up to
+/// [`ERA_WAIT`] for the URL it prints first; the child is killed when dropped.
+pub async fn spawn_http(binary: &str, args: &[&str]) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = tokio::process::Command::new(binary)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the server starts");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let url = tokio::time::timeout(ERA_WAIT, lines.next_line())
+        .await
+        .expect("a URL in time")
+        .expect("stdout readable")
+        .expect("a URL line");
+    assert!(url.starts_with("http://"), "{url:?}");
+    (child, url)
 }
 
 /// Whether a process id is gone (not running and reaped).

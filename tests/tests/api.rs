@@ -110,7 +110,7 @@ async fn resources_prompts_completion_logging() {
     assert!(read.contents[0].text.is_some());
     let missing = client.read_resource("test://nope").await.unwrap_err();
     assert!(
-        matches!(missing, Error::Server { code: -32002, .. }),
+        matches!(&missing, Error::ResourceNotFound { code: -32002, uri, .. } if uri == "test://nope"),
         "{missing:?}"
     );
 

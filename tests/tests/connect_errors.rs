@@ -112,16 +112,20 @@ async fn the_servers_refusal_of_initialize_is_kept_typed() {
         let (client, server) = tokio::io::duplex(1 << 16);
         let (sr, mut sw) = tokio::io::split(server);
         tokio::spawn(async move {
+            // A 2025-11-25 server: the probe is an unknown method, `initialize` is refused.
             let mut lines = BufReader::new(sr).lines();
-            if let Ok(Some(line)) = lines.next_line().await {
+            while let Ok(Some(line)) = lines.next_line().await {
                 let msg: Value = serde_json::from_str(&line).unwrap();
-                let reply = json!({"jsonrpc": "2.0", "id": msg["id"],
-                    "error": {"code": -32001, "message": "license expired"}});
+                let error = match msg["method"].as_str() {
+                    Some("server/discover") => json!({"code": -32601, "message": "no such method"}),
+                    Some("initialize") => json!({"code": -32001, "message": "license expired"}),
+                    _ => continue,
+                };
+                let reply = json!({"jsonrpc": "2.0", "id": msg["id"], "error": error});
                 let mut bytes = serde_json::to_vec(&reply).unwrap();
                 bytes.push(b'\n');
                 let _ = sw.write_all(&bytes).await;
             }
-            while let Ok(Some(_)) = lines.next_line().await {}
         });
         let (cr, cw) = tokio::io::split(client);
         Ok((cr, cw))

@@ -16,7 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_runtime::transport::{AutoHttpConnector, HttpConnector, HttpVerdict};
-use mcp_runtime::{ClientBuilder, ConnState, Error, Failure, RequestOptions, TransportError};
+use mcp_runtime::{
+    ClientBuilder, ConnState, EraMode, Error, Failure, RequestOptions, TransportError,
+};
 use scripted_http::{
     Answer, Script, Seen, end_stream_and_reconnect, init_result, legacy, serve, wait_for,
 };
@@ -52,6 +54,13 @@ fn well_behaved(sessions: Arc<Mutex<u32>>) -> Script {
                 json!({"jsonrpc": "2.0", "id": body["id"], "result": {}}),
                 vec![],
             ),
+            // A 2025-11-25 server refuses what comes before `initialize`, as the TypeScript
+            // SDK's does (400, a JSON-RPC error that is not the modern one).
+            ("POST", Some("server/discover")) => Answer::StatusJson(
+                400,
+                json!({"jsonrpc": "2.0", "id": null,
+                    "error": {"code": -32000, "message": "Bad Request: Server not initialized"}}),
+            ),
             ("POST", _) => Answer::Status(202, vec![]),
             ("GET", _) => Answer::Status(405, vec![]),
             ("DELETE", _) => Answer::Status(200, vec![]),
@@ -75,15 +84,20 @@ async fn a_session_over_http_carries_its_headers_and_reads_json_and_sse() {
     client.stop().await;
     client.closed().await;
     let seen = seen.lock().unwrap().clone();
-    let init = &seen[0];
+    // The probe (`auto`, the default), refused, then the legacy handshake.
+    let (probe, init) = (&seen[0], &seen[1]);
+    assert_eq!(probe.rpc_method(), Some("server/discover"));
+    assert_eq!(probe.header("mcp-protocol-version"), Some("2026-07-28"));
     assert_eq!(init.rpc_method(), Some("initialize"));
-    assert!(init.header("mcp-session-id").is_none());
-    assert_eq!(
-        init.header("accept"),
-        Some("application/json, text/event-stream")
-    );
+    for req in [probe, init] {
+        assert!(req.header("mcp-session-id").is_none(), "{req:?}");
+        assert_eq!(
+            req.header("accept"),
+            Some("application/json, text/event-stream")
+        );
+    }
     // Every later request carries the session and the negotiated version.
-    for req in &seen[1..] {
+    for req in &seen[2..] {
         assert_eq!(req.header("mcp-session-id"), Some("s-1"), "{req:?}");
         assert_eq!(
             req.header("mcp-protocol-version"),
@@ -284,10 +298,18 @@ async fn a_redirect_is_not_followed_and_an_error_status_is_typed() {
         ),
         "{cause:?}"
     );
+    // The probe and `initialize` (`auto` takes any other answer to the probe for a legacy
+    // server), each refused: no redirect followed.
+    let methods: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| r.rpc_method().map(str::to_owned))
+        .collect();
     assert_eq!(
-        seen.lock().unwrap().len(),
-        1,
-        "one request, no redirect followed"
+        methods,
+        [Some("server/discover".into()), Some("initialize".into())],
+        "no redirect followed"
     );
 }
 
@@ -626,12 +648,13 @@ async fn the_http_timeout_bounds_a_request_that_gets_no_answer() {
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
-/// The fallback of `ClientBuilder::http` for one status of the POST of `initialize`.
-async fn falls_back_on(status: u16) {
+/// The fallback of `ClientBuilder::http` for one status of the POST of `initialize` (in `auto`,
+/// of the `server/discover` probe before it, too).
+async fn falls_back_on(status: u16, era: EraMode) {
     let (script, stream) = legacy("/messages?session=abc".into(), status);
     let (url, seen) = serve(script).await;
     let connector = AutoHttpConnector::new(&url).unwrap();
-    let builder = ClientBuilder::new(connector.clone()).backoff(
+    let builder = ClientBuilder::new(connector.clone()).era(era).backoff(
         Duration::from_millis(10),
         Duration::from_millis(50),
         0,
@@ -650,8 +673,14 @@ async fn falls_back_on(status: u16) {
         .iter()
         .filter(|r| r.method == "POST" && !r.target.starts_with("/messages"))
         .collect();
-    assert_eq!(refused.len(), 1, "one Streamable POST only: {refused:?}");
-    assert_eq!(refused[0].rpc_method(), Some("initialize"));
+    // The probe (in auto) and `initialize`, once each: the verdicts are kept across the
+    // reconnect.
+    let methods: Vec<_> = refused.iter().map(|r| r.rpc_method()).collect();
+    let expected = match era {
+        EraMode::Auto => vec![Some("server/discover"), Some("initialize")],
+        _ => vec![Some("initialize")],
+    };
+    assert_eq!(methods, expected, "Streamable POSTs: {refused:?}");
     assert_eq!(seen.iter().filter(|r| r.method == "GET").count(), 2);
     let inits = seen
         .iter()
@@ -666,17 +695,20 @@ async fn falls_back_on(status: u16) {
 
 #[tokio::test]
 async fn a_400_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
-    falls_back_on(400).await;
+    falls_back_on(400, EraMode::Legacy).await;
+    falls_back_on(400, EraMode::Auto).await;
 }
 
 #[tokio::test]
 async fn a_404_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
-    falls_back_on(404).await;
+    falls_back_on(404, EraMode::Legacy).await;
+    falls_back_on(404, EraMode::Auto).await;
 }
 
 #[tokio::test]
 async fn a_405_to_initialize_falls_back_to_legacy_sse_and_the_verdict_is_kept() {
-    falls_back_on(405).await;
+    falls_back_on(405, EraMode::Legacy).await;
+    falls_back_on(405, EraMode::Auto).await;
 }
 
 #[tokio::test]

@@ -361,7 +361,8 @@ async fn feeds_taken_from_the_builder_see_the_first_connection_and_ready_waits_f
     assert_eq!(
         seen,
         vec![
-            (ConnState::Starting, ConnState::Initializing),
+            (ConnState::Starting, ConnState::Probing),
+            (ConnState::Probing, ConnState::Initializing),
             (ConnState::Initializing, ConnState::Ready)
         ]
     );

@@ -85,6 +85,7 @@ fn simulated_calls_hold_the_properties() {
             "stops",
             "handles dropped",
             "ready again",
+            "probes",
         ] {
             assert!(coverage.get(what) > 0, "no run had {what}: {coverage}");
         }
@@ -193,7 +194,11 @@ fn a_send_retry_due_with_its_timeout_is_sent_before_the_timeout() {
     }
     /// A machine in ready with one call (timeout `timeout`, at 10 ms) whose send was busy.
     fn busy_call(timeout: Duration) -> Machine {
-        let mut m = Machine::new(Config::default(), 42, Duration::ZERO);
+        let config = Config {
+            era: mcp_machine::EraMode::Legacy,
+            ..Config::default()
+        };
+        let mut m = Machine::new(config, 42, Duration::ZERO);
         settle(&mut m, Duration::ZERO, SendOutcome::Ok);
         m.handle(Input::TransportUp { generation: 1 }, MS);
         settle(&mut m, MS, SendOutcome::Ok);

@@ -125,7 +125,8 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
         ),
         tool(
             "notify_changed",
-            "Send notifications/<list>/list_changed (default: tools)",
+            "Send notifications/<list>/list_changed (default: tools), also to the listens that \
+             asked for it",
             object(
                 json!({"list": {"type": "string", "enum": ["tools", "resources", "prompts"]}}),
                 &[],
@@ -133,13 +134,48 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
         ),
         tool(
             "touch",
-            "Send notifications/resources/updated for the URI if the client subscribed to it",
+            "Send notifications/resources/updated for the URI if the client subscribed to it (and \
+             to the listens that asked for it)",
             object(json!({"uri": string("resource URI")}), &["uri"]),
         ),
         tool(
             "session_info",
-            "What the server recorded about this session (handshake, early requests, cancels…)",
+            "What the server recorded about this session (handshake, early requests, cancels, \
+             open listens…)",
             object(json!({}), &[]),
+        ),
+        tool(
+            "test_trigger_tool_change",
+            "The same as notify_changed for tools: the tool list changed",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "end_listens",
+            "End every open subscriptions/listen (a complete result, or notifications/cancelled \
+             with --listen-end cancel)",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "break_listens",
+            "Drop every open subscriptions/listen without a response (over HTTP: cut its stream)",
+            object(json!({}), &[]),
+        ),
+        tool_with_output(
+            "structured",
+            "Return structuredContent {count, label} as the outputSchema says; shape `wrong` \
+             breaks the schema, `missing` leaves structuredContent out, `error` reports isError",
+            object(
+                json!({"shape": {"type": "string", "enum": ["valid", "wrong", "missing", "error"],
+                                 "description": "valid (default), wrong, missing or error"}}),
+                &[],
+            ),
+            json!({
+                "type": "object",
+                "properties": {"count": {"type": "integer", "minimum": 0},
+                               "label": {"type": "string"}},
+                "required": ["count", "label"],
+                "additionalProperties": false,
+            }),
         ),
     ];
     if config.chaos {
@@ -245,9 +281,33 @@ fn chaos_tools() -> Vec<Value> {
     ]
 }
 
-/// `tools/list`, paginated when `page_size > 0`.
-pub(crate) fn list_tools(config: &ServerConfig, params: &Value) -> Result<Value, RpcError> {
-    let all = tools(config);
+/// The tools only the modern era offers (MRTR), in listing order.
+pub(crate) fn modern_tools() -> Vec<Value> {
+    vec![
+        tool(
+            "confirm_action",
+            "Ask the client to confirm (input_required with an elicitation/create request \
+             `confirm`), then say what it answered",
+            object(json!({}), &[]),
+        ),
+        tool(
+            "always_input",
+            "Answer input_required every time (to test a client's cap on rounds)",
+            object(json!({}), &[]),
+        ),
+    ]
+}
+
+/// `tools/list`, paginated when `page_size > 0`; with `modern`, [`modern_tools`] come last.
+pub(crate) fn list_tools(
+    config: &ServerConfig,
+    params: &Value,
+    modern: bool,
+) -> Result<Value, RpcError> {
+    let mut all = tools(config);
+    if modern {
+        all.extend(modern_tools());
+    }
     let start = match params.get("cursor") {
         None | Some(Value::Null) => 0,
         Some(Value::String(c)) if config.endless_cursor && c == "again" => 0,
@@ -302,12 +362,10 @@ pub(crate) fn list_resource_templates() -> Value {
 }
 
 /// `resources/read` of a static or template URI.
-pub(crate) fn read_resource(params: &Value) -> Result<Value, RpcError> {
-    let uri = params
-        .get("uri")
-        .and_then(Value::as_str)
-        .ok_or_else(|| RpcError::invalid_params("missing uri"))?;
-    let text = if let Some(n) = uri.strip_prefix("test://static/") {
+/// The text of the resource at `uri`, if the catalogue has it (a static resource, or one of the
+/// template's).
+fn resource_text(uri: &str) -> Option<String> {
+    if let Some(n) = uri.strip_prefix("test://static/") {
         match n {
             "1" => Some(static_text(1)),
             "2" => Some(static_text(2)),
@@ -318,8 +376,20 @@ pub(crate) fn read_resource(params: &Value) -> Result<Value, RpcError> {
         uri.strip_prefix("test://dynamic/")
             .filter(|id| !id.is_empty())
             .map(|id| format!("Dynamic resource {id}"))
-    };
-    match text {
+    }
+}
+
+/// Whether `resources/read` of `uri` succeeds (a listen honors only those URIs).
+pub(crate) fn has_resource(uri: &str) -> bool {
+    resource_text(uri).is_some()
+}
+
+pub(crate) fn read_resource(params: &Value) -> Result<Value, RpcError> {
+    let uri = params
+        .get("uri")
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("missing uri"))?;
+    match resource_text(uri) {
         Some(text) => {
             Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}))
         }

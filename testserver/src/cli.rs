@@ -12,6 +12,31 @@
 //! e.g. a client's respawns, behave), `--pid-file PATH` (append this process's pid to `PATH`,
 //! one line each, so that a test can check that every server it caused is gone), `--help`.
 //!
+//! Eras (see [`crate::Era`]): `--era legacy|modern|dual` (default `legacy`: the handshake era
+//! only, as before; `modern`: the stateless 2026-07-28 era only, `initialize` refused with
+//! -32022; `dual`: both, requests carrying the modern `_meta` take the modern path),
+//! `--modern-versions V1,V2` (the modern versions offered and accepted, default `2026-07-28`),
+//! `--omit-result-type` (modern results leave `resultType` out), `--cache-ttl-ms N` (the
+//! `ttlMs` of list results and `resources/read`, in every era: see
+//! [`ServerConfig::cache_ttl_ms`]), `--cache-private` (their `cacheScope` is `private`),
+//! `--probe MODE` (how a
+//! `legacy` server reacts to `server/discover`: `error` (default, -32601), `silent` (never
+//! answers it), `die` (exits at once with code 3), `garbage` (answers `{}`); see
+//! [`crate::Probe`]; over HTTP a sessionless `server/discover` gets `400` as before, no
+//! answer, a cut connection or `{}`).
+//!
+//! `subscriptions/listen` (modern era): `--listen on|off` (default `on`; `off`: the method
+//! answers -32601 and `server/discover` advertises no `listChanged` nor `resources.subscribe`),
+//! `--listen-end complete|cancel` (how the `end_listens` tool ends every open listen: the
+//! `complete` result, or `notifications/cancelled` naming it and no response),
+//! `--listen-honor SPEC` (what an acknowledgement leaves out although asked: `all`, the
+//! default, or comma-separated exclusions `-tools`, `-prompts`, `-resources`, `-subscriptions`
+//! or `-URI`; repeatable; see [`crate::ListenHonor`]), `--modern-unsolicited on|off` (default
+//! `on`: modern requests also get the handshake era's untagged change notifications and
+//! `resources/subscribe|unsubscribe`; `off`: only listens hear changes, and those methods
+//! answer -32601), `--sse-keepalive-ms N` (HTTP: a `: keep-alive` comment every `N` ms on a
+//! listen stream; default 15000, 0: none).
+//!
 //! HTTP instead of stdio (see [`crate::http`]): `--http ADDR` (e.g. `127.0.0.1:0`) serves
 //! Streamable HTTP at `/mcp` and legacy HTTP+SSE at `/sse` and prints the endpoint URL
 //! (`http://IP:PORT/mcp`) as the first line of stdout; `--sse ADDR` is the same but prints the
@@ -22,14 +47,14 @@
 //! requests. The server runs until it is killed.
 //!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
-//! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools.
+//! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools and `--probe die`.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::AsyncWrite;
 
-use crate::{Ended, Handshake, Linger, ServerConfig, serve};
+use crate::{Ended, Era, Handshake, Linger, ListenEnd, ListenHonor, Probe, ServerConfig, serve};
 
 /// Options given on a binary's command line.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,6 +95,29 @@ pub struct CliOptions {
     pub http_chaos: Option<crate::http::Fault>,
     /// `--http-chaos-times N`: the fault hits the first `N` requests only.
     pub http_chaos_times: Option<u32>,
+    /// `--era NAME`: which protocol era the server speaks.
+    pub era: Option<Era>,
+    /// `--probe MODE`: how a legacy server reacts to `server/discover`.
+    pub probe: Option<Probe>,
+    /// `--modern-versions V1,V2`: the modern revisions supported.
+    pub modern_versions: Option<Vec<String>>,
+    /// `--omit-result-type`: modern results leave `resultType` out.
+    pub omit_result_type: bool,
+    /// `--cache-ttl-ms N`: the `ttlMs` of cacheable results, in every era.
+    pub cache_ttl_ms: Option<u64>,
+    /// `--cache-private`: cacheable results say `cacheScope: "private"`.
+    pub cache_private: bool,
+    /// `--listen on|off`: whether the modern era serves `subscriptions/listen`.
+    pub listen: Option<bool>,
+    /// `--listen-end complete|cancel`: how `end_listens` ends the open listens.
+    pub listen_end: Option<ListenEnd>,
+    /// `--listen-honor SPEC` (repeatable): what a listen's acknowledgement leaves out.
+    pub listen_honor: Option<ListenHonor>,
+    /// `--modern-unsolicited on|off`: the handshake era's untagged change notifications (and
+    /// `resources/subscribe|unsubscribe`) in the modern era too.
+    pub modern_unsolicited: Option<bool>,
+    /// `--sse-keepalive-ms N`: the period of a listen stream's keep-alive comments (0: none).
+    pub sse_keepalive_ms: Option<u64>,
 }
 
 /// A command line the binaries do not understand.
@@ -99,6 +147,32 @@ pub enum CliError {
         "flag --http-chaos: unknown fault {0:?} (one of: slow:MS, never, drop-stream[:N], drop-stream-no-ids, close-stream, expire-404, expire-400, get-405, status:CODE, big-json:BYTES, big-event:BYTES, garbage-sse, broken-sse, html, endless-sse, redirect:CODE, close-after-headers)"
     )]
     BadFault(String),
+    /// `--era` got an unknown era.
+    #[error("flag --era: unknown era {0:?} (legacy, modern, dual)")]
+    BadEra(String),
+    /// `--probe` got an unknown mode.
+    #[error("flag --probe: unknown mode {0:?} (error, silent, die, garbage)")]
+    BadProbe(String),
+    /// An `on|off` flag got something else.
+    #[error("flag {flag}: expected on or off, got {value:?}")]
+    BadSwitch {
+        /// The flag.
+        flag: String,
+        /// What it got.
+        value: String,
+    },
+    /// `--listen-end` got an unknown mode.
+    #[error("flag --listen-end: unknown mode {0:?} (complete, cancel)")]
+    BadListenEnd(String),
+    /// `--listen-honor` got something that is not a list of exclusions.
+    #[error(
+        "flag --listen-honor: {0:?} is not `all` nor a comma-separated list of exclusions \
+         (-tools, -prompts, -resources, -subscriptions, -URI)"
+    )]
+    BadListenHonor(String),
+    /// `--modern-versions` got an empty list or an empty version.
+    #[error("flag --modern-versions: not a comma-separated list of versions: {0:?}")]
+    BadVersions(String),
     /// A flag (or argument) nobody knows.
     #[error("unknown argument: {0}")]
     Unknown(String),
@@ -108,9 +182,32 @@ pub enum CliError {
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
 [--die-on-start] [--stderr-noise N] [--linger MODE] [--handshake MODE] [--endless-cursor] \
 [--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--http ADDR | --sse ADDR] [--url-file PATH] [--json] \
-[--retry MS] [--http-chaos NAME[:ARG]] [--http-chaos-times N] [--help]\nServes one MCP connection on stdin/stdout \
+[--retry MS] [--http-chaos NAME[:ARG]] [--http-chaos-times N] [--era legacy|modern|dual] \
+[--probe error|silent|die|garbage] [--modern-versions V1,V2] [--omit-result-type] \
+[--cache-ttl-ms N] [--cache-private] [--listen on|off] [--listen-end complete|cancel] \
+[--listen-honor all|-tools,-prompts,-resources,-subscriptions,-URI] [--modern-unsolicited on|off] \
+[--sse-keepalive-ms N] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC), or with --http/--sse MCP over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse; \
-the URL is stdout's first line); logs go to stderr.";
+the URL is stdout's first line); logs go to stderr. --era picks the protocol era (legacy: initialize \
+only; modern: 2026-07-28 only; dual: both); --probe says how a legacy server treats server/discover. \
+Modern subscriptions/listen: --listen off answers it -32601 and advertises no listChanged/subscribe; \
+--listen-end says how the end_listens tool ends listens (a complete result, or notifications/cancelled); \
+--listen-honor leaves the listed kinds or URIs out of every acknowledgement (e.g. \
+--listen-honor=-prompts,-test://static/2); --modern-unsolicited off stops the untagged change \
+notifications and resources/subscribe of modern requests (default on); --sse-keepalive-ms sets the \
+period of a listen stream's ': keep-alive' comments over HTTP (default 15000, 0: none).";
+
+/// `on` or `off`.
+fn switch(flag: &str, value: String) -> Result<bool, CliError> {
+    match value.as_str() {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(CliError::BadSwitch {
+            flag: flag.to_owned(),
+            value,
+        }),
+    }
+}
 
 /// Parse the arguments after the program name.
 pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions, CliError> {
@@ -166,6 +263,44 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 let n = number(&flag, value(&flag)?)?;
                 opts.http_chaos_times = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
+            "--era" => {
+                let name = value(&flag)?;
+                opts.era = Some(Era::from_name(&name).ok_or(CliError::BadEra(name))?);
+            }
+            "--probe" => {
+                let mode = value(&flag)?;
+                opts.probe = Some(Probe::from_name(&mode).ok_or(CliError::BadProbe(mode))?);
+            }
+            "--modern-versions" => {
+                let list = value(&flag)?;
+                let versions: Vec<String> = list.split(',').map(|v| v.trim().to_owned()).collect();
+                if versions.iter().any(String::is_empty) {
+                    return Err(CliError::BadVersions(list));
+                }
+                opts.modern_versions = Some(versions);
+            }
+            "--listen" => opts.listen = Some(switch(&flag, value(&flag)?)?),
+            "--modern-unsolicited" => {
+                opts.modern_unsolicited = Some(switch(&flag, value(&flag)?)?);
+            }
+            "--listen-end" => {
+                let mode = value(&flag)?;
+                opts.listen_end =
+                    Some(ListenEnd::from_name(&mode).ok_or(CliError::BadListenEnd(mode))?);
+            }
+            "--listen-honor" => {
+                let spec = value(&flag)?;
+                let honor = opts.listen_honor.get_or_insert_with(ListenHonor::default);
+                if honor.add(&spec).is_none() {
+                    return Err(CliError::BadListenHonor(spec));
+                }
+            }
+            "--sse-keepalive-ms" => {
+                opts.sse_keepalive_ms = Some(number(&flag, value(&flag)?)? as u64);
+            }
+            "--omit-result-type" if inline.is_none() => opts.omit_result_type = true,
+            "--cache-ttl-ms" => opts.cache_ttl_ms = Some(number(&flag, value(&flag)?)? as u64),
+            "--cache-private" if inline.is_none() => opts.cache_private = true,
             "--json" if inline.is_none() => opts.json = true,
             "--pid-file" => opts.pid_file = Some(value(&flag)?.into()),
             "--endless-cursor" if inline.is_none() => opts.endless_cursor = true,
@@ -213,6 +348,16 @@ impl CliOptions {
                 url_file: self.url_file,
                 json: self.json,
                 retry_ms: self.retry_ms,
+                era: self.era,
+                modern_versions: self.modern_versions,
+                omit_result_type: self.omit_result_type,
+                cache_ttl_ms: self.cache_ttl_ms,
+                cache_private: self.cache_private,
+                listen: self.listen,
+                listen_end: self.listen_end,
+                listen_honor: self.listen_honor,
+                modern_unsolicited: self.modern_unsolicited,
+                sse_keepalive_ms: self.sse_keepalive_ms,
                 ..CliOptions::default()
             },
             Err(e) => {
@@ -242,6 +387,36 @@ pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
     }
     if opts.stderr_flood > 0 {
         config.stderr_flood = opts.stderr_flood;
+    }
+    if let Some(era) = opts.era {
+        config.era = era;
+    }
+    if let Some(probe) = opts.probe {
+        config.probe = probe;
+    }
+    if let Some(versions) = &opts.modern_versions {
+        config.modern_versions = versions.clone();
+    }
+    if opts.omit_result_type {
+        config.omit_result_type = true;
+    }
+    if let Some(ttl) = opts.cache_ttl_ms {
+        config.cache_ttl_ms = Some(ttl);
+    }
+    if opts.cache_private {
+        config.cache_private = true;
+    }
+    if let Some(listen) = opts.listen {
+        config.listen = listen;
+    }
+    if let Some(end) = opts.listen_end {
+        config.listen_end = end;
+    }
+    if let Some(honor) = &opts.listen_honor {
+        config.listen_honor = honor.clone();
+    }
+    if let Some(on) = opts.modern_unsolicited {
+        config.modern_unsolicited = on;
     }
     config
 }
@@ -380,6 +555,9 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
         retry_ms: opts.retry_ms,
         fault: opts.http_chaos,
         fault_times: opts.http_chaos_times,
+        sse_keepalive_ms: opts
+            .sse_keepalive_ms
+            .unwrap_or(crate::http::DEFAULT_SSE_KEEPALIVE_MS),
     };
     let Some(runtime) = runtime(prog) else {
         return 1;
@@ -476,6 +654,134 @@ mod tests {
             parse(&["--http-chaos", "status:200"]),
             Err(CliError::BadFault(_))
         ));
+    }
+
+    #[test]
+    fn cache_flags_parse() {
+        let o = parse(&["--cache-ttl-ms", "250", "--cache-private"]).unwrap();
+        assert_eq!((o.cache_ttl_ms, o.cache_private), (Some(250), true));
+        let c = apply(&o, ServerConfig::echo());
+        assert_eq!((c.cache_ttl_ms, c.cache_private), (Some(250), true));
+        let d = parse(&["--cache-ttl-ms=0"]).unwrap();
+        assert_eq!((d.cache_ttl_ms, d.cache_private), (Some(0), false));
+        assert!(matches!(
+            parse(&["--cache-ttl-ms", "-1"]),
+            Err(CliError::BadNumber { .. })
+        ));
+        assert!(matches!(
+            parse(&["--cache-private=yes"]),
+            Err(CliError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn era_flags_parse() {
+        let o = parse(&[
+            "--era",
+            "dual",
+            "--probe=silent",
+            "--modern-versions",
+            "2026-07-28,2099-01-01",
+            "--omit-result-type",
+        ])
+        .unwrap();
+        assert_eq!(o.era, Some(Era::Dual));
+        assert_eq!(o.probe, Some(Probe::Silent));
+        assert_eq!(
+            o.modern_versions,
+            Some(vec!["2026-07-28".to_owned(), "2099-01-01".to_owned()])
+        );
+        assert!(o.omit_result_type);
+        let c = apply(&o, ServerConfig::echo());
+        assert_eq!((c.era, c.probe), (Era::Dual, Probe::Silent));
+        assert_eq!(c.modern_versions.len(), 2);
+        assert!(c.omit_result_type);
+        let d = apply(&parse(&[]).unwrap(), ServerConfig::echo());
+        assert_eq!(d, ServerConfig::echo());
+        assert_eq!((d.era, d.probe), (Era::Legacy, Probe::Error));
+        assert_eq!(d.modern_versions, vec!["2026-07-28".to_owned()]);
+        for (era, name) in Era::ALL {
+            assert_eq!(parse(&["--era", name]).unwrap().era, Some(era));
+            assert_eq!(era.name(), name);
+        }
+        for (probe, name) in Probe::ALL {
+            assert_eq!(parse(&["--probe", name]).unwrap().probe, Some(probe));
+            assert_eq!(probe.name(), name);
+        }
+        assert!(matches!(
+            parse(&["--era", "future"]),
+            Err(CliError::BadEra(_))
+        ));
+        assert!(matches!(
+            parse(&["--probe", "shout"]),
+            Err(CliError::BadProbe(_))
+        ));
+        assert!(matches!(
+            parse(&["--modern-versions", "a,,b"]),
+            Err(CliError::BadVersions(_))
+        ));
+        assert!(matches!(
+            parse(&["--omit-result-type=yes"]),
+            Err(CliError::Unknown(_))
+        ));
+    }
+
+    #[test]
+    fn listen_flags_parse() {
+        let o = parse(&[
+            "--listen",
+            "off",
+            "--listen-end=cancel",
+            "--listen-honor",
+            "-tools,-test://static/2",
+            "--listen-honor=-subscriptions",
+            "--modern-unsolicited",
+            "off",
+            "--sse-keepalive-ms",
+            "50",
+        ])
+        .unwrap();
+        assert_eq!(o.sse_keepalive_ms, Some(50));
+        let c = apply(&o, ServerConfig::echo());
+        assert!(!c.listen && !c.modern_unsolicited);
+        assert_eq!(c.listen_end, ListenEnd::Cancel);
+        assert!(c.listen_honor.no_tools && c.listen_honor.no_subscriptions);
+        assert!(!c.listen_honor.no_prompts && !c.listen_honor.no_resources);
+        assert_eq!(
+            c.listen_honor.no_uris.iter().collect::<Vec<_>>(),
+            ["test://static/2"]
+        );
+        let d = apply(
+            &parse(&["--listen-honor", "all"]).unwrap(),
+            ServerConfig::echo(),
+        );
+        assert_eq!(d, ServerConfig::echo());
+        assert!(d.listen && d.modern_unsolicited);
+        assert_eq!(d.listen_end, ListenEnd::Complete);
+        for (end, name) in ListenEnd::ALL {
+            assert_eq!(
+                parse(&["--listen-end", name]).unwrap().listen_end,
+                Some(end)
+            );
+            assert_eq!(end.name(), name);
+        }
+        assert!(matches!(
+            parse(&["--listen", "yes"]),
+            Err(CliError::BadSwitch { .. })
+        ));
+        assert!(matches!(
+            parse(&["--listen-end", "slam"]),
+            Err(CliError::BadListenEnd(_))
+        ));
+        for bad in ["tools", "-nope", "-tools,prompts", ""] {
+            assert!(
+                matches!(
+                    parse(&["--listen-honor", bad]),
+                    Err(CliError::BadListenHonor(_))
+                ),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

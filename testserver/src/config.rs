@@ -1,6 +1,10 @@
 //! [`ServerConfig`]: what one served connection looks like.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use serde_json::Value;
 
 /// Configuration of one served connection.
 ///
@@ -12,8 +16,15 @@ use std::time::Duration;
 /// `sample {prompt: string, maxTokens?: integer}` (→ `sampling/createMessage`),
 /// `elicit {message: string}` (→ `elicitation/create`, form mode), `roots {}` (→ `roots/list`),
 /// `log {level: string, message: string}`, `notify_changed {list?: "tools"|"resources"|"prompts"}`,
-/// `touch {uri: string}` (→ `notifications/resources/updated` while subscribed) and
-/// `session_info {}` (what the server recorded about the session).
+/// `touch {uri: string}` (→ `notifications/resources/updated` while subscribed),
+/// `session_info {}` (what the server recorded about the session, the open listens included),
+/// `test_trigger_tool_change {}` (the same as `notify_changed` for tools), `end_listens {}`
+/// (ends every open `subscriptions/listen` as [`ServerConfig::listen_end`] says),
+/// `break_listens {}` (drops every open listen without a response: over HTTP its stream is
+/// cut) and
+/// `structured {shape?: "valid"|"wrong"|"missing"|"error"}` (`structuredContent {count, label}`
+/// as its `outputSchema` says; `wrong` breaks the schema, `missing` leaves it out, `error`
+/// reports `isError`: for clients that check results against the schema).
 ///
 /// Chaos tools, listed only when [`ServerConfig::chaos`] is set: `die {}`, `hang {}`,
 /// `garbage {text?: string}`, `oversized {bytes: integer}`, `late {ms: integer}`,
@@ -39,8 +50,24 @@ use std::time::Duration;
 /// [`ServerConfig::version_override`] (an unsupported protocol version),
 /// [`ServerConfig::endless_cursor`] and [`ServerConfig::stderr_flood`].
 ///
+/// Eras ([`ServerConfig::era`]): by default the handshake era only. In the modern era
+/// (2026-07-28) the same catalogue is served statelessly (every result says
+/// `"resultType": "complete"` unless [`ServerConfig::omit_result_type`]; list results and
+/// `resources/read` carry `ttlMs` and `cacheScope`: [`ServerConfig::cache_ttl_ms`]), `sample`,
+/// `elicit` and `roots` answer a tool error (the server never sends requests), and two MRTR tools are added:
+/// `confirm_action {}` (answers `input_required` with an `elicitation/create` input request
+/// `confirm` and a `requestState`; the retry carrying `inputResponses.confirm` and that exact
+/// `requestState` completes, naming the answer) and `always_input {}` (answers
+/// `input_required` every time, counting the rounds in its `requestState`); both answer -32021
+/// unless the request's `_meta` client capabilities declare `elicitation`.
+///
 /// Resources `test://static/1..3`, template `test://dynamic/{id}`; prompts `greeting {name}` and
 /// `plain`; completion of `greeting`'s `name` from `["alice", "alfred", "bob"]`.
+///
+/// `subscriptions/listen` (modern era, [`ServerConfig::listen`]): the acknowledgement first,
+/// then the changes published by `notify_changed`, `test_trigger_tool_change` and `touch` (on
+/// every connection sharing the [`crate::ListenBus`]), tagged with the listen's id; see
+/// `listen` for the wire shapes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// `serverInfo.name` in the `initialize` answer.
@@ -78,6 +105,253 @@ pub struct ServerConfig {
     /// `sigkill` tool kills the process, `stderr_flood` writes to the real stderr. Never set it
     /// for a server inside a test process.
     pub own_process: bool,
+    /// Which protocol era the server speaks (`--era NAME`; default: the handshake era only,
+    /// exactly as before the 2026-07-28 revision).
+    pub era: Era,
+    /// How a [`Era::Legacy`] server reacts to `server/discover` (`--probe NAME`); ignored by
+    /// the other eras.
+    pub probe: Probe,
+    /// The modern revisions this server supports (`--modern-versions V1,V2`; default
+    /// [`crate::MODERN_PROTOCOL_VERSIONS`]): `server/discover`'s `supportedVersions` and the
+    /// versions accepted in a modern request's `_meta`.
+    pub modern_versions: Vec<String>,
+    /// Modern results leave `resultType` out (absent means `complete`) instead of saying
+    /// `"resultType": "complete"` (`--omit-result-type`).
+    pub omit_result_type: bool,
+    /// The `ttlMs` of the cacheable results (`tools/list`, `prompts/list`, `resources/list`,
+    /// `resources/templates/list`, `resources/read`; `server/discover` too in the modern era)
+    /// (`--cache-ttl-ms N`). `Some`: in every era, the handshake era included (a legacy server
+    /// may send the hints too); `None`: only modern results carry hints, with a `ttlMs` of 60 s.
+    pub cache_ttl_ms: Option<u64>,
+    /// The `cacheScope` of those results is `"private"` instead of `"public"`
+    /// (`--cache-private`).
+    pub cache_private: bool,
+    /// The modern era serves `subscriptions/listen` and advertises `listChanged` and
+    /// `resources.subscribe` in `server/discover` (`--listen on|off`, default on). Off: the
+    /// method answers -32601 and none of those capabilities is advertised.
+    pub listen: bool,
+    /// How `end_listens` ends every open listen (`--listen-end complete|cancel`).
+    pub listen_end: ListenEnd,
+    /// What a listen's acknowledgement leaves out even when it was asked for and the server has
+    /// it (`--listen-honor SPEC`), so that a client can be tested against a narrower
+    /// acknowledgement.
+    pub listen_honor: ListenHonor,
+    /// Modern era: besides the tagged notifications of `subscriptions/listen`, the server also
+    /// sends the untagged `notifications/*/list_changed` and `notifications/resources/updated`
+    /// of the handshake era, and answers `resources/subscribe|unsubscribe`
+    /// (`--modern-unsolicited on|off`, default on, as before listen existed). The handshake era
+    /// always does.
+    pub modern_unsolicited: bool,
+    /// What every connection served with this configuration received (not configuration:
+    /// clones share it, equality ignores it). Shown by `session_info` as `served`.
+    pub served: Served,
+}
+
+/// How the `end_listens` tool ends the open `subscriptions/listen` requests (`--listen-end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum ListenEnd {
+    /// `complete`: the graceful end, a result `{"resultType": "complete", "_meta":
+    /// {"io.modelcontextprotocol/subscriptionId": ID}}`.
+    #[default]
+    Complete,
+    /// `cancel`: a `notifications/cancelled {requestId: ID}` from the server and no response
+    /// (the stdio way; over HTTP the stream then ends).
+    Cancel,
+}
+
+impl ListenEnd {
+    /// Every mode and its command-line name (`--listen-end NAME`).
+    pub const ALL: [(ListenEnd, &'static str); 2] = [
+        (ListenEnd::Complete, "complete"),
+        (ListenEnd::Cancel, "cancel"),
+    ];
+
+    /// The mode called `name` (see [`ListenEnd::ALL`]).
+    pub fn from_name(name: &str) -> Option<ListenEnd> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(m, _)| *m)
+    }
+
+    /// The command-line name of this mode.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(m, _)| *m == self)
+            .map_or("complete", |(_, n)| n)
+    }
+}
+
+/// What a `subscriptions/listen` acknowledgement leaves out although the client asked for it
+/// and the server has it (`--listen-honor SPEC`). The default honors everything.
+///
+/// `SPEC` is `all` (the default) or a comma-separated list of exclusions, each starting with
+/// `-`: `-tools`, `-prompts`, `-resources` (the `toolsListChanged`, `promptsListChanged` and
+/// `resourcesListChanged` flags), `-subscriptions` (every URI of `resourceSubscriptions`) or
+/// `-URI` (that one URI, e.g. `-test://static/2`; a URI holding a comma cannot be named). The
+/// flag may be given more than once; the exclusions add up.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ListenHonor {
+    /// `-tools`: `toolsListChanged` is never honored.
+    pub no_tools: bool,
+    /// `-prompts`: `promptsListChanged` is never honored.
+    pub no_prompts: bool,
+    /// `-resources`: `resourcesListChanged` is never honored.
+    pub no_resources: bool,
+    /// `-subscriptions`: no URI of `resourceSubscriptions` is honored.
+    pub no_subscriptions: bool,
+    /// `-URI`: these URIs are never honored.
+    pub no_uris: std::collections::BTreeSet<String>,
+}
+
+impl ListenHonor {
+    /// Adds the exclusions of `spec` (see [`ListenHonor`]); `None` if an item is not one.
+    pub fn add(&mut self, spec: &str) -> Option<()> {
+        for item in spec.split(',').map(str::trim) {
+            match item {
+                "all" => {}
+                "-tools" => self.no_tools = true,
+                "-prompts" => self.no_prompts = true,
+                "-resources" => self.no_resources = true,
+                "-subscriptions" => self.no_subscriptions = true,
+                uri => {
+                    let uri = uri.strip_prefix('-').filter(|u| u.contains(':'))?;
+                    self.no_uris.insert(uri.to_owned());
+                }
+            }
+        }
+        Some(())
+    }
+
+    /// The exclusions of `spec` (see [`ListenHonor`]); `None` if an item is not one.
+    pub fn parse(spec: &str) -> Option<ListenHonor> {
+        let mut honor = ListenHonor::default();
+        honor.add(spec)?;
+        Some(honor)
+    }
+}
+
+/// How many requests of each method the connections of one [`ServerConfig`] received, over
+/// every connection (each modern HTTP request is a connection of its own), for tests that check
+/// what a client did or did not send (e.g. what its cache answered). Clones share the counts;
+/// in the binaries they cover the whole process. Not configuration: any two are equal.
+#[derive(Clone, Default)]
+pub struct Served(Arc<Mutex<BTreeMap<String, u64>>>);
+
+impl Served {
+    fn counts(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, u64>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Counts one request of `method`.
+    pub fn count(&self, method: &str) {
+        *self.counts().entry(method.to_owned()).or_default() += 1;
+    }
+
+    /// How many requests of `method` were received.
+    pub fn get(&self, method: &str) -> u64 {
+        self.counts().get(method).copied().unwrap_or(0)
+    }
+
+    /// Every count, as a JSON object `{method: count}`.
+    pub fn to_json(&self) -> Value {
+        Value::Object(
+            self.counts()
+                .iter()
+                .map(|(m, n)| (m.clone(), Value::from(*n)))
+                .collect(),
+        )
+    }
+}
+
+impl std::fmt::Debug for Served {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Served").field(&*self.counts()).finish()
+    }
+}
+
+impl PartialEq for Served {
+    /// Always: counts are not configuration.
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Served {}
+
+/// Which protocol era a server speaks (`--era NAME` on the binaries).
+///
+/// The handshake era starts with `initialize` (revisions 2024-11-05 … 2025-11-25); the modern
+/// era (2026-07-28) is stateless: no `initialize`, `server/discover`, and every request carries
+/// `params._meta["io.modelcontextprotocol/protocolVersion"]` and
+/// `["io.modelcontextprotocol/clientCapabilities"]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Era {
+    /// `legacy`: the handshake era only (a `server/discover` is answered as [`Probe`] says).
+    #[default]
+    Legacy,
+    /// `modern`: the 2026-07-28 era only; `initialize` is refused with -32022.
+    Modern,
+    /// `dual`: both; requests carrying the modern `_meta` (and `server/discover`) take the
+    /// modern path, the others the handshake-era one.
+    Dual,
+}
+
+impl Era {
+    /// Every era and its command-line name (`--era NAME`).
+    pub const ALL: [(Era, &'static str); 3] = [
+        (Era::Legacy, "legacy"),
+        (Era::Modern, "modern"),
+        (Era::Dual, "dual"),
+    ];
+
+    /// The era called `name` (see [`Era::ALL`]).
+    pub fn from_name(name: &str) -> Option<Era> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(e, _)| *e)
+    }
+
+    /// The command-line name of this era.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map_or("legacy", |(_, n)| n)
+    }
+}
+
+/// How a handshake-era server reacts to the modern probe `server/discover` (`--probe NAME`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Probe {
+    /// `error`: -32601 method not found, like any unknown method.
+    #[default]
+    Error,
+    /// `silent`: never answers it, keeps serving everything else.
+    Silent,
+    /// `die`: drops the connection at once (the binaries exit with code 3).
+    Die,
+    /// `garbage`: answers with a result that is not a DiscoverResult (`{}`).
+    Garbage,
+}
+
+impl Probe {
+    /// Every mode and its command-line name (`--probe NAME`).
+    pub const ALL: [(Probe, &'static str); 4] = [
+        (Probe::Error, "error"),
+        (Probe::Silent, "silent"),
+        (Probe::Die, "die"),
+        (Probe::Garbage, "garbage"),
+    ];
+
+    /// The mode called `name` (see [`Probe::ALL`]).
+    pub fn from_name(name: &str) -> Option<Probe> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(p, _)| *p)
+    }
+
+    /// The command-line name of this mode.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map_or("error", |(_, n)| n)
+    }
 }
 
 /// How a server answers `initialize` (`--handshake NAME` on the binaries).
@@ -186,7 +460,8 @@ impl ServerConfig {
             page_size: 0,
             instructions: Some(
                 "In-repo MCP test server. Tools: echo, add, slow, sample, elicit, roots, log, \
-                 notify_changed, touch, session_info."
+                 notify_changed, touch, session_info, structured, test_trigger_tool_change, \
+                 end_listens, break_listens."
                     .to_owned(),
             ),
             chaos: false,
@@ -197,6 +472,20 @@ impl ServerConfig {
             handshake: Handshake::Normal,
             stderr_flood: 0,
             own_process: false,
+            era: Era::Legacy,
+            probe: Probe::Error,
+            modern_versions: crate::MODERN_PROTOCOL_VERSIONS
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
+            omit_result_type: false,
+            cache_ttl_ms: None,
+            cache_private: false,
+            listen: true,
+            listen_end: ListenEnd::Complete,
+            listen_honor: ListenHonor::default(),
+            modern_unsolicited: true,
+            served: Served::default(),
         }
     }
 
@@ -218,7 +507,8 @@ impl ServerConfig {
                 "In-repo MCP test server with chaos tools (die, hang, garbage, oversized, late, \
                  duplicate, unknown_id, flood, exit_after, silent, partial, invalid_utf8, \
                  surrogate, sigkill, close_stdout, stderr_flood) besides echo, add, slow, \
-                 sample, elicit, roots, log, notify_changed, touch, session_info."
+                 sample, elicit, roots, log, notify_changed, touch, session_info, structured, \
+                 test_trigger_tool_change, end_listens, break_listens."
                     .to_owned(),
             ),
             chaos: true,

@@ -8,11 +8,12 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
-use crate::config::{Handshake, Linger, ServerConfig};
-use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, catalog, codes, tools};
+use crate::config::{Era, Handshake, Linger, Probe, ServerConfig};
+use crate::listen::ListenBus;
+use crate::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, catalog, codes, modern, tools};
 
 /// How a served connection ended; returned by [`serve`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,7 +58,7 @@ impl RpcError {
         self
     }
 
-    fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let mut e = json!({"code": self.code, "message": self.message});
         if let Some(d) = &self.data {
             e["data"] = d.clone();
@@ -178,6 +179,11 @@ pub(crate) struct Shared {
     /// Our requests to the client awaiting an answer, by id.
     pending: Mutex<HashMap<String, oneshot::Sender<Result<Value, RpcError>>>>,
     next_request: AtomicU64,
+    /// Where `notify_changed` and `touch` publish, and what the listens hear (shared with other
+    /// connections when [`serve_with`] was given one).
+    pub(crate) listen: ListenBus,
+    /// Set when the client's stream ended: the open listens end without a response.
+    closing: watch::Sender<bool>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -254,6 +260,28 @@ impl Shared {
         }
     }
 
+    /// Whether the request takes the modern path (always in [`Era::Modern`], never in
+    /// [`Era::Legacy`], by its `_meta` in [`Era::Dual`]).
+    pub(crate) fn is_modern(&self, method: &str, params: &Value) -> bool {
+        match self.config.era {
+            Era::Legacy => false,
+            Era::Modern => true,
+            Era::Dual => modern::is_modern_request(method, params),
+        }
+    }
+
+    /// Whether the tools send the handshake era's untagged change notifications for this
+    /// request: always in the handshake era, in the modern one with
+    /// [`ServerConfig::modern_unsolicited`].
+    pub(crate) fn unsolicited(&self, method: &str, params: &Value) -> bool {
+        self.config.modern_unsolicited || !self.is_modern(method, params)
+    }
+
+    /// Becomes `true` when the client's stream ended.
+    pub(crate) fn closing(&self) -> watch::Receiver<bool> {
+        self.closing.subscribe()
+    }
+
     /// The negotiated protocol version (or the latest if `initialize` was not seen).
     pub(crate) fn protocol_version(&self) -> String {
         self.session()
@@ -283,7 +311,26 @@ impl Drop for PendingGuard<'_> {
 ///
 /// Returns how the connection ended. After the `hang` chaos tool it never returns (it keeps
 /// both streams open, reading and writing nothing): drop the future to end it.
+///
+/// The connection's `subscriptions/listen` requests hear only its own tools: see
+/// [`serve_with`] to share a [`ListenBus`] between connections.
 pub async fn serve<R, W>(reader: R, writer: W, config: ServerConfig) -> Ended
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send,
+{
+    serve_with(reader, writer, config, None).await
+}
+
+/// [`serve`], with the [`ListenBus`] its tools publish to and its listens hear (`None`: a bus
+/// of its own), so that a change made on one connection reaches a listen open on another (over
+/// HTTP, every modern request is a connection of its own).
+pub async fn serve_with<R, W>(
+    reader: R,
+    writer: W,
+    config: ServerConfig,
+    bus: Option<ListenBus>,
+) -> Ended
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send,
@@ -296,6 +343,8 @@ where
         inflight: Mutex::new(Inflight::default()),
         pending: Mutex::new(HashMap::new()),
         next_request: AtomicU64::new(0),
+        listen: bus.unwrap_or_default(),
+        closing: watch::Sender::new(false),
     });
     tracing::debug!(name = %shared.config.name, chaos = shared.config.chaos, "serving");
     let read_fut = read_loop(reader, shared);
@@ -457,9 +506,10 @@ async fn read_loop<R: AsyncRead + Unpin>(reader: R, shared: Arc<Shared>) -> Read
         tracing::debug!(linger = shared.config.linger.name(), "EOF ignored");
         pending::<()>().await;
     }
-    // EOF: nobody will answer our requests any more; let in-flight requests finish
-    // (within the grace period), then tell the writer to finish.
+    // EOF: nobody will answer our requests any more, nor hear the listens; let in-flight
+    // requests finish (within the grace period), then tell the writer to finish.
     lock(&shared.pending).clear();
+    shared.closing.send_replace(true);
     let grace = shared.config.eof_grace;
     let drained =
         tokio::time::timeout(grace, async { while tasks.join_next().await.is_some() {} }).await;
@@ -532,17 +582,39 @@ fn handle_request(
     id: Value,
     tasks: &mut JoinSet<()>,
 ) -> Flow {
-    {
-        let mut s = shared.session();
-        if !s.initialized && method != "initialize" && method != "ping" {
-            tracing::warn!(%method, "request before notifications/initialized (answered anyway)");
-            s.early_requests.push(method.clone());
+    shared.config.served.count(&method);
+    let modern = shared.is_modern(&method, &params);
+    if !modern {
+        {
+            let mut s = shared.session();
+            if !s.initialized && method != "initialize" && method != "ping" {
+                tracing::warn!(%method, "request before notifications/initialized (answered anyway)");
+                s.early_requests.push(method.clone());
+            }
         }
-    }
-    if method == "initialize" {
-        // Inline, so that the session is set up before the next line is read.
-        answer_initialize(shared, &params, &id);
-        return Flow::Continue;
+        if method == modern::DISCOVER && shared.config.era == Era::Legacy {
+            match shared.config.probe {
+                // Answered below like any unknown method.
+                Probe::Error => {}
+                Probe::Silent => {
+                    tracing::debug!("--probe silent: server/discover left unanswered");
+                    return Flow::Continue;
+                }
+                Probe::Die => {
+                    tracing::debug!("--probe die: dying on server/discover");
+                    return Flow::Die;
+                }
+                Probe::Garbage => {
+                    shared.respond(&id, json!({}));
+                    return Flow::Continue;
+                }
+            }
+        }
+        if method == "initialize" {
+            // Inline, so that the session is set up before the next line is read.
+            answer_initialize(shared, &params, &id);
+            return Flow::Continue;
+        }
     }
     if method == "tools/call" && shared.config.chaos {
         let args = params.get("arguments").unwrap_or(&Value::Null);
@@ -580,7 +652,16 @@ fn handle_request(
     let sh = Arc::clone(shared);
     let task_key = key.clone();
     let handle = tasks.spawn(async move {
-        let handled = dispatch(&sh, &method, params, &id).await;
+        let handled = if modern {
+            modern::dispatch(&sh, &method, params, &id).await
+        } else {
+            dispatch(&sh, &method, params, &id)
+                .await
+                .map(|reply| match reply {
+                    Reply::Result(r) => Reply::Result(modern::legacy_hints(&sh.config, &method, r)),
+                    other => other,
+                })
+        };
         finish(&sh, &task_key, serial, &id, handled);
         if method == "tools/call" {
             after_answer(&sh);
@@ -729,6 +810,17 @@ fn answer_initialize(shared: &Shared, params: &Value, id: &Value) {
     }
 }
 
+/// The server's capabilities (the same in both eras).
+pub(crate) fn capabilities() -> Value {
+    json!({
+        "tools": {"listChanged": true},
+        "resources": {"subscribe": true, "listChanged": true},
+        "prompts": {"listChanged": true},
+        "logging": {},
+        "completions": {},
+    })
+}
+
 fn initialize(shared: &Shared, params: &Value) -> Value {
     let config = &shared.config;
     let asked = params.get("protocolVersion");
@@ -747,13 +839,7 @@ fn initialize(shared: &Shared, params: &Value) -> Value {
     }
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": {
-            "tools": {"listChanged": true},
-            "resources": {"subscribe": true, "listChanged": true},
-            "prompts": {"listChanged": true},
-            "logging": {},
-            "completions": {},
-        },
+        "capabilities": capabilities(),
         "serverInfo": {"name": config.name, "version": config.server_version},
     });
     if let Some(instructions) = &config.instructions {
@@ -762,11 +848,12 @@ fn initialize(shared: &Shared, params: &Value) -> Value {
     result
 }
 
-async fn dispatch(shared: &Shared, method: &str, params: Value, id: &Value) -> Handled {
+/// The handshake era's methods (the modern era's [`modern::dispatch`] ends up here too).
+pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &Value) -> Handled {
     let ok = |v: Value| Ok(Reply::Result(v));
     match method {
         "ping" => ok(json!({})),
-        "tools/list" => ok(catalog::list_tools(&shared.config, &params)?),
+        "tools/list" => ok(catalog::list_tools(&shared.config, &params, false)?),
         "tools/call" => tools::call(shared, &params, id).await,
         "resources/list" => ok(catalog::list_resources()),
         "resources/templates/list" => ok(catalog::list_resource_templates()),

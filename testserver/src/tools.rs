@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::LOGGER_NAME;
 use crate::catalog::{self, CHAOS_TOOLS};
+use crate::listen::ListenEvent;
 use crate::server::{Handled, Reply, RpcError, Shared};
 
 /// Largest `oversized` line (1 GiB): a guard against typos, not a protocol limit.
@@ -76,7 +77,8 @@ pub(crate) async fn call(shared: &Shared, params: &Value, id: &Value) -> Handled
         .get("_meta")
         .and_then(|m| m.get("progressToken"))
         .cloned();
-    match run(shared, name, &args, progress_token, id).await {
+    let unsolicited = shared.unsolicited("tools/call", params);
+    match run(shared, name, &args, progress_token, id, unsolicited).await {
         Ok(reply) => Ok(reply),
         // Argument problems are tool execution errors (isError), not protocol errors.
         Err(result) => ok(result),
@@ -89,6 +91,7 @@ async fn run(
     args: &Value,
     progress_token: Option<Value>,
     id: &Value,
+    unsolicited: bool,
 ) -> Result<Reply, Value> {
     let result = match name {
         "echo" => text_result(format!("Echo: {}", arg_str(args, "message")?)),
@@ -139,29 +142,77 @@ async fn run(
                 ))
             }
         }
-        "notify_changed" => {
+        "notify_changed" | "test_trigger_tool_change" => {
             let list = match args.get("list") {
                 None | Some(Value::Null) => "tools",
+                Some(_) if name == "test_trigger_tool_change" => "tools",
                 Some(_) => arg_str(args, "list")?,
             };
-            if !["tools", "resources", "prompts"].contains(&list) {
-                return Err(tool_error(format!("unknown list: {list}")));
-            }
+            let event = match list {
+                "tools" => ListenEvent::ToolsChanged,
+                "prompts" => ListenEvent::PromptsChanged,
+                "resources" => ListenEvent::ResourcesChanged,
+                _ => return Err(tool_error(format!("unknown list: {list}"))),
+            };
             let method = format!("notifications/{list}/list_changed");
-            shared.notify(&method, json!({}));
-            text_result(format!("sent {method}"))
+            let listens = shared.listen.open_count();
+            shared.listen.publish(event);
+            if unsolicited {
+                shared.notify(&method, json!({}));
+                text_result(format!("sent {method}"))
+            } else {
+                text_result(format!("{method} published to {listens} open listen(s)"))
+            }
         }
         "touch" => {
             let uri = arg_str(args, "uri")?;
-            let subscribed = shared.session().subscriptions.contains(uri);
+            let listens = shared.listen.open_count();
+            shared.listen.publish(ListenEvent::Updated(uri.to_owned()));
+            let subscribed = unsolicited && shared.session().subscriptions.contains(uri);
             if subscribed {
                 shared.notify("notifications/resources/updated", json!({"uri": uri}));
                 text_result(format!("sent notifications/resources/updated for {uri}"))
-            } else {
+            } else if unsolicited {
                 text_result(format!("not subscribed to {uri}: nothing sent"))
+            } else {
+                text_result(format!(
+                    "notifications/resources/updated for {uri} published to {listens} open \
+                     listen(s)"
+                ))
             }
         }
-        "session_info" => structured_result(shared.session().to_json()),
+        "session_info" => {
+            let mut info = shared.session().to_json();
+            info["served"] = shared.config.served.to_json();
+            info["listens"] = shared.listen.to_json();
+            structured_result(info)
+        }
+        "end_listens" | "break_listens" => {
+            let listens = shared.listen.open_count();
+            let (event, how) = if name == "end_listens" {
+                (ListenEvent::End, shared.config.listen_end.name())
+            } else {
+                (ListenEvent::Break, "without a response")
+            };
+            shared.listen.publish(event);
+            text_result(format!("ending {listens} open listen(s) ({how})"))
+        }
+        "structured" => {
+            let shape = match args.get("shape") {
+                None | Some(Value::Null) => "valid",
+                Some(_) => arg_str(args, "shape")?,
+            };
+            match shape {
+                "valid" => structured_result(json!({"count": 3, "label": "three"})),
+                // `count` of the wrong type, `label` missing, a member the schema forbids.
+                "wrong" => structured_result(json!({"count": "three", "extra": true})),
+                "missing" => {
+                    text_result("no structuredContent, though the outputSchema asks for it")
+                }
+                "error" => tool_error("the tool failed (isError), so its result is not structured"),
+                other => return Err(tool_error(format!("unknown shape: {other}"))),
+            }
+        }
         // Chaos tools.
         "garbage" => {
             let text = match args.get("text") {

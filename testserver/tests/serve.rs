@@ -138,6 +138,10 @@ async fn tools_list_echo_vs_chaos_and_pagination() {
         "notify_changed",
         "touch",
         "session_info",
+        "structured",
+        "test_trigger_tool_change",
+        "end_listens",
+        "break_listens",
     ] {
         assert!(names.contains(&t.to_owned()), "{t} missing");
     }
@@ -175,8 +179,10 @@ async fn tools_list_echo_vs_chaos_and_pagination() {
             None => break,
         }
     }
-    assert_eq!(paged.len(), 26);
-    assert_eq!(pages, 7);
+    // 14 tools (11 + the listen ones: test_trigger_tool_change, end_listens, break_listens)
+    // and 16 chaos tools, by 4.
+    assert_eq!(paged.len(), 30);
+    assert_eq!(pages, 8);
     for t in [
         "die",
         "hang",
@@ -199,6 +205,35 @@ async fn tools_list_echo_vs_chaos_and_pagination() {
     }
     let resp = c.request("tools/list", json!({"cursor": "garbage"})).await;
     assert_eq!(resp["error"]["code"], codes::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn structured_answers_each_shape() {
+    let (mut p, _h) = ready(ServerConfig::echo()).await;
+    let r = p.call("structured", json!({})).await;
+    assert_eq!(
+        r["structuredContent"],
+        json!({"count": 3, "label": "three"})
+    );
+    let r = p.call("structured", json!({"shape": "wrong"})).await;
+    assert_eq!(
+        r["structuredContent"],
+        json!({"count": "three", "extra": true})
+    );
+    let r = p.call("structured", json!({"shape": "missing"})).await;
+    assert!(r.get("structuredContent").is_none() && r.get("isError").is_none());
+    let r = p.call("structured", json!({"shape": "error"})).await;
+    assert_eq!(r["isError"], true);
+    let r = p.call("structured", json!({"shape": "other"})).await;
+    assert_eq!(r["isError"], true);
+    let list = p.result("tools/list", json!({})).await;
+    let tool = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "structured")
+        .unwrap();
+    assert_eq!(tool["outputSchema"]["required"], json!(["count", "label"]));
 }
 
 #[tokio::test]

@@ -54,6 +54,10 @@ pub(crate) trait Leg: Send + Sync + 'static {
     /// `notifications/initialized` before the first request, a cancellation after its
     /// request. Other frames are posted concurrently.
     fn in_order(&self, frame: &Frame) -> bool;
+    /// Called with each frame as soon as it is read, in order, before any frame after it is
+    /// posted (and before its own post starts): for what must be known at once, such as
+    /// which requests a later cancellation may name. Nothing by default.
+    fn admit(&self, _frame: &str) {}
 }
 
 /// What the bridge reads of a frame: its method, and whether it is a request.
@@ -250,6 +254,7 @@ async fn run(
                     line = lines.next_line() => match line {
                         Ok(Some(line)) => {
                             let frame = Frame::of(&line);
+                            bridge.leg().admit(&line);
                             let initialize = frame.method.as_deref() == Some("initialize");
                             let post = Arc::clone(&bridge).post_line(line, initialize);
                             if bridge.leg().in_order(&frame) {

@@ -37,6 +37,10 @@
 //! - static headers ([`HttpConnector::header`]) go on every request; redirects are never
 //!   followed; `HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and `NO_PROXY` are honoured.
 //!
+//! Frames of the 2026-07-28 era (those whose `_meta` names the protocol version) take another
+//! path, stateless, with the era's headers and without session, GET stream, resumption or
+//! `DELETE`; a refusal never ends the link there: see [`super::modern`].
+//!
 //! Like every transport it decides nothing about the protocol: it reads a frame's JSON only
 //! to find the `initialize` exchange (for the session's headers) and which response answers
 //! a POST (to know whether its stream must be resumed).
@@ -53,7 +57,9 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError};
+use super::modern::{self, ModernPosts};
 use super::sse::SseConnector;
+use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
     reconnect_wait, web_options,
@@ -78,6 +84,27 @@ const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// How much of a `400` body is read to tell "unknown session" from other bad requests.
 const UNKNOWN_SESSION_BODY: usize = 4096;
 
+/// Whether a body is a JSON-RPC error response whose code only a 2026-07-28 server answers
+/// with (-32020, -32021, -32022): the server is a modern one, not a legacy HTTP+SSE one.
+fn is_modern_refusal(body: &[u8]) -> bool {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return false;
+    };
+    let code = v
+        .get("error")
+        .and_then(|e| e.get("code"))
+        .and_then(Value::as_i64);
+    v.get("method").is_none()
+        && matches!(
+            code,
+            Some(
+                mcp_machine::UNSUPPORTED_VERSION
+                    | mcp_machine::HEADER_MISMATCH
+                    | mcp_machine::MISSING_CAPABILITY
+            )
+        )
+}
+
 /// Whether a `400` body says the session is unknown (some servers answer an expired session
 /// so instead of `404`): it names the session.
 fn names_session(body: &[u8]) -> bool {
@@ -95,15 +122,31 @@ fn names_session(body: &[u8]) -> bool {
 pub struct HttpConnector {
     endpoint: reqwest::Url,
     web: WebOptions,
+    /// The tools' header mappings, shared by every link of this connector (a reconnect keeps
+    /// what the tools listed before said).
+    tool_headers: ToolHeaderRegistry,
 }
 
 impl HttpConnector {
     /// A connector for the MCP endpoint at `url` (`http://` or `https://`).
     pub fn new(url: &str) -> Result<Self, TransportError> {
+        let endpoint = parse_url(url)?;
+        let mut web = WebOptions::new(DEFAULT_GRACE)?;
+        web.endpoint = Some(endpoint.clone());
         Ok(HttpConnector {
-            endpoint: parse_url(url)?,
-            web: WebOptions::new(DEFAULT_GRACE)?,
+            endpoint,
+            web,
+            tool_headers: ToolHeaderRegistry::new(),
         })
+    }
+
+    /// Shares `registry` between every link of this connector (and whoever else holds a clone
+    /// of it): the `x-mcp-header` mappings the links learn from modern `tools/list` answers
+    /// and use for the `Mcp-Param-*` headers of modern `tools/call`s. Without it each link
+    /// starts with an empty registry of its own.
+    pub fn tool_headers(mut self, registry: ToolHeaderRegistry) -> Self {
+        self.tool_headers = registry;
+        self
     }
 
     /// How long the `DELETE` at close may take (2 s).
@@ -117,6 +160,7 @@ impl HttpConnector {
             endpoint: self.endpoint.clone(),
             web: self.web.clone(),
             session: Mutex::new(Session::default()),
+            modern: ModernPosts::new(self.tool_headers.clone()),
         })
     }
 }
@@ -129,6 +173,10 @@ impl Connector for HttpConnector {
     ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
         let link = bridge::open(self.leg(), None, None, self.web.grace);
         Box::pin(async move { Ok(link) })
+    }
+
+    fn mirrors_tool_headers(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {
@@ -194,6 +242,13 @@ impl AutoHttpConnector {
         self
     }
 
+    /// Shares `registry` between every Streamable HTTP link of this connector; see
+    /// [`HttpConnector::tool_headers`]. The legacy transport has no use for it.
+    pub fn tool_headers(mut self, registry: ToolHeaderRegistry) -> Self {
+        self.http = self.http.tool_headers(registry);
+        self
+    }
+
     /// Changes the options of both transports in place.
     pub(crate) fn edit_web(
         &mut self,
@@ -225,6 +280,10 @@ impl Connector for AutoHttpConnector {
                 Box::pin(async move { Ok(link) })
             }
         }
+    }
+
+    fn mirrors_tool_headers(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {
@@ -310,6 +369,8 @@ struct StreamableLeg {
     endpoint: reqwest::Url,
     web: WebOptions,
     session: Mutex<Session>,
+    /// Its frames of the 2026-07-28 era.
+    modern: ModernPosts,
 }
 
 fn lock(s: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
@@ -335,6 +396,14 @@ impl Leg for StreamableLeg {
     fn in_order(&self, frame: &Frame) -> bool {
         !frame.is_request
     }
+
+    /// A modern request is known as in flight from here on, so that a cancellation read
+    /// after it finds it even before its POST started.
+    fn admit(&self, frame: &str) {
+        if let Some(value) = modern::parse(frame) {
+            self.modern.admit(&value);
+        }
+    }
 }
 
 impl StreamableLeg {
@@ -352,12 +421,22 @@ impl StreamableLeg {
 
     /// POSTs one frame and forwards what comes back.
     async fn post_frame(self: &Arc<Self>, frame: String, out: Out) -> Result<(), PostError> {
+        if let Some(value) = modern::parse(&frame) {
+            return self
+                .modern
+                .post(&self.web, &self.endpoint, frame, value, &out)
+                .await;
+        }
+        if self.modern.intercepts(&frame) {
+            return Ok(());
+        }
         let head = Head::of(frame.as_bytes());
         let method = head.as_ref().and_then(|h| h.method.clone());
         // The request whose response the answer must bring (none for notifications).
         let request = head.and_then(|h| h.id).filter(|_| method.is_some());
         let initialize = method.as_deref() == Some("initialize");
         if initialize {
+            self.modern.initializing();
             lock(&self.session).initialize_id = request.clone();
         }
         let had_session = lock(&self.session).id.is_some();
@@ -394,15 +473,22 @@ impl StreamableLeg {
                 status: status.as_u16(),
                 reason: format!("to a POST of {}", method.as_deref().unwrap_or("a response")),
             };
-            // The backwards-compatibility rule: a server of the 2024-11-05 transport refuses
-            // the POST of initialize this way.
-            return Err(
-                if initialize && !had_session && matches!(status.as_u16(), 400 | 404 | 405) {
-                    PostError::Fallback(error)
-                } else {
-                    PostError::Fail(error)
-                },
-            );
+            if initialize && !had_session && matches!(status.as_u16(), 400 | 404 | 405) {
+                // A 2026-07-28 server refuses `initialize` with a modern error in the body: that
+                // answer goes to the machine (which asks the server again as a modern one),
+                // never to the fallback.
+                let body = read_capped(response, UNKNOWN_SESSION_BODY)
+                    .await
+                    .unwrap_or_default();
+                if is_modern_refusal(&body) {
+                    self.deliver(one_line(&body), &out).await;
+                    return Ok(());
+                }
+                // The backwards-compatibility rule: a server of the 2024-11-05 transport
+                // refuses the POST of initialize this way.
+                return Err(PostError::Fallback(error));
+            }
+            return Err(PostError::Fail(error));
         }
         if let Some(id) = response.headers().get(SESSION_HEADER) {
             if !id.as_bytes().iter().all(|b| (0x21..=0x7e).contains(b)) {

@@ -20,9 +20,11 @@ mod bridge;
 #[doc(hidden)]
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
+mod modern;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
+pub mod tool_headers;
 mod web;
 
 use std::fmt;
@@ -42,8 +44,9 @@ pub use http::{AutoHttpConnector, HttpConnector, HttpVerdict};
 pub use sse::SseConnector;
 pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
-pub use web::RESERVED_HEADERS;
+pub use tool_headers::ToolHeaderRegistry;
 pub(crate) use web::WebOptions;
+pub use web::{RESERVED_HEADERS, RESERVED_PREFIX};
 
 /// Default frame limit: 16 MiB. A frame of exactly this many bytes is accepted.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -114,6 +117,13 @@ pub trait Connector: Send + Sync + 'static {
     /// channel. Empty for links without one (the default).
     fn stderr_tail(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// Whether each request travels as an HTTP request whose headers mirror the tool arguments
+    /// a tool's `x-mcp-header` annotations name (Streamable HTTP, 2026-07-28): the client then
+    /// leaves out of its tool listings the tools whose annotations are invalid. `false` (the
+    /// default) for byte-stream links, where the annotations may be ignored.
+    fn mirrors_tool_headers(&self) -> bool {
+        false
     }
 }
 

@@ -51,9 +51,12 @@ pub struct SseConnector {
 impl SseConnector {
     /// A connector for the SSE stream at `url` (`http://` or `https://`).
     pub fn new(url: &str) -> Result<Self, TransportError> {
+        let url = parse_url(url)?;
+        let mut web = WebOptions::new(Duration::from_secs(2))?;
+        web.endpoint = Some(url.clone());
         Ok(SseConnector {
-            url: parse_url(url)?,
-            web: WebOptions::new(Duration::from_secs(2))?,
+            url,
+            web,
             endpoint_timeout: DEFAULT_ENDPOINT_TIMEOUT,
         })
     }

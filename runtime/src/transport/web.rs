@@ -18,7 +18,8 @@ use sse_stream::Sse;
 use super::{IoCause, TransportError};
 
 /// Headers the HTTP transports set themselves (lower case); a static header may not replace
-/// them: a user's value would break the session or the framing.
+/// them: a user's value would break the session or the framing. Names starting with
+/// [`RESERVED_PREFIX`] are the transport's too.
 pub const RESERVED_HEADERS: &[&str] = &[
     "accept",
     "connection",
@@ -26,10 +27,16 @@ pub const RESERVED_HEADERS: &[&str] = &[
     "content-type",
     "host",
     "last-event-id",
+    "mcp-method",
+    "mcp-name",
     "mcp-protocol-version",
     "mcp-session-id",
     "transfer-encoding",
 ];
+
+/// The prefix of the headers a modern `tools/call` carries for its tool (`Mcp-Param-*`, lower
+/// case): a static header may not take such a name.
+pub const RESERVED_PREFIX: &str = "mcp-param-";
 
 /// The longest wait between two attempts to open a stream when the server gave no `retry`.
 const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -47,6 +54,10 @@ pub(crate) struct WebOptions {
     pub(crate) grace: Duration,
     /// Bound on connecting plus receiving the response headers of each request.
     pub(crate) http_timeout: Option<Duration>,
+    /// The MCP endpoint (the key of its tokens, and the origin a token may go to).
+    pub(crate) endpoint: Option<reqwest::Url>,
+    /// Where the bearer token of the endpoint comes from, when the client is authorized.
+    pub(crate) oauth: Option<crate::auth::OAuth>,
 }
 
 impl fmt::Debug for WebOptions {
@@ -57,6 +68,7 @@ impl fmt::Debug for WebOptions {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("grace", &self.grace)
             .field("http_timeout", &self.http_timeout)
+            .field("oauth", &self.oauth.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -69,6 +81,9 @@ impl WebOptions {
         let client = reqwest::Client::builder()
             // A redirect could carry our headers (the session id, a token) elsewhere.
             .redirect(reqwest::redirect::Policy::none())
+            // A listen's stream may stay quiet for hours: a peer that vanished (no FIN, no
+            // RST) is found by TCP keepalive rather than by a timeout on a legitimate silence.
+            .tcp_keepalive(Duration::from_secs(30))
             .build()
             .map_err(|e| TransportError::Connect(IoCause::new(std::io::Error::other(e))))?;
         Ok(WebOptions {
@@ -77,6 +92,8 @@ impl WebOptions {
             max_frame_bytes: super::DEFAULT_MAX_FRAME_BYTES,
             grace,
             http_timeout: None,
+            endpoint: None,
+            oauth: None,
         })
     }
 
@@ -86,7 +103,9 @@ impl WebOptions {
         let invalid = |reason: String| TransportError::Http { status: 0, reason };
         let header = HeaderName::from_bytes(name.as_bytes())
             .map_err(|_| invalid(format!("invalid header name {name:?}")))?;
-        if RESERVED_HEADERS.contains(&header.as_str()) {
+        if RESERVED_HEADERS.contains(&header.as_str())
+            || header.as_str().starts_with(RESERVED_PREFIX)
+        {
             return Err(invalid(format!(
                 "the header {header} is set by the transport itself"
             )));
@@ -103,11 +122,30 @@ impl WebOptions {
     }
 
     /// Sends `request`, bounding connect plus response headers by the per-request timeout.
+    /// A request to the endpoint's origin carries the endpoint's bearer token when the client
+    /// is authorized ([`crate::auth::OAuth::bearer`]); a request anywhere else never does.
     pub(crate) async fn send(
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, TransportError> {
-        let send = request.headers(self.headers.clone()).send();
+        let mut request = request.headers(self.headers.clone());
+        if let (Some(oauth), Some(endpoint)) = (&self.oauth, &self.endpoint)
+            && let Some(token) = oauth.bearer(endpoint).await
+            && let Ok(mut value) = HeaderValue::from_str(&format!("Bearer {}", token.expose()))
+        {
+            value.set_sensitive(true);
+            let same_origin = request
+                .try_clone()
+                .and_then(|r| r.build().ok())
+                .is_some_and(|r| r.url().origin() == endpoint.origin());
+            if same_origin {
+                // Replaces a static `Authorization` header rather than adding a second one.
+                let mut bearer = HeaderMap::new();
+                bearer.insert(reqwest::header::AUTHORIZATION, value);
+                request = request.headers(bearer);
+            }
+        }
+        let send = request.send();
         let response = match self.http_timeout {
             Some(bound) => tokio::time::timeout(bound, send).await.map_err(|_| {
                 TransportError::Io(IoCause::new(std::io::Error::new(
@@ -368,6 +406,8 @@ mod tests {
         }
         assert!(o.set_header("bad name", "v").is_err());
         assert!(o.set_header("Mcp-Session-Id", "v").is_err());
+        assert!(o.set_header("Mcp-Method", "v").is_err());
+        assert!(o.set_header("Mcp-Param-Region", "v").is_err());
         o.set_header("Authorization", "Bearer s3cret").unwrap();
         assert_eq!(o.headers.len(), 1);
         let shown = format!("{o:?}");

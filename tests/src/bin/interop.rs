@@ -288,6 +288,90 @@ async fn python(client: &Client, r: &mut Report) {
     );
     let ping = client.ping().await;
     r.check("ping (python)", ping.is_ok(), format!("{ping:?}"));
+    if client.era() == Some(mcp_runtime::Era::Modern) {
+        python_listen(client, r).await;
+    }
+}
+
+/// `subscriptions/listen` against the Python SDK's `ListenHandler` (2026-07-28): the listen
+/// ready opens is acknowledged, a list change and a resource update published by a tool reach
+/// the client through it, and a subscribe and an unsubscribe are answered.
+async fn python_listen(client: &Client, r: &mut Report) {
+    const URI: &str = "py://note";
+    const WAIT: Duration = Duration::from_secs(10);
+    let mut status = client.watch_listen_status();
+    let covered = tokio::time::timeout(WAIT, async {
+        loop {
+            {
+                let s = status.borrow_and_update();
+                if s.wanted.tools && s.wanted.is_subset(&s.covered) {
+                    return;
+                }
+            }
+            if status.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+    })
+    .await;
+    r.check(
+        "listen acknowledged for the list changes (python)",
+        covered.is_ok(),
+        format!("{:?}", client.listen_status()),
+    );
+    let mut feed = client.notifications();
+    let changed = client.call_tool("change_tools", json!({})).await;
+    let got = heard(&mut feed, WAIT, |n| {
+        matches!(n, ServerNotification::ToolsListChanged)
+    })
+    .await;
+    r.check(
+        "tools list change through the listen (python)",
+        changed.is_ok() && got,
+        format!("{changed:?}, heard: {got}"),
+    );
+    let subscribed = client.subscribe(URI).await;
+    r.check(
+        "subscribe answered by the acknowledgement (python)",
+        subscribed.is_ok() && client.listen_status().covered.uris.contains(URI),
+        format!("{subscribed:?}, {:?}", client.listen_status()),
+    );
+    let touched = client.call_tool("touch", json!({"uri": URI})).await;
+    let got = heard(
+        &mut feed,
+        WAIT,
+        |n| matches!(n, ServerNotification::ResourceUpdated { uri } if uri == URI),
+    )
+    .await;
+    r.check(
+        "resource update through the listen (python)",
+        touched.is_ok() && got,
+        format!("{touched:?}, heard: {got}"),
+    );
+    let unsubscribed = client.unsubscribe(URI).await;
+    r.check(
+        "unsubscribe (python)",
+        unsubscribed.is_ok() && !client.listen_status().wanted.uris.contains(URI),
+        format!("{unsubscribed:?}, {:?}", client.listen_status()),
+    );
+}
+
+/// Whether a notification matching `want` arrives on `feed` within `wait`.
+async fn heard(
+    feed: &mut mcp_runtime::Notifications,
+    wait: Duration,
+    want: impl Fn(&ServerNotification) -> bool,
+) -> bool {
+    tokio::time::timeout(wait, async {
+        while let Some(n) = feed.recv().await {
+            if want(&n.parsed) {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .unwrap_or(false)
 }
 
 #[tokio::main]

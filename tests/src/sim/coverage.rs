@@ -40,6 +40,7 @@ impl Coverage {
                     Some((p, _)) if p.contains("Hang") => "connections hung",
                     _ => "connections",
                 },
+                Event::ServerGot { method, .. } if method == "server/discover" => "probes",
                 Event::ServerGot { .. } => "requests on the wire",
                 Event::CancelGot { .. } => "cancels on the wire",
                 Event::Crash { .. } => "server crashes",

@@ -24,7 +24,7 @@ pub mod server;
 use std::time::Duration;
 
 use mcp_runtime::trace::{TraceError, TraceRecorder};
-use mcp_runtime::{Client, ClientBuilder, ConnState, RequestOptions};
+use mcp_runtime::{Client, ClientBuilder, ConnState, EraMode, RequestOptions};
 use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -158,8 +158,14 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     let net = Net::new(seed, log.clone(), calm_rx, sc.pipe);
     let recorder = TraceRecorder::new();
     let (min, max, jitter) = sc.backoff;
+    let era = if sc.probe {
+        EraMode::Auto
+    } else {
+        EraMode::Legacy
+    };
     let builder = ClientBuilder::new(net.connector())
         .seed(sc.client_seed)
+        .era(era)
         .request_timeout(sc.request_timeout)
         .connect_timeout(sc.connect_timeout)
         .init_timeout(sc.init_timeout)

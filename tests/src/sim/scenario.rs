@@ -71,6 +71,9 @@ pub struct Scenario {
     pub calls: Vec<CallPlan>,
     /// How the run ends.
     pub ending: Ending,
+    /// Whether the client runs in `auto` (a `server/discover` probe first, which this legacy
+    /// server refuses) rather than in the handshake era only.
+    pub probe: bool,
 }
 
 impl Scenario {
@@ -114,8 +117,10 @@ impl Scenario {
             35..=79 => Ending::StopAfterCalm,
             _ => Ending::DropAfterCalm,
         };
+        let client_seed = r.next_u64();
         Scenario {
-            client_seed: r.next_u64(),
+            client_seed,
+            probe: r.chance(50),
             request_timeout,
             connect_timeout,
             init_timeout,

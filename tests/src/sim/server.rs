@@ -1,7 +1,8 @@
 //! The simulated MCP server: one task per connection, speaking newline-delimited JSON over an
 //! in-memory stream, misbehaving as its [`ConnPlan`] and its seeded generator say.
 //!
-//! It answers `initialize` (or refuses it, or answers a version nobody speaks, or never
+//! It is a 2025-11-25 server: a `server/discover` probe before `initialize` is answered "method
+//! not found". It answers `initialize` (or refuses it, or answers a version nobody speaks, or never
 //! answers), `ping`, and `tools/call` of a tool that echoes the caller's token: after a delay,
 //! with progress carrying the token, sometimes twice, sometimes never, sometimes with an error
 //! carrying the token, sometimes even after the client cancelled it. Between answers it may
@@ -10,7 +11,7 @@
 //! sends then go busy), or crash (close its side of the stream). Once the run turns calm,
 //! every new decision is a good one.
 //!
-//! It also checks what the client sends: `initialize` first and once, `notifications/initialized`
+//! It also checks what the client sends: `initialize` first (after the probe, if any) and once, `notifications/initialized`
 //! once after the answer and before any other request, no request id ever reused (across
 //! connections), a `notifications/cancelled` only for a request it saw and at most once, an
 //! answer to each of its pings at most once.
@@ -391,6 +392,17 @@ impl Server {
     }
 
     fn on_request(&mut self, id: u64, method: &str, params: Option<&Value>) {
+        if method == "server/discover" {
+            // A 2025-11-25 server: the probe is an unknown method, answered as such.
+            if self.saw_initialize {
+                return self.saw("server/discover after initialize".to_owned());
+            }
+            let after = self.rng.ms(0, 5);
+            let frame = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}});
+            self.frame(after, &frame, Some(id), true);
+            return;
+        }
         if method == "initialize" {
             if self.saw_initialize {
                 return self.saw("initialize twice on one connection".to_owned());

@@ -18,6 +18,8 @@ pub struct Seen {
     pub target: String,
     pub headers: Vec<(String, String)>,
     pub body: Option<Value>,
+    /// The body as text (a form, say).
+    pub text: String,
     /// When the server saw it.
     pub at: std::time::Instant,
 }
@@ -34,6 +36,22 @@ impl Seen {
         self.body.as_ref()?.get("method")?.as_str()
     }
 
+    /// A parameter of the query (`path?a=b`) or, for a form body, of the body; decoded.
+    pub fn param(&self, name: &str) -> Option<String> {
+        let query = self.target.split_once('?').map(|(_, q)| q).unwrap_or("");
+        [query, self.text.as_str()].into_iter().find_map(|pairs| {
+            let url = reqwest::Url::parse(&format!("http://x/?{pairs}")).ok()?;
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+        })
+    }
+
+    /// The path of the target, without its query.
+    pub fn path(&self) -> &str {
+        self.target.split('?').next().unwrap_or("")
+    }
+
     /// The JSON-RPC id of the request body (`null` when none).
     pub fn rpc_id(&self) -> Value {
         self.body
@@ -48,6 +66,10 @@ impl Seen {
 pub enum Answer {
     /// A JSON body with extra headers.
     Json(Value, Vec<(&'static str, String)>),
+    /// A JSON body with this status (a JSON-RPC error refused with `400`, say).
+    StatusJson(u16, Value),
+    /// A JSON body with this status and extra headers (a 401 with its challenge, say).
+    StatusJsonHeaders(u16, Value, Vec<(&'static str, String)>),
     /// An SSE stream of these events (each without its blank line), then the end.
     Sse(Vec<String>),
     /// An SSE stream with extra headers, fed by the test until the sender is dropped.
@@ -120,6 +142,7 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                     target,
                     headers,
                     body: serde_json::from_slice(&body).ok(),
+                    text: String::from_utf8_lossy(&body).into_owned(),
                     at: std::time::Instant::now(),
                 };
                 let before = log.lock().unwrap().clone();
@@ -143,6 +166,18 @@ pub async fn serve_at(path: &str, script: Script) -> (String, Log) {
                     Answer::Json(v, extra) => {
                         let body = v.to_string();
                         let mut h = head(200, &extra, Some("application/json"));
+                        h.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+                        w.write_all(h.as_bytes()).await
+                    }
+                    Answer::StatusJson(status, v) => {
+                        let body = v.to_string();
+                        let mut h = head(status, &[], Some("application/json"));
+                        h.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
+                        w.write_all(h.as_bytes()).await
+                    }
+                    Answer::StatusJsonHeaders(status, v, extra) => {
+                        let body = v.to_string();
+                        let mut h = head(status, &extra, Some("application/json"));
                         h.push_str(&format!("content-length: {}\r\n\r\n{body}", body.len()));
                         w.write_all(h.as_bytes()).await
                     }

@@ -21,8 +21,24 @@
 //! Legacy HTTP+SSE: `GET /sse` starts a session and streams `event: endpoint` with
 //! `data: /message?sessionId=ID`, then every message as `event: message`; `POST
 //! /message?sessionId=ID` hands a message to the session and answers `202` (unknown: `404`).
+//!
+//! `subscriptions/listen` (modern) is always answered with an SSE stream, even with
+//! [`HttpConfig::json`], with a `: keep-alive` comment every [`HttpConfig::sse_keepalive_ms`];
+//! one [`ListenBus`] per server carries the changes made by any request or session to every
+//! open listen. A listen's stream ends after its `complete` result or the server's
+//! `notifications/cancelled`, and is cut by `break_listens`; the listen ends when its client
+//! closes the stream.
+//!
+//! The modern era ([`crate::Era`], see `modern`): with `Era::Modern` every `POST /mcp` is a
+//! stateless modern request checked against its headers (`MCP-Protocol-Version`, `Mcp-Method`,
+//! `Mcp-Name`), other methods on `/mcp` get `405` and `/sse`, `/message` `404`; with
+//! `Era::Dual` only the requests carrying the modern `_meta` (and `server/discover`) take that
+//! path, the others are served in sessions as above. A legacy server's sessionless
+//! `server/discover` gets `400` (no session id) as any request, unless [`crate::Probe`] says
+//! otherwise: `silent` never answers, `die` cuts the connection, `garbage` answers `{}`.
 
 mod fault;
+mod modern;
 mod session;
 
 use std::collections::{HashMap, HashSet};
@@ -44,9 +60,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 pub use fault::Fault;
+pub use modern::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use session::{Chunk, Session, lock};
 
-use crate::ServerConfig;
+use crate::{Era, ListenBus, ServerConfig};
 
 /// `Mcp-Session-Id`.
 pub const SESSION_HEADER: &str = "mcp-session-id";
@@ -67,7 +84,13 @@ pub struct HttpConfig {
     /// How many requests the fault hits before the server behaves (`--http-chaos-times N`);
     /// `None`: all of them. Not counted for [`Fault::Get405`], which hits every `GET`.
     pub fault_times: Option<u32>,
+    /// The period of the keep-alive comments (`: keep-alive`) on a `subscriptions/listen`
+    /// stream, in ms (`--sse-keepalive-ms N`; default [`DEFAULT_SSE_KEEPALIVE_MS`]; 0: none).
+    pub sse_keepalive_ms: u64,
 }
+
+/// The default period of a listen stream's keep-alive comments (15 s, as the Python SDK).
+pub const DEFAULT_SSE_KEEPALIVE_MS: u64 = 15_000;
 
 impl HttpConfig {
     /// A well-behaved HTTP server serving `server` in every session, answering with SSE.
@@ -78,6 +101,7 @@ impl HttpConfig {
             retry_ms: None,
             fault: None,
             fault_times: None,
+            sse_keepalive_ms: DEFAULT_SSE_KEEPALIVE_MS,
         }
     }
 
@@ -98,6 +122,8 @@ struct State {
     expired: Mutex<HashSet<String>>,
     faults_left: Mutex<Option<u32>>,
     next_session: AtomicU64,
+    /// What every session and modern request publishes to and listens on.
+    bus: ListenBus,
 }
 
 impl State {
@@ -131,6 +157,7 @@ impl State {
             self.config.server.clone(),
             Arc::downgrade(self),
             legacy,
+            self.bus.clone(),
         ));
         lock(&self.sessions).insert(id, Arc::clone(&session));
         session
@@ -192,6 +219,12 @@ impl HttpServer {
         lock(&self.state.sessions).len()
     }
 
+    /// The bus every session and modern request of this server shares: its open listens and
+    /// what they hear.
+    pub fn listen_bus(&self) -> &ListenBus {
+        &self.state.bus
+    }
+
     /// Serves until the task is dropped (for binaries).
     pub async fn run(mut self) {
         let _ = (&mut self.task).await;
@@ -218,6 +251,7 @@ pub async fn serve(addr: SocketAddr, config: HttpConfig) -> std::io::Result<Http
         sessions: Mutex::new(HashMap::new()),
         expired: Mutex::new(HashSet::new()),
         next_session: AtomicU64::new(0),
+        bus: ListenBus::new(),
     });
     let weak = Arc::downgrade(&state);
     let task = tokio::spawn(accept_loop(listener, weak));
@@ -330,8 +364,14 @@ fn sse_of(chunks: Vec<Bytes>, endless: bool) -> Response<Body> {
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
+    let modern_only = state.config.server.era == Era::Modern;
     match (req.method().clone(), path.as_str()) {
         (Method::POST, "/mcp") => post(state, req).await,
+        (_, "/mcp") if modern_only => text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method not allowed (a modern server answers POST only)",
+        ),
+        (_, "/sse" | "/message") if modern_only => text(StatusCode::NOT_FOUND, "not found"),
         (Method::GET, "/mcp") => get(&state, &req),
         (Method::DELETE, "/mcp") => match session_id(&req) {
             Some(id) if lock(&state.sessions).contains_key(&id) => {
@@ -385,6 +425,8 @@ async fn message_of(req: Request<Incoming>) -> Result<Message, Box<Response<Body
 /// One JSON-RPC message, classified.
 struct Message {
     line: Vec<u8>,
+    /// `params` (`null` if absent).
+    params: Value,
     method: Option<String>,
     id: Option<Value>,
     token: Option<Value>,
@@ -406,6 +448,7 @@ fn parse(body: &[u8]) -> Result<Message, Box<Response<Body>>> {
         )));
     };
     Ok(Message {
+        params: obj.get("params").cloned().unwrap_or(Value::Null),
         method: obj.get("method").and_then(Value::as_str).map(str::to_owned),
         id: obj.get("id").cloned(),
         token: obj
@@ -420,10 +463,29 @@ fn parse(body: &[u8]) -> Result<Message, Box<Response<Body>>> {
 
 async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let sid = session_id(&req);
+    let era = state.config.server.era;
+    let headers = (era != Era::Legacy).then(|| req.headers().clone());
     let msg = match message_of(req).await {
         Ok(m) => m,
         Err(r) => return *r,
     };
+    if let Some(headers) = headers {
+        let modern = era == Era::Modern
+            || msg
+                .method
+                .as_deref()
+                .is_some_and(|m| crate::modern::is_modern_request(m, &msg.params));
+        if modern {
+            return modern::post(&state, &headers, msg).await;
+        }
+    }
+    if sid.is_none()
+        && era == Era::Legacy
+        && msg.method.as_deref() == Some(crate::modern::DISCOVER)
+        && let Some(r) = probe(state.config.server.probe, msg.id.as_ref()).await
+    {
+        return r;
+    }
     let initialize = msg.method.as_deref() == Some("initialize");
     let session = match &sid {
         Some(id) => match state.session(id) {
@@ -456,6 +518,26 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         response.headers_mut().insert(SESSION_HEADER, v);
     }
     response
+}
+
+/// How a legacy server answers a sessionless `server/discover` ([`crate::Probe`]); `None`: as
+/// today (`400`, no session id). `silent` never answers, `die` cuts the connection after the
+/// headers, `garbage` answers `{}`.
+async fn probe(probe: crate::Probe, id: Option<&Value>) -> Option<Response<Body>> {
+    use crate::Probe;
+    match probe {
+        Probe::Error => None,
+        Probe::Silent => std::future::pending().await,
+        Probe::Die => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let _ = tx.send(Chunk::Abort);
+            Some(sse(rx))
+        }
+        Probe::Garbage => {
+            let body = json!({"jsonrpc": "2.0", "id": id, "result": {}});
+            Some(json_response(StatusCode::OK, body.to_string().into_bytes()))
+        }
+    }
 }
 
 /// How a request stream misbehaves on the way.

@@ -132,6 +132,7 @@ impl Session {
         config: ServerConfig,
         state: Weak<State>,
         legacy: bool,
+        bus: crate::ListenBus,
     ) -> Self {
         let (ours, theirs) = tokio::io::duplex(1 << 16);
         let (sr, sw) = tokio::io::split(theirs);
@@ -142,7 +143,7 @@ impl Session {
             ..Routes::default()
         }));
         let server = tokio::spawn(async move {
-            crate::serve(sr, sw, config).await;
+            crate::serve_with(sr, sw, config, Some(bus)).await;
         });
         let writer = tokio::spawn(async move {
             while let Some(mut line) = input_rx.recv().await {

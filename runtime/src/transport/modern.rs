@@ -1,0 +1,462 @@
+//! The Streamable HTTP leg's POSTs of modern (2026-07-28) frames: stateless, one POST per
+//! request, with the standard headers and the tool's `Mcp-Param-*` headers
+//! ([`mcp_machine::headers`]).
+//!
+//! A frame is modern iff [`headers::is_modern`]; every other frame takes the handshake era's
+//! path in [`super::http`], unchanged. For a modern frame:
+//! - no `Mcp-Session-Id`, no `Last-Event-ID`, and an `mcp-session-id` in the answer is ignored
+//!   (it never makes a session; so no GET stream and no `DELETE` follow);
+//! - a non-2xx answer never ends the link: the JSON-RPC response to the request in its body
+//!   (read up to the frame limit) is delivered as it is, else an error response with
+//!   [`headers::HTTP_REFUSED`] is made up for the request; so is one for a 2xx answer that is
+//!   neither JSON nor SSE, or that does not hold the response;
+//! - an SSE answer that ends or breaks before the response is not resumed: an error response
+//!   with [`headers::STREAM_LOST`] is made up, and the table's `can_reissue` row sends the
+//!   call again under a new id (a bounded number of times);
+//! - `notifications/cancelled` is never posted: it aborts the POST of the request it names
+//!   when that is still in flight (closing its stream *is* the cancel);
+//! - the responses to `tools/list` fill the link's [`ToolHeaderRegistry`].
+//!
+//! Failures of the connection itself (connect, timeout, an SSE event over the frame limit)
+//! still end the link, as for every frame.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use mcp_machine::headers::{self, HTTP_REFUSED, STREAM_LOST};
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::bridge::{Out, PostError};
+use super::tool_headers::ToolHeaderRegistry;
+use super::web::{SseError, SseEvents, WebOptions, is_sse, message_of, one_line, read_capped};
+
+/// The frame as JSON when it is modern; `None` (without parsing it) when it cannot be.
+pub(crate) fn parse(frame: &str) -> Option<Value> {
+    if !frame.contains(headers::PROTOCOL_VERSION_META) {
+        return None;
+    }
+    serde_json::from_str::<Value>(frame)
+        .ok()
+        .filter(headers::is_modern)
+}
+
+/// A modern request admitted and not yet answered (or aborted).
+struct Entry {
+    /// Tells a reused id's entry apart.
+    token: u64,
+    /// Aborts the POST (taken by the cancellation).
+    abort: Option<oneshot::Sender<()>>,
+    /// What the POST waits on for the abort (taken when the POST starts).
+    aborted: Option<oneshot::Receiver<()>>,
+}
+
+/// What the leg knows of its modern POSTs.
+#[derive(Default)]
+struct State {
+    /// The requests admitted and not yet done, by the JSON text of their id.
+    in_flight: HashMap<String, Entry>,
+    /// The next token.
+    next: u64,
+    /// Whether a modern frame was posted on this link.
+    seen: bool,
+    /// Whether an `initialize` was posted on this link (it speaks the handshake era).
+    initialized: bool,
+}
+
+/// The modern POSTs of one link.
+pub(crate) struct ModernPosts {
+    tools: ToolHeaderRegistry,
+    state: Mutex<State>,
+}
+
+/// Removes a POST's entry from the in-flight map when the POST ends, however it ends.
+struct InFlight<'a> {
+    posts: &'a ModernPosts,
+    key: String,
+    token: u64,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        let mut state = self.posts.lock();
+        if state
+            .in_flight
+            .get(&self.key)
+            .is_some_and(|e| e.token == self.token)
+        {
+            state.in_flight.remove(&self.key);
+        }
+    }
+}
+
+/// A made-up JSON-RPC error response for the request `id`.
+fn error_response(id: &Value, code: i64, message: String, data: Option<Value>) -> Vec<u8> {
+    let mut error = json!({"code": code, "message": message});
+    if let Some(data) = data {
+        error["data"] = data;
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": error})
+        .to_string()
+        .into_bytes()
+}
+
+/// The [`HTTP_REFUSED`] response for the request `id` answered `status`.
+fn refused(id: &Value, status: StatusCode) -> Vec<u8> {
+    let message = match status.canonical_reason() {
+        Some(reason) => format!("HTTP {} {reason}", status.as_u16()),
+        None => format!("HTTP {}", status.as_u16()),
+    };
+    error_response(
+        id,
+        HTTP_REFUSED,
+        message,
+        Some(json!({"httpStatus": status.as_u16()})),
+    )
+}
+
+/// Whether `message` is a JSON-RPC response (a result or an error) to the request `id`.
+fn answers(message: &[u8], id: &Value) -> bool {
+    /// `true` for a member that is present, whatever its value (`null` included).
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+        serde::de::IgnoredAny::deserialize(d).map(|_| true)
+    }
+    #[derive(serde::Deserialize)]
+    struct Head {
+        id: Option<Value>,
+        #[serde(default, deserialize_with = "present")]
+        method: bool,
+        #[serde(default, deserialize_with = "present")]
+        result: bool,
+        #[serde(default, deserialize_with = "present")]
+        error: bool,
+    }
+    use serde::Deserialize as _;
+    serde_json::from_slice::<Head>(message)
+        .is_ok_and(|h| !h.method && (h.result || h.error) && h.id.as_ref() == Some(id))
+}
+
+impl State {
+    /// Puts a request in flight under `key` (replacing an entry of the same id); returns its
+    /// token and the receiver its POST waits on.
+    fn register(&mut self, key: String) -> (u64, oneshot::Receiver<()>) {
+        let (abort, aborted) = oneshot::channel();
+        self.next += 1;
+        let token = self.next;
+        let entry = Entry {
+            token,
+            abort: Some(abort),
+            aborted: None,
+        };
+        self.in_flight.insert(key, entry);
+        (token, aborted)
+    }
+}
+
+impl ModernPosts {
+    /// The modern POSTs of a link that reads and fills `tools`.
+    pub(crate) fn new(tools: ToolHeaderRegistry) -> Self {
+        ModernPosts {
+            tools,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes a modern frame as soon as it is read: the link has seen the era, and a request is
+    /// in flight from now on (a cancellation read next finds it even before its POST starts).
+    pub(crate) fn admit(&self, frame: &Value) {
+        let mut state = self.lock();
+        state.seen = true;
+        let method = frame.get("method").and_then(Value::as_str);
+        if let (Some(method), Some(id)) = (method, frame.get("id"))
+            && method != "notifications/cancelled"
+        {
+            let key = id.to_string();
+            let (_, aborted) = state.register(key.clone());
+            if let Some(entry) = state.in_flight.get_mut(&key) {
+                entry.aborted = Some(aborted);
+            }
+        }
+    }
+
+    /// Notes that the link posts `initialize`: it speaks the handshake era, and its
+    /// cancellations are posted.
+    pub(crate) fn initializing(&self) {
+        self.lock().initialized = true;
+    }
+
+    /// Whether a frame that is not modern must not be posted: a `notifications/cancelled`
+    /// naming a modern request whose POST is in flight (a listen, a call), or any on a link
+    /// that has posted modern frames and no `initialize` (there is no such notification over
+    /// HTTP in 2026-07-28). It aborts the POST it names, if still in flight. (A link that
+    /// posted `initialize` and was then found modern, the upgrade path, still closes the
+    /// streams it cancels.)
+    pub(crate) fn intercepts(&self, frame: &str) -> bool {
+        if !frame.contains("notifications/cancelled") {
+            return false;
+        }
+        let v = match serde_json::from_str::<Value>(frame) {
+            Ok(v) if v.get("method").and_then(Value::as_str) == Some("notifications/cancelled") => {
+                v
+            }
+            _ => return false,
+        };
+        let named = v
+            .get("params")
+            .and_then(|p| p.get("requestId"))
+            .map(Value::to_string);
+        {
+            let state = self.lock();
+            let modern_request = named.is_some_and(|id| state.in_flight.contains_key(&id));
+            if !modern_request && (!state.seen || state.initialized) {
+                return false;
+            }
+        }
+        self.cancel(&v);
+        true
+    }
+
+    /// Aborts the POST of the request a `notifications/cancelled` names, if still in flight.
+    fn cancel(&self, notification: &Value) {
+        let Some(id) = notification.get("params").and_then(|p| p.get("requestId")) else {
+            return;
+        };
+        // The entry stays until the POST ends: one not started yet finds itself aborted.
+        let abort = self
+            .lock()
+            .in_flight
+            .get_mut(&id.to_string())
+            .and_then(|e| e.abort.take());
+        if let Some(abort) = abort {
+            tracing::debug!(target: "mcp::http", "cancelled: closing a request's POST");
+            let _ = abort.send(());
+        }
+    }
+
+    /// Posts one modern frame (`value` is `frame` parsed) and forwards what comes back.
+    pub(crate) async fn post(
+        &self,
+        web: &WebOptions,
+        endpoint: &reqwest::Url,
+        frame: String,
+        value: Value,
+        out: &Out,
+    ) -> Result<(), PostError> {
+        let method = value.get("method").and_then(Value::as_str).unwrap_or("");
+        if method == "notifications/cancelled" {
+            self.cancel(&value);
+            return Ok(());
+        }
+        self.lock().seen = true;
+        let id = value.get("id").filter(|_| !method.is_empty());
+        let Some(id) = id else {
+            // A notification (or a stray response): posted, its answer carries nothing.
+            let response = web.send(self.request(web, endpoint, frame, &value)).await?;
+            if !response.status().is_success() {
+                tracing::debug!(target: "mcp::http", status = response.status().as_u16(),
+                    "a modern notification was refused");
+            }
+            return Ok(());
+        };
+        let key = id.to_string();
+        let (token, aborted) = {
+            let mut state = self.lock();
+            let admitted = state
+                .in_flight
+                .get_mut(&key)
+                .and_then(|e| Some((e.token, e.aborted.take()?)));
+            match admitted {
+                Some(admitted) => admitted,
+                // Not admitted (or its receiver already taken by a POST of a reused id).
+                None => state.register(key.clone()),
+            }
+        };
+        let _entry = InFlight {
+            posts: self,
+            key,
+            token,
+        };
+        let aborted = async {
+            // A dropped sender (the entry replaced by a reused id) is not a cancel.
+            if aborted.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        let request = self.request(web, endpoint, frame, &value);
+        let list = method == "tools/list";
+        tokio::select! {
+            // Aborted before it started: nothing is sent.
+            biased;
+            () = aborted => Ok(()),
+            result = self.exchange(web, request, id, list, out) => result,
+        }
+    }
+
+    /// The POST of a modern frame with its headers.
+    fn request(
+        &self,
+        web: &WebOptions,
+        endpoint: &reqwest::Url,
+        frame: String,
+        value: &Value,
+    ) -> reqwest::RequestBuilder {
+        let mut req = web
+            .client
+            .post(endpoint.clone())
+            .header(ACCEPT, "application/json, text/event-stream")
+            .header(CONTENT_TYPE, "application/json");
+        for (name, v) in headers::standard(value) {
+            if let Ok(v) = HeaderValue::from_str(&v) {
+                req = req.header(name, v);
+            }
+        }
+        let params = value.get("params");
+        if value.get("method").and_then(Value::as_str) == Some("tools/call")
+            && let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str)
+            && let Some(mappings) = self.tools.get(tool)
+        {
+            let arguments = params
+                .and_then(|p| p.get("arguments"))
+                .unwrap_or(&Value::Null);
+            for (name, v) in headers::params(arguments, &mappings) {
+                if let (Ok(name), Ok(v)) = (
+                    HeaderName::from_bytes(name.as_bytes()),
+                    HeaderValue::from_str(&v),
+                ) {
+                    req = req.header(name, v);
+                }
+            }
+        }
+        req.body(frame)
+    }
+
+    /// Sends the POST of the request `id` and delivers its response, or one made up.
+    async fn exchange(
+        &self,
+        web: &WebOptions,
+        request: reqwest::RequestBuilder,
+        id: &Value,
+        list: bool,
+        out: &Out,
+    ) -> Result<(), PostError> {
+        let response = web.send(request).await?;
+        let status = response.status();
+        if !status.is_success() {
+            // The body may hold the JSON-RPC error (−32022 with a 400, −32601 with a 404);
+            // one past the frame limit, or unreadable, is not read further.
+            let body = read_capped(response, web.max_frame_bytes).await;
+            let message = match body {
+                Ok(body) if answers(&body, id) => one_line(&body),
+                _ => refused(id, status),
+            };
+            out.deliver(message).await;
+            return Ok(());
+        }
+        if is_sse(&response) {
+            return self.forward(web, response, id, list, out).await;
+        }
+        let body = read_capped(response, web.max_frame_bytes).await?;
+        if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
+            // Neither JSON nor SSE (an empty 202 included): the request would wait forever.
+            out.deliver(refused(id, status)).await;
+            return Ok(());
+        }
+        let message = one_line(&body);
+        let answered = answers(&message, id);
+        if answered && list {
+            self.tools.record_response(&message);
+        }
+        out.deliver(message).await;
+        if !answered {
+            out.deliver(refused(id, status)).await;
+        }
+        Ok(())
+    }
+
+    /// Forwards the messages of a modern request's SSE stream until its response; made up
+    /// when the stream ends or breaks first.
+    async fn forward(
+        &self,
+        web: &WebOptions,
+        response: reqwest::Response,
+        id: &Value,
+        list: bool,
+        out: &Out,
+    ) -> Result<(), PostError> {
+        let mut events = SseEvents::new(response, web.max_frame_bytes);
+        let why = loop {
+            match events.next().await {
+                Ok(Some(event)) => {
+                    let Some(data) = message_of(&event) else {
+                        continue; // a priming event, a retry, another event type
+                    };
+                    let message = one_line(data.as_bytes());
+                    let answered = answers(&message, id);
+                    if answered && list {
+                        self.tools.record_response(&message);
+                    }
+                    out.deliver(message).await;
+                    if answered {
+                        return Ok(());
+                    }
+                }
+                Ok(None) => break "the response stream ended before the response",
+                Err(SseError::Broken(_)) => break "the response stream broke before the response",
+                Err(SseError::Invalid(e)) => return Err(e.into()),
+            }
+        };
+        tracing::debug!(target: "mcp::http", why, "a modern request's stream is lost");
+        out.deliver(error_response(id, STREAM_LOST, why.to_owned(), None))
+            .await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_modern_frames_are_parsed() {
+        assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_none());
+        let meta = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(parse(meta).is_some());
+        // The key elsewhere, or not a string: not modern.
+        assert!(
+            parse(
+                r#"{"id":1,"method":"x","params":{"io.modelcontextprotocol/protocolVersion":"v"}}"#
+            )
+            .is_none()
+        );
+        assert!(parse(r#"{"id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#).is_none());
+    }
+
+    #[test]
+    fn made_up_answers() {
+        let r: Value = serde_json::from_slice(&refused(&json!(7), StatusCode::NOT_FOUND)).unwrap();
+        assert_eq!(
+            r,
+            json!({"jsonrpc": "2.0", "id": 7, "error": {"code": HTTP_REFUSED,
+                "message": "HTTP 404 Not Found", "data": {"httpStatus": 404}}})
+        );
+        let odd = StatusCode::from_u16(599).unwrap();
+        let r: Value = serde_json::from_slice(&refused(&json!("a"), odd)).unwrap();
+        assert_eq!(r["error"]["message"], "HTTP 599");
+        assert!(answers(
+            br#"{"jsonrpc":"2.0","id":7,"error":{"code":-32022,"message":"x"}}"#,
+            &json!(7)
+        ));
+        assert!(answers(br#"{"id":"7","result":{}}"#, &json!("7")));
+        assert!(!answers(br#"{"id":"7","result":{}}"#, &json!(7)));
+        assert!(!answers(br#"{"id":7}"#, &json!(7)));
+        assert!(answers(br#"{"id":7,"result":null}"#, &json!(7)));
+        assert!(!answers(br#"{"id":7,"method":"x","result":1}"#, &json!(7)));
+        assert!(!answers(b"<html>", &json!(7)));
+    }
+}
