@@ -117,9 +117,11 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
 }
 
 /// Generated mutants run by `--mutants` (CI): a fixed, seeded sample; `--mutants all` runs
-/// every one. 100: a mutant caught only by a vacuity guard explores every configuration to
-/// its full bound (about 7 min each here), and 200 made the step about an hour.
-const SAMPLE: usize = 100;
+/// every one. 50: a mutant caught only by a vacuity guard explores every configuration to
+/// its full bound (about 7 min each here): 200 made the step about an hour, 100 half an hour,
+/// and CI must stay well within its time. The 50 are the first 50 of the same shuffle as the
+/// 100 and 200 judged before, so shrinking the sample brought in no mutant never judged.
+const SAMPLE: usize = 50;
 const SAMPLE_SEED: u64 = 0x6d75_7461_6e74;
 
 fn run_mutants(all: bool, filter: Option<&str>, shallow: bool) -> ExitCode {
