@@ -282,7 +282,7 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
     })?;
     let mut builder = configure(builder, g, handlers).era(setup.era());
     if setup.scenario == Scenario::Auth {
-        builder = builder.oauth(authorize(&setup, url, &what, interrupt).await?);
+        builder = builder.oauth(oauth_settings(&setup));
     }
     let client = connect_built(builder, redact_url(url), g, interrupt, &what).await?;
     let result = tokio::select! {
@@ -297,16 +297,12 @@ pub async fn run(g: &Global, url: &str, interrupt: &Interrupt) -> Result<(), Cli
     result
 }
 
-/// The OAuth settings of an `auth/*` scenario, authorized against `url` as a host would
-/// before connecting (`OAuth::login`): a memory store, the headless user agent, the suite's
-/// metadata document URL, and the pre-registered credentials of the context, if any.
-async fn authorize(
-    setup: &Setup,
-    url: &str,
-    what: &str,
-    interrupt: &Interrupt,
-) -> Result<mcp_runtime::auth::OAuth, CliError> {
-    use mcp_runtime::auth::{HeadlessUserAgent, OAuth, Url};
+/// The OAuth settings of an `auth/*` scenario, as a host would give them: a memory store, the
+/// headless user agent, the suite's metadata document URL, and the pre-registered credentials
+/// of the context, if any. Nothing is authorized before connecting: the connection authorizes
+/// when the server asks (its 401 or 403), as the table says.
+fn oauth_settings(setup: &Setup) -> mcp_runtime::auth::OAuth {
+    use mcp_runtime::auth::{HeadlessUserAgent, OAuth};
     let mut oauth = OAuth::builder(std::sync::Arc::new(HeadlessUserAgent::new(
         CONFORMANCE_REDIRECT,
     )))
@@ -316,29 +312,7 @@ async fn authorize(
     if let (Some(id), Some(issuer)) = (field("client_id"), field("issuer")) {
         oauth = oauth.pre_registered(issuer, id, field("client_secret").map(str::to_owned));
     }
-    let oauth = oauth.build();
-    let endpoint = Url::parse(url).map_err(|_| CliError::usage(what, "not a URL"))?;
-    let done = tokio::select! {
-        biased;
-        caught = interrupt.fired() => return Err(CliError::signalled(what, caught)),
-        done = oauth.login(&endpoint) => done,
-    };
-    match done {
-        Ok(Some(token)) => outln!(
-            "authorized by {} (scopes: {})",
-            token.issuer,
-            token.scopes.join(" ")
-        ),
-        Ok(None) => outln!("the server did not ask for authorization"),
-        Err(e) => {
-            return Err(CliError::new(
-                Exit::Connect,
-                what,
-                format!("authorization: {e}"),
-            ));
-        }
-    }
-    Ok(oauth)
+    oauth.build()
 }
 
 /// Arguments for a tool that fill every required property of its input schema with a value of

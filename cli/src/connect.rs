@@ -255,10 +255,13 @@ fn connect_failure(g: &Global, last_error: Option<Failure>) -> String {
     }
     let unauthorized = matches!(
         &last_error,
-        Some(Failure::Transport(mcp_runtime::TransportError::Http {
-            status: 401 | 403,
-            ..
-        }))
+        Some(
+            Failure::Unauthorized { .. }
+                | Failure::Transport(mcp_runtime::TransportError::Http {
+                    status: 401 | 403,
+                    ..
+                })
+        )
     );
     let mut why = last_error.map_or_else(|| "the connection failed".to_owned(), |e| e.to_string());
     if unauthorized && let Some(url) = g.http.as_deref().or(g.sse.as_deref()) {

@@ -28,6 +28,9 @@ pub(crate) enum Phase {
     /// the server acknowledges a listen asking for it. Nothing of it is on the wire (its id
     /// is never sent).
     AwaitingAck,
+    /// Refused for want of authorization (HTTP with OAuth): sent again, with a new id, once
+    /// the authorization under way ends with a token. Nothing of it is on the wire.
+    AwaitingAuth,
 }
 
 impl Phase {
@@ -36,7 +39,7 @@ impl Phase {
     pub(crate) fn answered(self) -> bool {
         matches!(
             self,
-            Phase::AwaitingInput | Phase::AwaitingRelist | Phase::AwaitingAck
+            Phase::AwaitingInput | Phase::AwaitingRelist | Phase::AwaitingAck | Phase::AwaitingAuth
         )
     }
 }
@@ -78,6 +81,8 @@ pub(crate) struct Entry {
     pub(crate) relist: bool,
     /// A listen (`subscriptions/listen`, a request of the client's own).
     pub(crate) listen: bool,
+    /// It was refused for want of authorization once already (a second refusal is its answer).
+    pub(crate) auth_refused: bool,
 }
 
 /// Calls by request id, with the reverse index by caller.
@@ -117,6 +122,15 @@ impl Calls {
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (RequestId, &Entry)> {
         self.by_id.iter().map(|(id, e)| (*id, e))
+    }
+
+    /// The ids of the calls in `phase`, in id order.
+    pub(crate) fn in_phase(&self, phase: Phase) -> Vec<RequestId> {
+        self.by_id
+            .iter()
+            .filter(|(_, e)| e.phase == phase)
+            .map(|(id, _)| *id)
+            .collect()
     }
 
     pub(crate) fn ids(&self) -> Vec<RequestId> {

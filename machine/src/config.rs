@@ -171,6 +171,10 @@ pub struct Config {
     pub relisten_delay: Duration,
     /// How long a listen must stay acknowledged for its end to count as a fresh start (60 s).
     pub listen_stable: Duration,
+    /// How many authorizations (HTTP with OAuth) are asked for in a row without a call
+    /// answered in between (3); past it, a refusal for want of authorization is the answer.
+    /// A backoff delay makes it whole again (the next attempt may authorize).
+    pub max_authorizations: u32,
 }
 
 impl Default for Config {
@@ -206,6 +210,7 @@ impl Default for Config {
             max_relistens: 3,
             relisten_delay: Duration::from_secs(1),
             listen_stable: Duration::from_secs(60),
+            max_authorizations: 3,
         }
     }
 }

@@ -61,6 +61,8 @@ pub(crate) struct Core {
     pub(crate) reprobed: bool,
     /// The probe in flight was already sent again at another version.
     pub(crate) probe_retried: bool,
+    /// The version the last probe asked for.
+    pub(crate) probe_version: String,
     /// The bound the running init timeout was armed with (the row chose which).
     pub(crate) init_bound: Duration,
     /// The accepted handshake.
@@ -81,6 +83,11 @@ pub(crate) struct Core {
     pub(crate) reinits: u32,
     /// The listens of a 2026-07-28 connection (`subscriptions/listen`).
     pub(crate) listens: Listens,
+    /// An authorization asked of the driver is under way (for this generation).
+    pub(crate) authorizing: bool,
+    /// Authorizations asked for since a call was last answered (bounded by
+    /// `Config::max_authorizations`).
+    pub(crate) authorizations: u32,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -100,6 +107,7 @@ impl Core {
             verdict: None,
             reprobed: false,
             probe_retried: false,
+            probe_version: String::new(),
             init_bound: Duration::ZERO,
             server: None,
             last_error: None,
@@ -112,6 +120,8 @@ impl Core {
             outbox: VecDeque::new(),
             reinits: 0,
             listens: Listens::default(),
+            authorizing: false,
+            authorizations: 0,
             #[cfg(feature = "checker")]
             mutant: None,
         }
@@ -285,6 +295,7 @@ impl Ctx<'_> {
                 relisted: false,
                 relist: false,
                 listen: false,
+                auth_refused: false,
             },
         );
         let at = later(self.core.now, deadline);
@@ -553,6 +564,7 @@ impl Ctx<'_> {
         let id = self.core.next_id;
         self.core.next_id += 1;
         self.core.init_id = Some(id);
+        self.core.probe_version = version.to_owned();
         let config = Arc::clone(&self.core.config);
         let envelope = Envelope {
             version,
@@ -643,6 +655,79 @@ impl Ctx<'_> {
         }
     }
 
+    /// The challenge of an AUTH_REQUIRED answer (the HTTP transport's, for a 401 or a 403
+    /// `insufficient_scope`).
+    fn auth_challenge(p: &Response) -> Option<crate::event::AuthChallenge> {
+        let Err(ResponseError::Rpc(e)) = &p.body else {
+            return None;
+        };
+        if e.code != crate::headers::AUTH_REQUIRED {
+            return None;
+        }
+        // The transport's answer names the HTTP status (a server's own use of the code,
+        // without it, is an error like any other).
+        let data = e.data.as_ref();
+        let status = data
+            .and_then(|d| d.get("httpStatus"))
+            .and_then(Value::as_u64)
+            .and_then(|s| u16::try_from(s).ok())
+            .filter(|s| matches!(s, 401 | 403))?;
+        let www_authenticate = data
+            .and_then(|d| d.get("wwwAuthenticate"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        Some(crate::event::AuthChallenge {
+            status,
+            www_authenticate,
+        })
+    }
+
+    /// Whether another authorization may be asked for.
+    fn authorizations_left(&self) -> bool {
+        self.core.authorizations < self.core.config.max_authorizations
+            || mutant!(self.core, UnboundedAuth)
+    }
+
+    /// Asks the driver to authorize, unless an authorization is under way already.
+    fn authorize(&mut self, challenge: crate::event::AuthChallenge) {
+        if self.core.authorizing {
+            return;
+        }
+        self.core.authorizing = true;
+        self.core.authorizations += 1;
+        let generation = self.core.generation;
+        self.push(Action::Authorize {
+            generation,
+            challenge,
+        });
+    }
+
+    /// The AUTH_REQUIRED answer to a caller's live call that was on its way (not one answered
+    /// already); its id.
+    fn auth_refused_call(&self, p: &Response) -> Option<RequestId> {
+        Self::auth_challenge(p)?;
+        let id = Self::response_id(p)?;
+        let entry = self.core.calls.get(id)?;
+        (entry.call.is_some() && !entry.phase.answered() && !entry.listen && !entry.relist)
+            .then_some(id)
+    }
+
+    /// Sends every call in `phase` again, each under a new id, its deadline kept.
+    fn resend_waiting(&mut self, phase: Phase) {
+        let waiting = self.core.calls.in_phase(phase);
+        for old in waiting {
+            let Some(mut entry) = self.core.calls.remove(old) else {
+                continue;
+            };
+            let id = self.core.next_id;
+            self.core.next_id += 1;
+            entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
+            self.tombstone(old);
+            self.reissue(old, id, entry);
+        }
+    }
+
     fn response_id(p: &Response) -> Option<RequestId> {
         match p.id {
             ResponseId::Number(n) => Some(n),
@@ -717,7 +802,8 @@ impl Handlers for Ctx<'_> {
     }
 
     fn can_respawn_legacy(&self, _p: &TransportError) -> bool {
-        self.auto() && self.core.verdict.is_none()
+        // Only a probe in flight can have killed the server (not a wait for authorization).
+        self.auto() && self.core.verdict.is_none() && self.core.init_id.is_some()
     }
 
     fn is_init_modern_refusal(&self, p: &Response) -> bool {
@@ -959,6 +1045,33 @@ impl Handlers for Ctx<'_> {
         Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
     }
 
+    fn can_authorize_handshake(&self, p: &Response) -> bool {
+        self.answers_handshake(p) && Self::auth_challenge(p).is_some() && self.authorizations_left()
+    }
+
+    fn is_handshake_auth_refusal(&self, p: &Response) -> bool {
+        self.answers_handshake(p) && Self::auth_challenge(p).is_some()
+    }
+
+    fn can_authorize_call(&self, p: &Response) -> Option<RequestId> {
+        let id = self.auth_refused_call(p)?;
+        let entry = self.core.calls.get(id)?;
+        let again = entry.auth_refused && !mutant!(self.core, AuthRetryAlways);
+        (!again && (self.core.authorizing || self.authorizations_left())).then_some(id)
+    }
+
+    fn is_final_auth_refusal(&self, p: &Response) -> Option<RequestId> {
+        self.auth_refused_call(p)
+    }
+
+    fn is_authorizing(&self) -> bool {
+        self.core.authorizing
+    }
+
+    fn is_authorizing_failure(&self, _p: &crate::event::AuthFailure) -> bool {
+        self.core.authorizing
+    }
+
     fn is_unsubscribe(&self, p: &CallRequest) -> bool {
         matches!(p.session, Some(SessionChange::Unsubscribe(_)))
     }
@@ -1113,8 +1226,10 @@ impl Handlers for Ctx<'_> {
     // Whether the transport is open is the table's business (the model checker proves credit
     // only goes to the open transport and each generation is closed once): no hidden guard here.
     fn close_transport(&mut self) {
-        // What was owed to this transport's server ends with it.
+        // What was owed to this transport's server ends with it, and so does the wait for an
+        // authorization it asked for (its outcome will be stale; a new generation asks again).
         self.core.outbox.clear();
+        self.core.authorizing = false;
         let generation = self.core.generation;
         self.push(Action::CloseTransport { generation });
     }
@@ -1369,23 +1484,7 @@ impl Handlers for Ctx<'_> {
         if mutant!(self.core, NoResendAfterRelist) {
             return;
         }
-        let waiting: Vec<RequestId> = self
-            .core
-            .calls
-            .iter()
-            .filter(|(_, e)| e.phase == Phase::AwaitingRelist)
-            .map(|(id, _)| id)
-            .collect();
-        for old in waiting {
-            let Some(mut entry) = self.core.calls.remove(old) else {
-                continue;
-            };
-            let id = self.core.next_id;
-            self.core.next_id += 1;
-            entry.frame = protocol::with_new_id(&entry.frame, id, entry.progress);
-            self.tombstone(old);
-            self.reissue(old, id, entry);
-        }
+        self.resend_waiting(Phase::AwaitingRelist);
     }
 
     fn open_listen(&mut self) {
@@ -1792,6 +1891,10 @@ impl Handlers for Ctx<'_> {
     }
 
     fn schedule_backoff(&mut self) {
+        // A new attempt after the delay may authorize again (an authorization server that was
+        // down, a login the user abandoned): the budget bounds authorizations in a row within
+        // an attempt, the backoff delay the rate of attempts.
+        self.core.authorizations = 0;
         let c = &self.core.config;
         let (min, max, pct) = (c.backoff_min, c.backoff_max, c.backoff_jitter_pct);
         let delay = self.core.backoff.next(min, max, pct, &mut self.core.rng);
@@ -1950,6 +2053,10 @@ impl Handlers for Ctx<'_> {
             return;
         };
         self.cancel_call_timers(w);
+        // A call answered (not for want of authorization) makes the authorizations whole again.
+        if Self::auth_challenge(&p).is_none() {
+            self.core.authorizations = 0;
+        }
         self.answer(
             &entry,
             w,
@@ -2084,13 +2191,7 @@ impl Handlers for Ctx<'_> {
         if mutant!(self.core, NoResend) {
             return;
         }
-        let parked: Vec<RequestId> = self
-            .core
-            .calls
-            .iter()
-            .filter(|(_, e)| e.phase == Phase::Parked)
-            .map(|(id, _)| id)
-            .collect();
+        let parked = self.core.calls.in_phase(Phase::Parked);
         for old in parked {
             let Some(mut entry) = self.core.calls.remove(old) else {
                 continue;
@@ -2194,5 +2295,97 @@ impl Handlers for Ctx<'_> {
 
     fn exit(&mut self) {
         self.push(Action::Exit);
+    }
+
+    fn await_handshake_authorization(&mut self, p: &Response) {
+        self.abandon_init();
+        self.core
+            .timers
+            .cancel(TimerKey::plain(TimerKind::ProbeTimeout));
+        if let Some(challenge) = Self::auth_challenge(p) {
+            self.authorize(challenge);
+        }
+    }
+
+    fn await_call_authorization(&mut self, p: &Response, w: RequestId) {
+        let Some(entry) = self.core.calls.get_mut(w) else {
+            return;
+        };
+        entry.phase = Phase::AwaitingAuth;
+        entry.auth_refused = true;
+        // Its request was answered: nothing is owed for it, and its send has nothing to retry.
+        self.core
+            .timers
+            .cancel(TimerKey::keyed(TimerKind::SendRetry, w));
+        if let Some(challenge) = Self::auth_challenge(p) {
+            self.authorize(challenge);
+        }
+        if mutant!(self.core, ResendBeforeAuth) {
+            self.resend_waiting(Phase::AwaitingAuth);
+        }
+    }
+
+    fn end_authorization(&mut self) {
+        self.core.authorizing = false;
+    }
+
+    fn resend_discover(&mut self) {
+        let version = self.core.probe_version.clone();
+        self.send_discover_at(&version);
+    }
+
+    fn resend_authorized(&mut self) {
+        if mutant!(self.core, NoResendAfterAuth) {
+            return;
+        }
+        self.resend_waiting(Phase::AwaitingAuth);
+    }
+
+    fn fail_awaiting_auth(&mut self, p: &crate::event::AuthFailure) {
+        let waiting = self.core.calls.in_phase(Phase::AwaitingAuth);
+        for id in waiting {
+            let Some(entry) = self.core.calls.remove(id) else {
+                continue;
+            };
+            self.cancel_call_timers(id);
+            self.tombstone(id);
+            let reason = p.reason.clone();
+            self.answer(&entry, id, Err(CallError::Unauthorized { reason }));
+        }
+    }
+
+    fn note_auth_failure(&mut self, p: &crate::event::AuthFailure) {
+        let reason = p.reason.clone();
+        self.note(Failure::Unauthorized { reason });
+    }
+
+    fn note_auth_refusal(&mut self, p: &Response) {
+        let status = Self::auth_challenge(p).map_or(401, |c| c.status);
+        let failure = Failure::Unauthorized {
+            reason: format!(
+                "HTTP {status} again after {} authorizations in a row",
+                self.core.authorizations
+            ),
+        };
+        self.note(failure.clone());
+        self.push(Action::Report(Report::InitRejected(failure)));
+    }
+
+    fn fail_auth_refused(&mut self, p: &Response, w: RequestId) {
+        let Some(entry) = self.core.calls.remove(w) else {
+            return;
+        };
+        self.cancel_call_timers(w);
+        self.tombstone(w);
+        let status = Self::auth_challenge(p).map_or(401, |c| c.status);
+        let reason = if entry.auth_refused {
+            format!("HTTP {status} again after an authorization")
+        } else {
+            format!(
+                "HTTP {status}, and {} authorizations in a row were spent",
+                self.core.authorizations
+            )
+        };
+        self.answer(&entry, w, Err(CallError::Unauthorized { reason }));
     }
 }

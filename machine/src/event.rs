@@ -164,6 +164,25 @@ pub struct InputReply {
     pub outcome: Result<Value, RpcError>,
 }
 
+/// Why an authorization the machine asked for failed (the payload of `authorization_failed`):
+/// said in words without a secret (no token, code or client secret).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AuthFailure {
+    /// What went wrong.
+    pub reason: String,
+}
+
+/// What the server answered when it refused a request for want of authorization: the HTTP
+/// status (401, or 403 with `insufficient_scope`) and its `WWW-Authenticate` challenge, as the
+/// HTTP transport wrote them into the made-up [`crate::headers::AUTH_REQUIRED`] answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AuthChallenge {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `WWW-Authenticate` header values, joined with `, ` (empty: none was sent).
+    pub www_authenticate: String,
+}
+
 /// Witness of `is_input_required`: one `input_required` round of a call, parsed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct InputRound {

@@ -224,6 +224,13 @@ pub enum Failure {
         /// The bound that ran out.
         after: Duration,
     },
+    /// The server refused the handshake request for want of authorization, and the
+    /// authorization failed or the authorizations in a row are spent.
+    #[error("the server requires authorization: {reason}")]
+    Unauthorized {
+        /// Why the authorization did not help, in words without a secret.
+        reason: String,
+    },
     /// `initialize` (or `server/discover`) could not be handed to the transport.
     #[error("could not send the handshake request")]
     InitNotSent,

@@ -35,6 +35,15 @@ pub const HTTP_REFUSED: i64 = -32099;
 /// Implementation-defined, in JSON-RPC's range for server errors.
 pub const STREAM_LOST: i64 = -32098;
 
+/// The JSON-RPC error code of an answer the HTTP transport makes up, when the client can
+/// authorize (OAuth is configured), for a request the server refused with 401, or with 403
+/// and an `insufficient_scope` challenge. Its `data` holds `httpStatus` and
+/// `wwwAuthenticate` (the challenge, for the authorization the table asks for).
+///
+/// Implementation-defined, in JSON-RPC's range for server errors. A server that sends this
+/// code itself is treated the same way (and an authorization is asked for, within the budget).
+pub const AUTH_REQUIRED: i64 = -32097;
+
 /// The prefix of an encoded value.
 const SENTINEL_START: &str = "=?base64?";
 /// The suffix of an encoded value.

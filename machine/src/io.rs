@@ -143,6 +143,18 @@ pub enum Input {
         /// The answer.
         reply: HandlerReply,
     },
+    /// The authorization asked for by [`Action::Authorize`] ended with a token held.
+    Authorized {
+        /// The generation the authorization was asked for by.
+        generation: Generation,
+    },
+    /// The authorization asked for by [`Action::Authorize`] failed.
+    AuthorizationFailed {
+        /// The generation the authorization was asked for by.
+        generation: Generation,
+        /// Why.
+        failure: crate::event::AuthFailure,
+    },
     /// A caller wants a request made.
     Call(CallRequest),
     /// A caller wants a notification sent.
@@ -198,6 +210,13 @@ pub enum CallError {
     },
     /// The caller cancelled it.
     Cancelled,
+    /// The server refused the call for want of authorization, and no authorization helped
+    /// (it failed, the server refused the call again after one, or the authorizations in a
+    /// row are spent).
+    Unauthorized {
+        /// Why, in words without a secret.
+        reason: String,
+    },
     /// A modern server answered with a `resultType` this client cannot use.
     UnknownResultType {
         /// The result type it named.
@@ -426,6 +445,15 @@ pub enum Action {
     AbortServerRequests {
         /// The generation.
         generation: Generation,
+    },
+    /// Authorize this client for the server (HTTP with OAuth): it refused a request for want
+    /// of authorization. Answer with [`Input::Authorized`] or [`Input::AuthorizationFailed`],
+    /// tagged with `generation`. The machine asks for one at a time.
+    Authorize {
+        /// The generation that met the refusal.
+        generation: Generation,
+        /// What the server answered.
+        challenge: crate::event::AuthChallenge,
     },
     /// What the client wants told by the server and what its listens cover now (2026-07-28):
     /// emitted whenever either changes.

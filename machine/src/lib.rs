@@ -48,8 +48,9 @@ mod timers;
 #[allow(missing_docs, clippy::all)]
 pub mod generated {
     use crate::event::{
-        CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
-        Oversized, PendingSend, Response, ServerInfo, ServerRequest, ServerRequestId,
+        AuthFailure, CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification,
+        NotifyRequest, Oversized, PendingSend, Response, ServerInfo, ServerRequest,
+        ServerRequestId,
     };
     use crate::failure::TransportError;
     use crate::io::{CallId, RequestId, SendToken};
@@ -63,9 +64,9 @@ pub mod generated {
 
 pub use crate::config::{ClientCapabilities, Config, Era, EraMode};
 pub use crate::event::{
-    CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
-    Oversized, PendingSend, Response, ResponseError, ResponseId, ServerInfo, ServerRequest,
-    ServerRequestId, SessionChange,
+    AuthChallenge, AuthFailure, CallRequest, HandlerReply, InputReply, InputRound, Malformed,
+    Notification, NotifyRequest, Oversized, PendingSend, Response, ResponseError, ResponseId,
+    ServerInfo, ServerRequest, ServerRequestId, SessionChange,
 };
 pub use crate::failure::{Failure, IoCause, TransportError, exit_description};
 pub use crate::generated::{Event, EventKind, Fired, ROWS, Row, State, TimerKind};

@@ -254,13 +254,20 @@ impl Machine {
             Input::InputReply { generation, reply } if self.current(generation) => {
                 Event::InputReply(reply)
             }
+            Input::Authorized { generation } if self.current(generation) => Event::Authorized,
+            Input::AuthorizationFailed {
+                generation,
+                failure,
+            } if self.current(generation) => Event::AuthorizationFailed(failure),
             Input::TransportUp { .. }
             | Input::TransportDown { .. }
             | Input::Frame { .. }
             | Input::Oversized { .. }
             | Input::SendResult { .. }
             | Input::HandlerReply { .. }
-            | Input::InputReply { .. } => Event::StaleTransport,
+            | Input::InputReply { .. }
+            | Input::Authorized { .. }
+            | Input::AuthorizationFailed { .. } => Event::StaleTransport,
             Input::Call(call) => Event::Call(call),
             Input::Notify(notify) => Event::Notify(notify),
             Input::Cancel { call } => Event::Cancel(call),

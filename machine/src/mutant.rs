@@ -68,4 +68,12 @@ pub enum Mutant {
     CancelEndedListen,
     /// Lost listens are opened again however often.
     NoRelistenCap,
+    /// A call refused for want of authorization again after one waits for another.
+    AuthRetryAlways,
+    /// Calls waiting for an authorization are not sent again when it ends with a token.
+    NoResendAfterAuth,
+    /// Authorizations are asked for without a bound.
+    UnboundedAuth,
+    /// A call refused for want of authorization is sent again at once, before any token.
+    ResendBeforeAuth,
 }

@@ -194,6 +194,8 @@ pub fn model_config(bounds: &Bounds) -> Config {
         listen_stable: Duration::from_secs(90),
         era: bounds.era,
         probe_timeout: bounds.probe_timeout.unwrap_or(defaults.probe_timeout),
+        // Two authorizations in a row: a third refusal is past the budget within the bound.
+        max_authorizations: 2,
         ..Config::default()
     }
 }
@@ -333,6 +335,9 @@ fn frame_bytes(f: ServerFrame) -> Vec<u8> {
         },
         ServerFrame::ListenCancel(id) => json!({"jsonrpc": "2.0",
             "method": "notifications/cancelled", "params": {"requestId": id}}),
+        ServerFrame::AuthRequired(id) => json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": mcp_machine::headers::AUTH_REQUIRED, "message": "HTTP 401 Unauthorized",
+            "data": {"httpStatus": 401, "wwwAuthenticate": "Bearer scope=\"s\""}}}),
     };
     serde_json::to_vec(&v).unwrap_or_default()
 }
@@ -469,6 +474,17 @@ impl Harness {
                 {
                     continue;
                 }
+                // Refusals for want of authorization are repeatable: the budget and once per
+                // call are what bound them.
+                if answers == 0
+                    && self.bounds.junk & Junk::Auth as u32 != 0
+                    && matches!(
+                        w.ghost.owners.get(&id),
+                        Some(Owner::Probe(_) | Owner::Init(_) | Owner::Call(_))
+                    )
+                {
+                    out.push(Move::Frame(generation, ServerFrame::AuthRequired(id)));
+                }
                 match w.ghost.owners.get(&id) {
                     Some(Owner::Probe(_)) => match g.kind {
                         ServerKind::Modern => {
@@ -576,6 +592,10 @@ impl Harness {
         }
         for &(generation, id) in &w.env.server_requests {
             out.push(Move::HandlerReply(generation, id));
+        }
+        for &generation in &w.ghost.auth_pending {
+            out.push(Move::Authorize(generation, true));
+            out.push(Move::Authorize(generation, false));
         }
         for &(generation, id, key) in &w.env.inputs {
             out.push(Move::InputReply(generation, id, key, true));
@@ -918,9 +938,12 @@ impl Harness {
                     n.ghost.verdict_modern = false;
                 }
                 let probing = !stale && w.m.state() == State::Probing;
+                // (A probe refused for want of authorization is no longer live: a second
+                // answer to it is late.)
                 if let ServerFrame::DiscoverOk(id) | ServerFrame::DiscoverVersion(id) = f
                     && probing
                     && w.ghost.probes.get(&g) == Some(&id)
+                    && w.ghost.handshake_auth != Some(g)
                 {
                     n.ghost.modern_answered.insert(g);
                     if matches!(f, ServerFrame::DiscoverOk(_)) {
@@ -981,7 +1004,8 @@ impl Harness {
                     | ServerFrame::ListenNote(_)
                     | ServerFrame::ListenStray
                     | ServerFrame::ListenEnd(..)
-                    | ServerFrame::ListenCancel(_) => None,
+                    | ServerFrame::ListenCancel(_)
+                    | ServerFrame::AuthRequired(_) => None,
                     ServerFrame::InitOk(_)
                     | ServerFrame::Answer(_)
                     | ServerFrame::DiscoverOk(_)
@@ -1069,6 +1093,35 @@ impl Harness {
                     now,
                 ))
             }
+            Move::Authorize(g, ok) => {
+                stale = stale_gen(g);
+                n.ghost.auth_pending.remove(&g);
+                if ok && !stale {
+                    // Every caller waiting for it must go out again in this step.
+                    let due: Vec<u8> = n
+                        .ghost
+                        .auth_waiting
+                        .iter()
+                        .filter(|(_, on)| **on == g)
+                        .map(|(c, _)| *c)
+                        .collect();
+                    for c in due {
+                        n.ghost.auth_waiting.remove(&c);
+                        n.ghost.auth_resend_due.insert(c);
+                    }
+                }
+                let input = if ok {
+                    Input::Authorized { generation: g }
+                } else {
+                    Input::AuthorizationFailed {
+                        generation: g,
+                        failure: mcp_machine::AuthFailure {
+                            reason: "declined".into(),
+                        },
+                    }
+                };
+                Some(n.m.handle(input, now))
+            }
             Move::Timer(key) => {
                 if let Some((_, at)) = n.m.armed_timers().into_iter().find(|(k, _)| *k == key) {
                     record.absorb(self.advance_to(&mut n, at, log.as_deref_mut()));
@@ -1101,6 +1154,7 @@ impl Harness {
         record.absorb(self.drain(&mut n, Some(mv), log));
         let emitted = record.count;
         self.expectations(w, &mut n, mv, &record);
+        auth_after(w, &mut n, mv, stale);
         if stale && (emitted > 0 || n.m != w.m) {
             n.ghost.violations |= violation::STALE_CHANGED;
         }
@@ -1406,7 +1460,8 @@ impl Harness {
                 | ServerFrame::HeaderMismatch(_)
                 | ServerFrame::ListenAck(..)
                 | ServerFrame::ListenEnd(..)
-                | ServerFrame::ListenCancel(_) => true,
+                | ServerFrame::ListenCancel(_)
+                | ServerFrame::AuthRequired(_) => true,
             };
             if !ok {
                 fail(n);
@@ -1594,7 +1649,10 @@ impl Harness {
                 .and_then(|id| w.env.on_wire.get(&id))
                 .is_some_and(|(on, _)| *on == g);
             // A call already sent again once is not kept a second time.
-            let ran = (on_wire && !before.request.is_some_and(|id| refused.contains(&id)))
+            // A call refused for want of authorization (and waiting) never ran either.
+            let ran = (on_wire
+                && !before.request.is_some_and(|id| refused.contains(&id))
+                && !w.ghost.auth_waiting.contains_key(&c))
                 || w.ghost.resent.contains(&c);
             if ran != answered {
                 n.ghost.violations |= violation::SESSION;
@@ -1763,9 +1821,11 @@ impl Harness {
         // (and has not refused `initialize` as a modern one since), it is spawned again at once
         // (taken for legacy); otherwise the attempt waits out a backoff delay like any other
         // failure.
+        // (One that dies while the probe waits for an authorization did not die of it.)
         if let Move::Down(dg) = mv
             && dg == w.m.generation()
             && w.m.state() == State::Probing
+            && w.ghost.handshake_auth != Some(dg)
         {
             let at_once = n.m.config().era == EraMode::Auto && !n.ghost.verdict_modern;
             let respawned = n.m.generation() > w.m.generation();
@@ -1900,6 +1960,8 @@ fn cause_of(mv: Move, from: State) -> Option<Cause> {
             ),
             State::Probing,
         ) => Some(Cause::NotModern),
+        (Move::Frame(_, ServerFrame::AuthRequired(_)), State::Probing | State::Initializing)
+        | (Move::Authorize(_, false), _) => Some(Cause::Unauthorized),
         (Move::Timer(key), State::Probing) if key.kind == TimerKind::ProbeTimeout => {
             Some(Cause::ProbeTimeout)
         }
@@ -1928,6 +1990,7 @@ fn same_cause(failure: Option<&mcp_machine::Failure>, cause: Option<Cause>) -> b
             | (Some(F::InitializedNotSent), Some(Cause::InitializedNotSent))
             | (Some(F::NotModern { .. }), Some(Cause::NotModern))
             | (Some(F::ProbeTimeout { .. }), Some(Cause::ProbeTimeout))
+            | (Some(F::Unauthorized { .. }), Some(Cause::Unauthorized))
     )
 }
 
@@ -2028,7 +2091,8 @@ fn server_request_id(f: ServerFrame) -> Option<i64> {
         | ServerFrame::ListenNote(_)
         | ServerFrame::ListenStray
         | ServerFrame::ListenEnd(..)
-        | ServerFrame::ListenCancel(_) => None,
+        | ServerFrame::ListenCancel(_)
+        | ServerFrame::AuthRequired(_) => None,
     }
 }
 
@@ -2051,6 +2115,7 @@ fn answered_id(f: ServerFrame) -> Option<RequestId> {
         | ServerFrame::CallLost(id)
         | ServerFrame::CallVersionRefused(id)
         | ServerFrame::HeaderMismatch(id)
+        | ServerFrame::AuthRequired(id)
         | ServerFrame::ListenEnd(id, _) => Some(id),
         ServerFrame::ListenAck(..)
         | ServerFrame::ListenNote(_)
@@ -2548,6 +2613,119 @@ impl Harness {
 }
 
 /// The interpreter: what the driver would do, recorded as ghost history.
+/// The authorization obligations of one step (HTTP with OAuth; see [`violation::AUTH`]), from
+/// the moves and the machine's outputs.
+fn auth_after(w: &World, n: &mut World, mv: Move, stale: bool) {
+    let unanswered = |n: &World, c: u8| n.ghost.calls.get(&c).is_some_and(|x| x.replies == 0);
+    let closed = |n: &World, g: u64| n.env.gens.get(&g).is_none_or(|e| e.closed);
+    match mv {
+        // (On the current transport, open; also one that refused a frame for good: its
+        // frames still arrive, and the machine takes them.)
+        Move::Frame(g, ServerFrame::AuthRequired(id))
+            if !stale
+                && !closed(w, g)
+                && w.env.gens.get(&g).is_some_and(|e| e.up && !e.down)
+                && w.env.on_wire.get(&id).is_some_and(|(_, a)| *a == 0) =>
+        {
+            match w.ghost.owners.get(&id) {
+                Some(Owner::Call(c))
+                    if w.m.state() == State::Ready
+                        && w.ghost
+                            .calls
+                            .get(c)
+                            .is_some_and(|x| x.replies == 0 && x.request == Some(id)) =>
+                {
+                    let refusals = n.ghost.auth_refusals.entry(*c).or_default();
+                    *refusals += 1;
+                    let again = *refusals > 1;
+                    if unanswered(n, *c) {
+                        if again {
+                            // Refused after an authorization already: that is its answer.
+                            n.ghost.violations |= violation::AUTH;
+                        } else {
+                            n.ghost.auth_waiting.insert(*c, g);
+                        }
+                    }
+                }
+                // The live handshake request waits for an authorization, or (past the
+                // budget) its attempt ended.
+                Some(Owner::Probe(on))
+                    if *on == g
+                        && w.m.state() == State::Probing
+                        && w.ghost.probes.get(&g) == Some(&id)
+                        && !closed(n, g) =>
+                {
+                    n.ghost.handshake_auth = Some(g);
+                }
+                Some(Owner::Init(on))
+                    if *on == g && w.m.state() == State::Initializing && !closed(n, g) =>
+                {
+                    n.ghost.handshake_auth = Some(g);
+                }
+                _ => {}
+            }
+        }
+        Move::Authorize(g, ok) if !stale && !closed(w, g) => {
+            let waited: Vec<u8> = w
+                .ghost
+                .auth_waiting
+                .iter()
+                .filter(|(c, on)| **on == g && unanswered(w, **c))
+                .map(|(c, _)| *c)
+                .collect();
+            let missed = if ok {
+                // Sent again in this step (or answered), the handshake request too.
+                waited
+                    .iter()
+                    .any(|c| n.ghost.auth_resend_due.contains(c) && unanswered(n, *c))
+                    || (w.ghost.handshake_auth == Some(g) && n.ghost.handshake_auth == Some(g))
+            } else {
+                // Answered in this step, the handshake's attempt ended.
+                waited.iter().any(|c| unanswered(n, *c))
+                    || (w.ghost.handshake_auth == Some(g) && !closed(n, g))
+            };
+            if missed {
+                n.ghost.violations |= violation::AUTH;
+            }
+        }
+        _ => {}
+    }
+    // The budget counts authorizations since a call or a request of the client's own was
+    // last answered (the ghost forgets on any such answer: never later than the machine).
+    if let Move::Frame(_, f) = mv
+        && !matches!(f, ServerFrame::AuthRequired(_))
+        && answered_id(f).is_some_and(|id| {
+            matches!(
+                w.ghost.owners.get(&id),
+                Some(Owner::Call(_) | Owner::Restore(_) | Owner::Relist(_) | Owner::Listen(_))
+            )
+        })
+    {
+        n.ghost.authorizations = 0;
+    }
+    // And at a backoff delay (the machine's next attempt may authorize again).
+    if n.m.state() == State::Backoff && w.m.state() != State::Backoff {
+        n.ghost.authorizations = 0;
+    }
+    n.ghost
+        .auth_waiting
+        .retain(|c, _| n.ghost.calls.get(c).is_some_and(|x| x.replies == 0));
+    // Nobody waits for an authorization nobody runs.
+    let g = n.m.generation();
+    if !closed(n, g)
+        && !n.ghost.auth_pending.contains(&g)
+        && (n.ghost.auth_waiting.values().any(|on| *on == g) || n.ghost.handshake_auth == Some(g))
+    {
+        n.ghost.violations |= violation::AUTH;
+    }
+    if n.m.state() == State::Ready
+        && w.m.state() != State::Ready
+        && n.ghost.handshake_authorized.contains(&g)
+    {
+        n.ghost.seen |= seen::AUTH_HANDSHAKE_READY;
+    }
+}
+
 fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
     let current = n.m.generation();
     match action {
@@ -2562,6 +2740,22 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
         Action::CloseTransport { generation } => {
             if let Some(g) = n.env.gens.get_mut(&generation) {
                 g.closed = true;
+            }
+            // Nobody waits for an authorization of a closed generation (kept calls go out
+            // on the next one, under the session rules).
+            n.ghost.auth_waiting.retain(|_, on| *on != generation);
+            if n.ghost.handshake_auth == Some(generation) {
+                n.ghost.handshake_auth = None;
+            }
+        }
+        Action::Authorize { generation, .. } => {
+            // One at a time, for the generation that met the refusal, within the budget.
+            if !n.ghost.auth_pending.insert(generation) || generation != current {
+                n.ghost.violations |= violation::AUTH;
+            }
+            n.ghost.authorizations += 1;
+            if n.ghost.authorizations > n.m.config().max_authorizations {
+                n.ghost.violations |= violation::AUTH;
             }
         }
         Action::GrantCredit { generation } => match n.env.gens.get_mut(&generation) {
@@ -2597,6 +2791,18 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                     .is_some();
                 let first_of_generation = !n.ghost.init_sent.contains(&generation)
                     && !n.ghost.probes.contains_key(&generation);
+                // A handshake request refused for want of authorization goes out again only
+                // when the authorization ends with a token.
+                if matches!(method, "server/discover" | "initialize")
+                    && n.ghost.handshake_auth == Some(generation)
+                {
+                    if mv == Some(Move::Authorize(generation, true)) {
+                        n.ghost.handshake_auth = None;
+                        n.ghost.handshake_authorized.insert(generation);
+                    } else {
+                        n.ghost.violations |= violation::AUTH;
+                    }
+                }
                 match method {
                     "server/discover" => {
                         if first_of_generation {
@@ -2666,11 +2872,12 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                                 g.request = None;
                             }
                         }
-                        // A reissue, or a call sent again after a listing of the tools,
-                        // carries what its last request carried.
+                        // A reissue, or a call sent again after a listing of the tools or
+                        // an authorization, carries what its last request carried.
                         None if (has_state || has_inputs)
                             && !n.ghost.reissue_due.contains(&c)
-                            && !n.ghost.relist_waiting.contains(&c) =>
+                            && !n.ghost.relist_waiting.contains(&c)
+                            && !n.ghost.auth_resend_due.contains(&c) =>
                         {
                             n.ghost.violations |= violation::MRTR;
                         }
@@ -2717,6 +2924,10 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                                     *n.ghost.reissues.entry(c).or_default() += 1;
                                 } else if n.ghost.relist_waiting.remove(&c) {
                                     n.ghost.resent_relisted.insert(c);
+                                } else if n.ghost.auth_resend_due.remove(&c) {
+                                    n.ghost.auth_resent.insert(c);
+                                } else if n.ghost.auth_waiting.contains_key(&c) {
+                                    n.ghost.violations |= violation::AUTH;
                                 } else {
                                     n.ghost.violations |= violation::ID_REUSED;
                                 }
@@ -2847,6 +3058,22 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             }
             if matches!(outcome, Err(CallError::Timeout { .. })) {
                 n.ghost.seen |= seen::TIMED_OUT;
+            }
+            n.ghost.auth_waiting.remove(&c);
+            n.ghost.auth_resend_due.remove(&c);
+            if n.ghost.auth_resent.remove(&c) && outcome.is_ok() {
+                n.ghost.seen |= seen::AUTH_RESENT_ANSWERED;
+            }
+            if matches!(outcome, Err(CallError::Unauthorized { .. })) {
+                match mv {
+                    Some(Move::Authorize(_, false)) => n.ghost.seen |= seen::AUTH_FAILED_ANSWERED,
+                    Some(Move::Frame(_, ServerFrame::AuthRequired(_)))
+                        if n.ghost.auth_refusals.get(&c).is_some_and(|r| *r >= 1) =>
+                    {
+                        n.ghost.seen |= seen::AUTH_REFUSED_AGAIN;
+                    }
+                    _ => {}
+                }
             }
             if !from_server && let Some(id) = request {
                 n.ghost.ended.insert(id, now);
@@ -3155,6 +3382,10 @@ impl Model for Harness {
                 |_, w| ok(w, v::LISTEN),
             ),
             Property::<Self>::always(
+                "a request refused for want of authorization waits for one authorization at a time, within the budget, and goes out again exactly when it ends with a token; refused again, or the authorization failed, it is answered",
+                |_, w| ok(w, v::AUTH),
+            ),
+            Property::<Self>::always(
                 "a legacy guess whose handshake failed is probed again",
                 |_, w| ok(w, v::VERDICT),
             ),
@@ -3273,13 +3504,25 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[32].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[32].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[33].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[33].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[34].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[34].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[35].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[35].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[36].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[36].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 33] = [
+pub const RUN_GUARDS: [(&str, u64); 37] = [
     (
         "two full reconnect cycles reach ready",
         seen::SECOND_RECONNECT_READY,
@@ -3385,4 +3628,20 @@ pub const RUN_GUARDS: [(&str, u64); 33] = [
         seen::LISTEN_GAVE_UP,
     ),
     ("a refused listen is not opened again", seen::LISTEN_REFUSED),
+    (
+        "a call sent again after an authorization gets a result",
+        seen::AUTH_RESENT_ANSWERED,
+    ),
+    (
+        "ready after the handshake request was authorized",
+        seen::AUTH_HANDSHAKE_READY,
+    ),
+    (
+        "a failed authorization answers a caller waiting for it",
+        seen::AUTH_FAILED_ANSWERED,
+    ),
+    (
+        "a call refused again after an authorization is answered with the error",
+        seen::AUTH_REFUSED_AGAIN,
+    ),
 ];

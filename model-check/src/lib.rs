@@ -283,6 +283,39 @@ pub fn configurations() -> Vec<Configuration> {
             },
             pinned_unique: 3787645,
         },
+        // Authorization (HTTP with OAuth): the probe, `initialize` or a call refused for want
+        // of authorization (401) any number of times; authorizations that end with a token or
+        // fail, also after their generation was closed.
+        Configuration {
+            name: "auth",
+            bounds: Bounds {
+                calls: 2,
+                crashes: 0,
+                depth: 12,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                junk: junk(&[Auth]),
+                ..BASE
+            },
+            pinned_unique: 1122574,
+        },
+        // Authorization meets the session rules and the tentative verdict: a call kept across
+        // a session expiry while the new session's `initialize` is refused for want of
+        // authorization (past the budget, or the authorization fails), and a legacy guess (the
+        // server died of the probe) whose handshake is refused so.
+        Configuration {
+            name: "auth-session",
+            bounds: Bounds {
+                stops: 0,
+                gens: 3,
+                depth: 11,
+                expiries: 1,
+                era: EraMode::Auto,
+                junk: junk(&[Auth]),
+                ..BASE
+            },
+            pinned_unique: 184262,
+        },
         // A server that ends listen after listen: reopened within the cap, given up past it,
         // and, after a long silence with one acknowledged, counted afresh.
         Configuration {

@@ -327,6 +327,22 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: lost listens reopened without a bound (listen)",
             Mutant::NoRelistenCap,
         ),
+        (
+            "handlers: a call refused again after an authorization waits for another (auth)",
+            Mutant::AuthRetryAlways,
+        ),
+        (
+            "handlers: calls waiting for an authorization not sent again after it (auth)",
+            Mutant::NoResendAfterAuth,
+        ),
+        (
+            "handlers: authorizations asked for without a bound (auth)",
+            Mutant::UnboundedAuth,
+        ),
+        (
+            "handlers: a refused call sent again before the authorization ends (auth)",
+            Mutant::ResendBeforeAuth,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

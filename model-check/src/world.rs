@@ -90,6 +90,9 @@ pub enum ServerFrame {
     ListenEnd(RequestId, ListenEndKind),
     /// The server ends a listen with `notifications/cancelled` (stdio).
     ListenCancel(RequestId),
+    /// The HTTP transport's AUTH_REQUIRED answering a request: the server answered it 401
+    /// (the client can authorize).
+    AuthRequired(RequestId),
 }
 
 /// How the server ends a listen with a response.
@@ -227,6 +230,10 @@ pub enum Move {
     /// A long silence: time runs for a tombstone's TTL plus one sweep period, every timer due
     /// on the way firing in order (bounded per configuration).
     Wait,
+    /// The authorization the machine asked for on generation `g` ends: with a token (`true`)
+    /// or failed (`false`). The driver reports it whenever it ends, also after its generation
+    /// was closed (stale then).
+    Authorize(u64, bool),
 }
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
@@ -277,6 +284,9 @@ pub enum Junk {
     /// [`ServerFrame::HeaderMismatch`] (modern generations only; repeatable: once per call is
     /// what bounds the listing again).
     Relist = 1 << 20,
+    /// [`ServerFrame::AuthRequired`] for the handshake request or a call (repeatable: the
+    /// authorization budget and once per call are what bound them).
+    Auth = 1 << 21,
 }
 
 /// The environment's view of one transport generation.
@@ -355,6 +365,9 @@ pub enum Cause {
     NotModern,
     /// Modern forced: `server/discover` went unanswered.
     ProbeTimeout,
+    /// The handshake request was refused for want of authorization past the budget, or the
+    /// authorization failed.
+    Unauthorized,
 }
 
 /// Who an id was issued for.
@@ -475,6 +488,13 @@ pub mod violation {
     /// out its resource; or a listen was reopened other than by its retry timer, past the
     /// reopening cap, or after a refusal.
     pub const LISTEN: u64 = 1 << 32;
+    /// Authorization (HTTP with OAuth): an authorization was asked for while one for the same
+    /// generation was under way, or past the budget of authorizations in a row; a request
+    /// refused for want of authorization was sent again before the authorization ended with a
+    /// token, or not sent again in the step it did; a call refused again after one was not
+    /// answered; a failed authorization left a caller waiting or the handshake's attempt open;
+    /// or a caller (or the handshake) waited for an authorization nobody was running.
+    pub const AUTH: u64 = 1 << 33;
     /// Progress delivered for a call already answered.
     pub const PROGRESS_AFTER_REPLY: u64 = 1 << 13;
     /// A row marked impossible in the table fired.
@@ -489,7 +509,7 @@ pub mod violation {
     pub const LEAKED_TRANSPORT: u64 = 1 << 16;
 
     /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u64; 33] = [
+    pub const ALL: [u64; 34] = [
         DOUBLE_REPLY,
         LATE_DELIVERED,
         SENT_AFTER_STOP,
@@ -523,6 +543,7 @@ pub mod violation {
         RESPAWN,
         REISSUE,
         LISTEN,
+        AUTH,
     ];
 
     #[cfg(test)]
@@ -611,6 +632,14 @@ pub mod seen {
     pub const LISTEN_GAVE_UP: u64 = 1 << 33;
     /// A refused listen was not opened again.
     pub const LISTEN_REFUSED: u64 = 1 << 34;
+    /// A call sent again after an authorization got a result.
+    pub const AUTH_RESENT_ANSWERED: u64 = 1 << 35;
+    /// Ready after the handshake request was authorized.
+    pub const AUTH_HANDSHAKE_READY: u64 = 1 << 36;
+    /// A failed authorization answered a caller waiting for it.
+    pub const AUTH_FAILED_ANSWERED: u64 = 1 << 37;
+    /// A call refused again after an authorization was answered with the error.
+    pub const AUTH_REFUSED_AGAIN: u64 = 1 << 38;
 }
 
 /// Ghost history.
@@ -712,6 +741,23 @@ pub struct Ghost {
     /// The last ready generation spoke the modern era, and no `initialize` was refused as a
     /// modern server refuses it since (the client's verdict is modern).
     pub verdict_modern: bool,
+    /// Generations with an authorization asked for and not ended (the driver's).
+    pub auth_pending: BTreeSet<u64>,
+    /// Authorizations asked for since a call or a request of the client's own was last
+    /// answered (the ghost forgets at least as often as the machine may).
+    pub authorizations: u32,
+    /// Callers refused for want of authorization, waiting for one, with the generation.
+    pub auth_waiting: BTreeMap<u8, u64>,
+    /// Refusals for want of authorization per caller.
+    pub auth_refusals: BTreeMap<u8, u8>,
+    /// Callers that must be sent again under a new id (an authorization ended with a token).
+    pub auth_resend_due: BTreeSet<u8>,
+    /// Callers sent again after an authorization (until answered).
+    pub auth_resent: BTreeSet<u8>,
+    /// The generation whose handshake request waits for an authorization.
+    pub handshake_auth: Option<u64>,
+    /// That generation's handshake request was sent again after its authorization.
+    pub handshake_authorized: BTreeSet<u64>,
     /// Broken properties (bits of [`violation`]).
     pub violations: u64,
     /// Vacuity guards met (bits of [`seen`]).

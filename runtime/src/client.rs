@@ -117,6 +117,8 @@ pub struct ClientBuilder {
     http: Option<HttpSetup>,
     /// Check results against the listed `outputSchema` ([`ClientBuilder::validate_output`]).
     validate_output: bool,
+    /// Who authorizes the connection when the server asks ([`ClientBuilder::oauth`]).
+    authorizer: Option<crate::driver::Authorizer>,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -159,6 +161,7 @@ impl ClientBuilder {
             transitions: Arc::new(Hub::new(FeedLimits::TRANSITIONS)),
             http: None,
             validate_output: true,
+            authorizer: None,
         }
     }
 
@@ -274,14 +277,24 @@ impl ClientBuilder {
     /// HTTP: authorize with OAuth 2.1 ([`crate::auth::OAuth`]): every request to the server's
     /// origin carries the token `oauth` holds for this server (refreshed before it expires;
     /// never sent elsewhere, never shown). Get the first token with
-    /// [`crate::auth::OAuth::login`]. Not yet: authorizing when the server answers 401 or 403
-    /// mid-connection (such a connection fails as any HTTP error does). Ignored, with a
-    /// warning, by a builder that is not an HTTP one (authorization is not for stdio).
+    /// [`crate::auth::OAuth::login`], or let the connection authorize when the server asks:
+    /// a request refused with 401 (or 403 `insufficient_scope`) waits while
+    /// [`crate::auth::OAuth::on_challenge`] authorizes (one authorization at a time), then goes
+    /// out again; refused again after that, or when the authorization fails, the caller gets
+    /// [`Error::Unauthorized`] (the connection's handshake: [`crate::Failure::Unauthorized`]).
+    /// At most `Config::max_authorizations` (3) authorizations in a row without a call
+    /// answered. Ignored, with a warning, by a builder that is not an HTTP one
+    /// (authorization is not for stdio).
     pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        let endpoint = std::cell::RefCell::new(None);
         let edited = self.edit_http(&|web| {
             web.oauth = Some(oauth.clone());
+            endpoint.replace(web.endpoint.clone());
             Ok(())
         });
+        if let Some(endpoint) = endpoint.into_inner() {
+            self.authorizer = Some(crate::driver::Authorizer { oauth, endpoint });
+        }
         if edited.is_none() {
             tracing::warn!(target: "mcp::builder", option = "oauth", transport = %self.connector.describe(),
                 "an HTTP option on a builder that is not HTTP is ignored");
@@ -670,6 +683,7 @@ impl ClientBuilder {
             transport_config: transport,
             handler: self.handler,
             notifier,
+            authorizer: self.authorizer,
         };
         let driver = Driver::new(
             machine,

@@ -84,6 +84,15 @@ pub(crate) struct Wiring {
     pub(crate) transport_config: TransportConfig,
     pub(crate) handler: Arc<dyn ClientHandler>,
     pub(crate) notifier: Notifier,
+    /// Who authorizes when the machine asks ([`Action::Authorize`]), when the client can.
+    pub(crate) authorizer: Option<Authorizer>,
+}
+
+/// The OAuth settings of an HTTP client and the endpoint they authorize for.
+#[derive(Clone, Debug)]
+pub(crate) struct Authorizer {
+    pub(crate) oauth: crate::auth::OAuth,
+    pub(crate) endpoint: reqwest::Url,
 }
 
 pub(crate) struct Driver {
@@ -108,6 +117,11 @@ pub(crate) struct Driver {
     exited: bool,
     /// The trace being recorded, if asked for: the records of the current turn.
     trace: Option<TraceSink>,
+    authorizer: Option<Authorizer>,
+    /// The authorization running, and the generation to report its end to (the latest that
+    /// asked: one authorization serves every generation that asks while it runs; read when
+    /// its end is taken, so an `Authorize` carried out meanwhile is never lost).
+    auth_task: Option<(AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
 }
 
 impl Driver {
@@ -123,6 +137,7 @@ impl Driver {
             transport_config,
             handler,
             notifier,
+            authorizer,
         } = wiring;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
@@ -145,6 +160,8 @@ impl Driver {
             out,
             exited: false,
             trace,
+            authorizer,
+            auth_task: None,
         }
     }
 
@@ -172,6 +189,23 @@ impl Driver {
                         self.server_tasks.remove(&(generation, key));
                         self.input(Input::InputReply { generation, reply });
                     }
+                    Done::Authorized(result) => {
+                        // To the newest generation that asked (read here, after every
+                        // `Authorize` the driver has carried out: none is lost).
+                        let generation = self
+                            .auth_task
+                            .take()
+                            .map_or(generation, |(_, target)| {
+                                target.load(std::sync::atomic::Ordering::Relaxed)
+                            });
+                        self.input(match result {
+                            Ok(()) => Input::Authorized { generation },
+                            Err(reason) => Input::AuthorizationFailed {
+                                generation,
+                                failure: mcp_machine::AuthFailure { reason },
+                            },
+                        });
+                    }
                 },
                 () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
                 () = roots_changed(&mut self.roots) => {
@@ -196,6 +230,9 @@ impl Driver {
         }
         for (_, task) in self.server_tasks.drain() {
             cancel(task);
+        }
+        if let Some((task, _)) = self.auth_task.take() {
+            task.abort();
         }
         // The table answers every caller before exit; anyone left here is a bug, not a hang.
         for (call, p) in self.pending.drain() {
@@ -410,6 +447,10 @@ impl Driver {
                     t.grant_credit();
                 }
             }
+            Action::Authorize {
+                generation,
+                challenge,
+            } => self.authorize(generation, challenge),
             Action::Reply {
                 call,
                 request,
@@ -567,6 +608,43 @@ impl Driver {
     }
 }
 
+impl Driver {
+    /// Runs the authorization the machine asked for (one at a time: asked again while one
+    /// runs, it reports to the newest generation that asked).
+    fn authorize(&mut self, generation: u64, challenge: mcp_machine::AuthChallenge) {
+        use std::sync::atomic::Ordering;
+        if let Some((_, target)) = &self.auth_task {
+            target.store(generation, Ordering::Relaxed);
+            return;
+        }
+        let tx = self.handler_tx.clone();
+        let Some(auth) = self.authorizer.clone() else {
+            // A server that sent the authorization code itself to a client that cannot
+            // authorize: the machine is told at once, through the same path.
+            let reason = "this client has no OAuth settings (ClientBuilder::oauth)".to_owned();
+            let _ = tx.send((generation, Done::Authorized(Err(reason))));
+            return;
+        };
+        tracing::info!(target: "mcp::auth", status = challenge.status, "the server asks for authorization");
+        let target = Arc::new(std::sync::atomic::AtomicU64::new(generation));
+        let task = tokio::spawn(async move {
+            let result = auth
+                .oauth
+                .on_challenge(
+                    &auth.endpoint,
+                    challenge.status,
+                    &challenge.www_authenticate,
+                )
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string());
+            // The generation is read when the driver takes this (see `run`).
+            let _ = tx.send((generation, Done::Authorized(result)));
+        });
+        self.auth_task = Some((task.abort_handle(), target));
+    }
+}
+
 fn answer(p: Pending, outcome: Result<Value, Error>) {
     match p {
         Pending::Call { reply, .. } | Pending::Notify { reply } => {
@@ -589,6 +667,8 @@ enum TaskKey {
 enum Done {
     Server(HandlerReply),
     Input(mcp_machine::InputReply),
+    /// The authorization ended: with a token held, or why not (no secret in it).
+    Authorized(Result<(), String>),
 }
 
 impl Driver {

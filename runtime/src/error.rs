@@ -87,6 +87,15 @@ pub enum Error {
         /// The handler's error.
         error: mcp_machine::RpcError,
     },
+    /// The server refused the call for want of authorization (HTTP 401, or 403
+    /// `insufficient_scope`), and authorizing did not help: the authorization failed, the
+    /// server refused the call again after one, or the authorizations in a row are spent
+    /// (`Config::max_authorizations`). Never holds a token or a secret.
+    #[error("the server requires authorization: {reason}")]
+    Unauthorized {
+        /// Why authorizing did not help.
+        reason: String,
+    },
     /// A 2026-07-28 subscribe: the server acknowledged the listen asking for the resource
     /// without it, so it will not tell of its updates.
     #[error("the server does not honor a subscription to {uri}")]
@@ -349,6 +358,7 @@ impl From<CallError> for Error {
             CallError::InvalidResponse { reason } => Error::InvalidResponse { reason },
             CallError::InputRequired { reason } => Error::InputRequired { reason },
             CallError::InputFailed { key, error } => Error::InputFailed { key, error },
+            CallError::Unauthorized { reason } => Error::Unauthorized { reason },
             CallError::UnknownResultType { result_type } => {
                 Error::UnknownResultType { result_type }
             }

@@ -50,6 +50,13 @@ struct Server {
     registration: Value,
     /// The tokens' `expires_in`.
     expires_in: u64,
+    /// `tools/call` needs the `mcp:write` scope: without it, 403 `insufficient_scope`.
+    calls_need_write: bool,
+    /// `tools/call` refuses (401) a token from the authorization code grant: only a
+    /// refreshed one is taken (a token revoked mid-connection that a refresh replaces).
+    calls_need_refreshed: bool,
+    /// The scopes of the last authorization request (what the next code grants).
+    granted: Arc<std::sync::Mutex<String>>,
 }
 
 #[derive(Clone)]
@@ -75,6 +82,9 @@ impl Default for Server {
             token_error: None,
             registration: json!({"client_secret": "reg-secret-1"}),
             expires_in: 3600,
+            calls_need_write: false,
+            calls_need_refreshed: false,
+            granted: Arc::default(),
         }
     }
 }
@@ -126,6 +136,7 @@ fn script(server: Server) -> Script {
             return Answer::Json(reg, vec![]);
         }
         if path == format!("{}/authorize", server.issuer_path) {
+            *server.granted.lock().unwrap() = req.param("scope").unwrap_or_default();
             let mut to = Url::parse(&req.param("redirect_uri").unwrap()).unwrap();
             to.query_pairs_mut().append_pair("code", "code-secret-1");
             if let Some(state) = req.param("state") {
@@ -151,14 +162,25 @@ fn script(server: Server) -> Script {
                 return Answer::StatusJson(400, json!({"error": error}));
             }
             let n = req.text.len();
+            // The token says what it is: `w` with the write scope, `r` when refreshed.
+            let write = if server.granted.lock().unwrap().contains("mcp:write") {
+                "w"
+            } else {
+                ""
+            };
+            let refreshed = if req.param("grant_type").as_deref() == Some("refresh_token") {
+                "r"
+            } else {
+                ""
+            };
             return Answer::Json(
-                json!({"access_token": format!("access-secret-{n}"), "token_type": "Bearer",
+                json!({"access_token": format!("access-secret-{write}{refreshed}{n}"), "token_type": "Bearer",
                     "expires_in": server.expires_in, "refresh_token": "refresh-secret-1"}),
                 vec![],
             );
         }
         if path == "/mcp" {
-            return mcp(req, &base);
+            return mcp(req, &base, &server);
         }
         Answer::Status(404, vec![])
     })
@@ -166,21 +188,33 @@ fn script(server: Server) -> Script {
 
 /// The protected MCP endpoint: 401 with a challenge without a bearer token; a modern server
 /// (2026-07-28) with one.
-fn mcp(req: &Seen, base: &str) -> Answer {
-    let bearer = req
+fn mcp(req: &Seen, base: &str, server: &Server) -> Answer {
+    let token = req
         .header("authorization")
-        .is_some_and(|h| h.starts_with("Bearer access-secret-"));
-    if !bearer {
-        return Answer::StatusJsonHeaders(
-            401,
-            json!({"error": "invalid_token"}),
+        .and_then(|h| h.strip_prefix("Bearer access-secret-").map(str::to_owned));
+    let metadata = format!("{base}/.well-known/oauth-protected-resource/mcp");
+    let refuse = |status: u16, error: &str, scope: &str| {
+        Answer::StatusJsonHeaders(
+            status,
+            json!({"error": error}),
             vec![(
                 "www-authenticate",
                 format!(
-                    "Bearer error=\"invalid_token\", resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\""
+                    "Bearer error=\"{error}\", scope=\"{scope}\", resource_metadata=\"{metadata}\""
                 ),
             )],
-        );
+        )
+    };
+    let Some(token) = token else {
+        return refuse(401, "invalid_token", "mcp:basic");
+    };
+    if req.rpc_method() == Some("tools/call") {
+        if server.calls_need_write && !token.starts_with('w') {
+            return refuse(403, "insufficient_scope", "mcp:basic mcp:write");
+        }
+        if server.calls_need_refreshed && !token.trim_start_matches('w').starts_with('r') {
+            return refuse(401, "invalid_token", "mcp:basic");
+        }
     }
     let id = req.rpc_id();
     let result = match req.rpc_method() {
@@ -727,6 +761,133 @@ async fn a_token_about_to_expire_is_refreshed_before_it_is_sent() {
     stale.expires_at = Some(1);
     store.set_token(&OAuth::key(&endpoint), stale);
     assert_eq!(oauth.bearer(&endpoint).await, None);
+}
+
+/// A client of the MCP endpoint that authorizes with `oauth` when the server asks, connected.
+async fn connected(endpoint: &Url, oauth: OAuth) -> mcp_runtime::Client {
+    mcp_runtime::ClientBuilder::streamable_http(endpoint.as_str())
+        .unwrap()
+        .oauth(oauth)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// The `tools/call` POSTs the MCP endpoint saw: the JSON-RPC id of each, and whether it
+/// carried a token.
+fn tool_calls(log: &Log) -> Vec<(Value, bool)> {
+    seen(log)
+        .iter()
+        .filter(|r| r.path() == "/mcp" && r.rpc_method() == Some("tools/call"))
+        .map(|r| (r.rpc_id(), r.header("authorization").is_some()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_connection_authorizes_when_asked_then_steps_up_for_a_call() {
+    let (endpoint, log) = start(Server {
+        calls_need_write: true,
+        ..Server::default()
+    })
+    .await;
+    let (oauth, store) = client();
+    // No login first: the probe meets the 401, and the connection authorizes.
+    let client = connected(&endpoint, oauth).await;
+    assert_eq!(client.era(), Some(mcp_runtime::Era::Modern));
+    let scopes = |store: &MemoryStore| store.token(&OAuth::key(&endpoint)).unwrap().scopes;
+    assert_eq!(scopes(&store), ["mcp:basic"]);
+    // The call meets a 403 asking for more scope: one more authorization (the union of
+    // scopes), and the call sent again under a new id.
+    client.call_tool("t", json!({})).await.unwrap();
+    assert_eq!(scopes(&store), ["mcp:basic", "mcp:write"]);
+    let calls = tool_calls(&log);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_ne!(calls[0].0, calls[1].0, "sent again under a new id");
+    let authorizations: Vec<_> = seen(&log)
+        .into_iter()
+        .filter(|r| r.path() == "/authorize")
+        .map(|r| r.param("scope"))
+        .collect();
+    assert_eq!(
+        authorizations,
+        [Some("mcp:basic".into()), Some("mcp:basic mcp:write".into())]
+    );
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_token_refused_mid_connection_is_refreshed_and_the_call_sent_again() {
+    let (endpoint, log) = start(Server {
+        calls_need_refreshed: true,
+        ..Server::default()
+    })
+    .await;
+    let (oauth, _) = client();
+    oauth.login(&endpoint).await.unwrap().unwrap();
+    let client = connected(&endpoint, oauth).await;
+    client.call_tool("t", json!({})).await.unwrap();
+    let grants: Vec<_> = seen(&log)
+        .into_iter()
+        .filter(|r| r.path() == "/token")
+        .map(|r| r.param("grant_type"))
+        .collect();
+    // Refreshed, not authorized anew: the token's issuer still guards the resource.
+    assert_eq!(
+        grants,
+        [
+            Some("authorization_code".into()),
+            Some("refresh_token".into())
+        ]
+    );
+    assert_eq!(paths(&log).iter().filter(|p| *p == "/authorize").count(), 1);
+    assert_eq!(tool_calls(&log).len(), 2);
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_call_refused_again_after_an_authorization_is_answered_with_the_error() {
+    // Calls need the write scope and a refreshed token: the step-up grants the scope, but the
+    // call sent again is refused once more, and that refusal is its answer.
+    let (endpoint, log) = start(Server {
+        calls_need_write: true,
+        calls_need_refreshed: true,
+        ..Server::default()
+    })
+    .await;
+    let (oauth, _) = client();
+    let client = connected(&endpoint, oauth).await;
+    let err = client.call_tool("t", json!({})).await.unwrap_err();
+    assert!(
+        matches!(err, mcp_runtime::Error::Unauthorized { .. }),
+        "{err:?}"
+    );
+    no_secret(&format!("{err} {err:?}"));
+    assert_eq!(tool_calls(&log).len(), 2);
+    client.stop().await;
+}
+
+#[tokio::test]
+async fn a_failed_authorization_is_the_connect_error() {
+    let (endpoint, _) = start(Server {
+        token_error: Some("access_denied"),
+        ..Server::default()
+    })
+    .await;
+    let (oauth, _) = client();
+    let err = mcp_runtime::ClientBuilder::streamable_http(endpoint.as_str())
+        .unwrap()
+        .oauth(oauth)
+        .connect()
+        .await
+        .unwrap_err();
+    let mcp_runtime::Error::Connect(e) = &err else {
+        panic!("{err:?}");
+    };
+    assert!(
+        matches!(e.cause, mcp_runtime::Failure::Unauthorized { .. }),
+        "{e:?}"
+    );
+    no_secret(&format!("{err} {err:?}"));
 }
 
 /// Standard base64 (for the expected Basic header).

@@ -253,6 +253,9 @@ struct Settings {
     http: reqwest::Client,
     /// One refresh at a time (concurrent requests of one client wait for it).
     refreshing: tokio::sync::Mutex<()>,
+    /// The endpoints whose last refusal was answered with a refresh (a second refusal
+    /// authorizes anew).
+    refreshed_on_challenge: std::sync::Mutex<std::collections::HashSet<String>>,
     /// How long before its expiry a token is refreshed rather than sent.
     refresh_margin: Duration,
 }
@@ -352,6 +355,7 @@ impl OAuth {
                 application_type: "native",
                 http: http_client(),
                 refreshing: tokio::sync::Mutex::new(()),
+                refreshed_on_challenge: std::sync::Mutex::default(),
                 refresh_margin: Duration::from_secs(60),
             },
         }
@@ -453,6 +457,72 @@ impl OAuth {
             held_scopes: Vec::new(),
         };
         self.authorize(endpoint, &request).await.map(Some)
+    }
+
+    /// What the connection does when the MCP server at `endpoint` refused a request for want
+    /// of authorization (`status` 401, or 403 with `insufficient_scope`; `www_authenticate` its
+    /// challenge, the header values joined): a step-up authorizes with the union of the held
+    /// scopes and the challenge's; a refused token is refreshed when its issuer still guards
+    /// the resource (the resource metadata says so) and it can be, else forgotten (a
+    /// migration: another issuer's credentials are never used) and a new authorization made.
+    /// Whether the request is sent again, and how often, is the connection table's decision
+    /// (`Config::max_authorizations`), not this method's.
+    pub async fn on_challenge(
+        &self,
+        endpoint: &Url,
+        status: u16,
+        www_authenticate: &str,
+    ) -> Result<Token, AuthError> {
+        // The header values were joined with `, `: one header of several challenges.
+        let challenge = Challenge::parse([www_authenticate]).unwrap_or_default();
+        let held = self.token(endpoint);
+        let step_up = status == 403 || challenge.is_insufficient_scope();
+        let key = Self::key(endpoint);
+        // A token refused right after a refresh made for a refusal: refreshing again would
+        // only be refused again; authorize anew.
+        let refreshed_before = self
+            .inner
+            .refreshed_on_challenge
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&key);
+        if !step_up && let Some(held) = &held {
+            let resource = self.resource_metadata(endpoint, &challenge).await?;
+            if !resource.authorization_servers.contains(&held.issuer) {
+                tracing::info!(target: "mcp::auth", issuer = %held.issuer,
+                    "the resource is no longer guarded by the token's issuer: authorizing anew");
+                self.forget(endpoint);
+            } else if held.refresh_token.is_some() && !refreshed_before {
+                // One refresh at a time, with `bearer`'s (a rotated refresh token is spent once).
+                let _one = self.inner.refreshing.lock().await;
+                let refreshed = match self.token(endpoint) {
+                    // Another refresh replaced the refused token meanwhile: that one is new.
+                    Some(now) if now.access_token != held.access_token => Ok(now),
+                    _ => self.refresh(endpoint).await,
+                };
+                match refreshed {
+                    Ok(token) => {
+                        self.inner
+                            .refreshed_on_challenge
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(key);
+                        return Ok(token);
+                    }
+                    Err(e) => tracing::info!(target: "mcp::auth", error = %e,
+                        "the refused token could not be refreshed: authorizing anew"),
+                }
+            }
+        }
+        let held_scopes = match (step_up, &held) {
+            (true, Some(held)) => held.scopes.clone(),
+            _ => Vec::new(),
+        };
+        let request = AuthRequest {
+            challenge,
+            held_scopes,
+        };
+        self.authorize(endpoint, &request).await
     }
 
     /// Forgets the token for `endpoint` (a logout).

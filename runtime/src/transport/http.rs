@@ -450,6 +450,14 @@ impl StreamableLeg {
             )
             .await?;
         let status = response.status();
+        // Refused for want of authorization, and the client can authorize: the table decides
+        // (an authorization, then the request again).
+        if let Some(id) = &request
+            && let Some(refusal) = self.web.auth_refusal(&response, id)
+        {
+            self.deliver(refusal, &out).await;
+            return Ok(());
+        }
         // The server no longer knows the session: a 404, or a 400 that says so (some servers
         // answer an unknown session that way). The request never ran: the machine sends it
         // again on the next session.

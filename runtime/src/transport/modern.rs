@@ -347,6 +347,10 @@ impl ModernPosts {
     ) -> Result<(), PostError> {
         let response = web.send(request).await?;
         let status = response.status();
+        if let Some(refusal) = web.auth_refusal(&response, id) {
+            out.deliver(refusal).await;
+            return Ok(());
+        }
         if !status.is_success() {
             // The body may hold the JSON-RPC error (−32022 with a 400, −32601 with a 404);
             // one past the frame limit, or unreadable, is not read further.

@@ -157,6 +157,39 @@ impl WebOptions {
         };
         response.map_err(connect_error)
     }
+
+    /// The made-up AUTH_REQUIRED answer for the request `id` when `response` refused it for
+    /// want of authorization and this client can authorize (OAuth is configured): a 401, or a
+    /// 403 whose Bearer challenge says `insufficient_scope`. The table decides what follows
+    /// (an authorization, then the request again, within a budget). `None` otherwise: the
+    /// status is handled as any HTTP error.
+    pub(crate) fn auth_refusal(
+        &self,
+        response: &reqwest::Response,
+        id: &serde_json::Value,
+    ) -> Option<Vec<u8>> {
+        self.oauth.as_ref()?;
+        let status = response.status().as_u16();
+        let challenges: Vec<&str> = response
+            .headers()
+            .get_all(reqwest::header::WWW_AUTHENTICATE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
+        let insufficient = crate::auth::Challenge::parse(challenges.iter().copied())
+            .is_some_and(|c| c.is_insufficient_scope());
+        if !(status == 401 || (status == 403 && insufficient)) {
+            return None;
+        }
+        let reason = response.status().canonical_reason().unwrap_or("refused");
+        let error = serde_json::json!({
+            "code": mcp_machine::headers::AUTH_REQUIRED,
+            "message": format!("HTTP {status} {reason}"),
+            "data": {"httpStatus": status, "wwwAuthenticate": challenges.join(", ")},
+        });
+        let frame = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": error});
+        Some(frame.to_string().into_bytes())
+    }
 }
 
 /// The options every HTTP connector takes, as builder methods of `$connector` (a struct with
