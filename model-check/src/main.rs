@@ -159,7 +159,11 @@ fn run_mutants(all: bool, filter: Option<&str>, shallow: bool, hand: bool) -> Ex
                 .filter(|c| !equivalent.contains(&c.name))
                 .take(SAMPLE),
         );
-        let with_hand = if hand { "the hand-written ones and " } else { "" };
+        let with_hand = if hand {
+            "the hand-written ones and "
+        } else {
+            ""
+        };
         println!(
             "mutants: {with_hand}a sample of {SAMPLE} of the {generated_total} generated from \
              the table (ranked by a hash of their names, seed {SAMPLE_SEED:#x}); `-- --mutants \
