@@ -162,8 +162,11 @@ impl Session {
                     self.stops += 1;
                 }
                 Action::Exit => self.exits += 1,
-                Action::GrantCredit { generation } => {
-                    *self.credits.entry(generation).or_default() += 1;
+                Action::GrantCredit {
+                    generation,
+                    credits,
+                } => {
+                    *self.credits.entry(generation).or_default() += credits;
                 }
                 Action::CloseTransport { generation } => {
                     self.closed.insert(generation);

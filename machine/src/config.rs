@@ -175,6 +175,12 @@ pub struct Config {
     /// answered in between (3); past it, a refusal for want of authorization is the answer.
     /// A backoff delay makes it whole again (the next attempt may authorize).
     pub max_authorizations: u32,
+    /// How many frames a new transport may deliver ahead of the next credit: its read window
+    /// (32; 0 is taken as 1, active-once). Each frame taken gives one credit back, so at most
+    /// this many frames wait between the transport and the machine (the stdio and byte-stream
+    /// transports also stop reading ahead past 1 MiB of frames not yet taken). A window lets a
+    /// burst of answers cross in one wake-up instead of one per frame.
+    pub read_window: u32,
 }
 
 impl Default for Config {
@@ -211,6 +217,7 @@ impl Default for Config {
             relisten_delay: Duration::from_secs(1),
             listen_stable: Duration::from_secs(60),
             max_authorizations: 3,
+            read_window: 32,
         }
     }
 }

@@ -1236,7 +1236,24 @@ impl Handlers for Ctx<'_> {
 
     fn grant_credit(&mut self) {
         let generation = self.core.generation;
-        self.push(Action::GrantCredit { generation });
+        let credits = if mutant!(self.core, WindowOnEveryCredit) {
+            self.core.config.read_window.max(1)
+        } else {
+            1
+        };
+        self.push(Action::GrantCredit {
+            generation,
+            credits,
+        });
+    }
+
+    fn open_read_window(&mut self) {
+        let generation = self.core.generation;
+        let credits = self.core.config.read_window.max(1);
+        self.push(Action::GrantCredit {
+            generation,
+            credits,
+        });
     }
 
     fn arm_connect_timeout(&mut self) {

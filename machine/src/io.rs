@@ -376,10 +376,12 @@ pub enum Action {
         /// The JSON bytes (no newline).
         frame: Vec<u8>,
     },
-    /// Let that generation deliver one more frame.
+    /// Let that generation deliver `credits` more frames.
     GrantCredit {
         /// The generation.
         generation: Generation,
+        /// How many frames more (1, or the read window when a transport opens).
+        credits: u32,
     },
     /// Answer a caller of a call or a notify.
     Reply {

@@ -76,4 +76,6 @@ pub enum Mutant {
     UnboundedAuth,
     /// A call refused for want of authorization is sent again at once, before any token.
     ResendBeforeAuth,
+    /// Every frame taken gives the whole read window back instead of one credit.
+    WindowOnEveryCredit,
 }

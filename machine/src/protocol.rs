@@ -199,10 +199,6 @@ pub(crate) fn request(
     progress_token: Option<u64>,
     envelope: Option<&Envelope<'_>>,
 ) -> Vec<u8> {
-    let mut msg = Map::new();
-    msg.insert("jsonrpc".into(), "2.0".into());
-    msg.insert("id".into(), id.into());
-    msg.insert("method".into(), method.into());
     let params = match (params, progress_token, envelope) {
         (p, None, None) => p,
         (p, token, envelope) => Some(with_meta(p, |meta| {
@@ -214,10 +210,18 @@ pub(crate) fn request(
             }
         })),
     };
+    // Written straight out (no map built first), keys in the order a map would sort them.
+    let mut frame = Vec::with_capacity(48 + method.len());
+    frame.extend_from_slice(b"{\"id\":");
+    frame.extend_from_slice(id.to_string().as_bytes());
+    frame.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"method\":");
+    serde_json::to_writer(&mut frame, method).expect("a string always serializes");
     if let Some(p) = params {
-        msg.insert("params".into(), p);
+        frame.extend_from_slice(b",\"params\":");
+        serde_json::to_writer(&mut frame, &p).expect("a Value always serializes");
     }
-    encode(&Value::Object(msg))
+    frame.push(b'}');
+    frame
 }
 
 /// A request frame the machine built, under a new id (its progress token, when it asked for
@@ -369,6 +373,28 @@ pub(crate) fn check_init_result(result: &Value) -> Result<ServerInfo, Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_frame_is_the_compact_json_of_its_message() {
+        let cases = [
+            (
+                7,
+                "tools/call",
+                Some(json!({"name": "e\"cho\n", "arguments": {"b": [1, 2.5], "a": null}})),
+            ),
+            (u64::MAX, "m\u{1}é", None),
+            (0, "ping", Some(json!([]))),
+        ];
+        for (id, method, params) in cases {
+            let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
+            if let Some(p) = &params {
+                msg["params"] = p.clone();
+            }
+            let frame = request(id, method, params, None, None);
+            assert_eq!(frame, serde_json::to_vec(&msg).unwrap());
+            assert!(!frame.contains(&b'\n'));
+        }
+    }
 
     #[test]
     fn a_modern_notification_names_the_version_and_keeps_the_callers_meta() {

@@ -88,7 +88,10 @@ fn handshake(config: Config, outcome: SendOutcome) -> (Machine, Vec<Action>) {
     assert_eq!(init["method"], "initialize");
     assert_eq!(init["id"], 1);
     assert_eq!(init["params"]["protocolVersion"], "2025-11-25");
-    assert!(acts.contains(&Action::GrantCredit { generation: 1 }));
+    assert!(
+        acts.iter()
+            .any(|a| matches!(a, Action::GrantCredit { generation: 1, .. }))
+    );
     let result = json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
     let acts = feed(
         &mut m,

@@ -70,6 +70,9 @@ pub struct Bounds {
     /// Ends of a listen by the server (a result, a broken stream, a refusal, an error, its
     /// cancel) it may send.
     pub listen_ends: u8,
+    /// The read window a new transport is given (`Config::read_window`): 1 is active-once;
+    /// more lets that many frames arrive before the machine gives a credit back.
+    pub read_window: u32,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -196,6 +199,7 @@ pub fn model_config(bounds: &Bounds) -> Config {
         probe_timeout: bounds.probe_timeout.unwrap_or(defaults.probe_timeout),
         // Two authorizations in a row: a third refusal is past the budget within the bound.
         max_authorizations: 2,
+        read_window: bounds.read_window,
         ..Config::default()
     }
 }
@@ -2758,8 +2762,15 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 n.ghost.violations |= violation::AUTH;
             }
         }
-        Action::GrantCredit { generation } => match n.env.gens.get_mut(&generation) {
-            Some(g) if !g.closed && !g.down && generation == current => g.credit += 1,
+        Action::GrantCredit {
+            generation,
+            credits,
+        } => match n.env.gens.get_mut(&generation) {
+            Some(g) if !g.closed && !g.down && generation == current => {
+                g.credit = g
+                    .credit
+                    .saturating_add(u8::try_from(credits).unwrap_or(u8::MAX));
+            }
             _ => n.ghost.violations |= violation::CREDIT_AFTER_CLOSE,
         },
         Action::Send {
@@ -3255,6 +3266,12 @@ impl Model for Harness {
             }),
             Property::<Self>::always("credit only for the open transport", |_, w| {
                 ok(w, v::CREDIT_AFTER_CLOSE)
+            }),
+            // What waits between a transport and the machine is bounded by the read window:
+            // a frame taken gives one credit back, never more.
+            Property::<Self>::always("no more credit than the read window", |_, w| {
+                let window = w.m.config().read_window.max(1);
+                w.env.gens.values().all(|g| u32::from(g.credit) <= window)
             }),
             Property::<Self>::always("frames only to the open transport", |_, w| {
                 ok(w, v::SENT_ON_DEAD)

@@ -68,6 +68,7 @@ const BASE: Bounds = Bounds {
     listen: false,
     listen_notes: 0,
     listen_ends: 0,
+    read_window: 1,
 };
 
 /// The configurations of `cargo run --release -p model-check`.
@@ -218,6 +219,22 @@ pub fn configurations() -> Vec<Configuration> {
                 ..BASE
             },
             pinned_unique: 1049929,
+        },
+        // A read window of 2 (the runtime's is 32): a second frame may arrive before the
+        // machine gave the first one's credit back, also after a row that closed the transport
+        // (stale frames of a generation already given up) and across a probe that falls back.
+        Configuration {
+            name: "read-window",
+            bounds: Bounds {
+                calls: 2,
+                depth: 11,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                junk: junk(&[InitError, Duplicate, Sampling, Malformed]),
+                read_window: 2,
+                ..BASE
+            },
+            pinned_unique: 1751782,
         },
         Configuration {
             name: "tentative",

@@ -343,6 +343,10 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: a refused call sent again before the authorization ends (auth)",
             Mutant::ResendBeforeAuth,
         ),
+        (
+            "handlers: every frame taken gives the whole read window back (read-window)",
+            Mutant::WindowOnEveryCredit,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

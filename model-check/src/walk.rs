@@ -32,6 +32,8 @@ pub fn walk_bounds() -> Bounds {
         listen: true,
         listen_notes: 6,
         listen_ends: 6,
+        // Frames arrive in bursts of up to four before a credit comes back.
+        read_window: 4,
     }
 }
 

@@ -522,6 +522,16 @@ impl ClientBuilder {
         self
     }
 
+    /// How many frames the transport may read ahead of the client (32; 0 is taken as 1). The
+    /// connection table opens this window when a transport comes up and gives one credit back
+    /// per frame it takes; a burst of answers then crosses in one wake-up instead of one per
+    /// frame. What waits is bounded by the window and by 1 MiB of frames not yet taken
+    /// ([`crate::transport::READ_AHEAD_BYTES`]); 1 reads one frame at a time.
+    pub fn read_window(mut self, frames: u32) -> Self {
+        self.config.read_window = frames.max(1);
+        self
+    }
+
     /// How many pages one `list_all_*` call follows at most (1000) before it fails with
     /// [`Error::EndlessPagination`]; a repeated cursor fails at once.
     pub fn max_pages(mut self, pages: usize) -> Self {

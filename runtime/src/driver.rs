@@ -122,6 +122,8 @@ pub(crate) struct Driver {
     /// asked: one authorization serves every generation that asks while it runs; read when
     /// its end is taken, so an `Authorize` carried out meanwhile is never lost).
     auth_task: Option<(AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
+    /// The instant of the turn being run (a send's outcome is fed back at it).
+    turn_now: Duration,
 }
 
 impl Driver {
@@ -162,6 +164,7 @@ impl Driver {
             trace,
             authorizer,
             auth_task: None,
+            turn_now: Duration::ZERO,
         }
     }
 
@@ -171,6 +174,7 @@ impl Driver {
 
     /// Runs until the machine exits and every transport task has ended.
     pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        self.turn_now = self.now();
         self.drain();
         self.end_turn();
         let mut commands_open = true;
@@ -289,16 +293,22 @@ impl Driver {
     fn transport_event(&mut self, generation: u64, event: TransportEvent) {
         let input = match event {
             TransportEvent::Up => Input::TransportUp { generation },
-            TransportEvent::Frame(bytes) => match self.machine.unbatch(&bytes) {
-                // A batch (MCP 2025-03-26 only): each message is a frame of its own.
-                Some(frames) => {
-                    for bytes in frames {
-                        self.input(Input::Frame { generation, bytes });
-                    }
-                    return;
+            TransportEvent::Frame(bytes) => {
+                // Taken off the queue: its bytes leave the transport's read-ahead budget.
+                if let Some(t) = self.transports.get(&generation) {
+                    t.frame_taken(&bytes);
                 }
-                None => Input::Frame { generation, bytes },
-            },
+                match self.machine.unbatch(&bytes) {
+                    // A batch (MCP 2025-03-26 only): each message is a frame of its own.
+                    Some(frames) => {
+                        for bytes in frames {
+                            self.input(Input::Frame { generation, bytes });
+                        }
+                        return;
+                    }
+                    None => Input::Frame { generation, bytes },
+                }
+            }
             TransportEvent::Oversized { seen } => Input::Oversized {
                 generation,
                 size: seen,
@@ -314,6 +324,7 @@ impl Driver {
     /// One turn: an input, its row, and every action it queued.
     fn input(&mut self, input: Input) {
         let now = self.now();
+        self.turn_now = now;
         self.record(|| Record::Input {
             input: input.clone(),
             now,
@@ -327,6 +338,7 @@ impl Driver {
     /// One turn: the timers due now, their rows, and every action they queued.
     fn timeout(&mut self) {
         let now = self.now();
+        self.turn_now = now;
         self.record(|| Record::Timeout { now });
         for step in self.machine.handle_timeout(now) {
             self.observe(step);
@@ -429,7 +441,8 @@ impl Driver {
                 if outcome != mcp_machine::SendOutcome::Ok {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
                 }
-                let now = self.now();
+                // Fed back at the turn's instant: the same moment, as far as the machine goes.
+                let now = self.turn_now;
                 let input = Input::SendResult {
                     generation,
                     token,
@@ -442,9 +455,12 @@ impl Driver {
                 let step = self.machine.handle(input, now);
                 self.observe(step);
             }
-            Action::GrantCredit { generation } => {
+            Action::GrantCredit {
+                generation,
+                credits,
+            } => {
                 if let Some(t) = self.transports.get(&generation) {
-                    t.grant_credit();
+                    t.grant_credits(credits);
                 }
             }
             Action::Authorize {

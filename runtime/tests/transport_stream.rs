@@ -239,3 +239,97 @@ async fn sixteen_mib_limit_over_duplex() {
         TransportError::Oversized { max: MAX, .. }
     ));
 }
+
+/// A server that writes `count` frames of `size` bytes at once and then waits.
+fn flood_connector(count: usize, size: usize) -> StreamConnector {
+    StreamConnector::from_fn(move || async move {
+        let (client, server) = tokio::io::duplex(256 * 1024);
+        let (_sr, mut sw) = tokio::io::split(server);
+        tokio::spawn(async move {
+            let frame = format!("\"{}\"\n", "x".repeat(size - 2));
+            for _ in 0..count {
+                if sw.write_all(frame.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+            // Hold the link open until the test ends it.
+            std::future::pending::<()>().await;
+            drop(_sr);
+        });
+        Ok(tokio::io::split(client))
+    })
+    .with_description("flood")
+}
+
+/// The next frame, if one arrives within 200 ms (any other event fails the test).
+async fn frame_soon(rx: &mut Events) -> Option<Vec<u8>> {
+    match timeout(std::time::Duration::from_millis(200), rx.recv()).await {
+        Err(_) => None,
+        Ok(Some((_, TransportEvent::Frame(f)))) => Some(f),
+        Ok(other) => panic!("expected a frame or nothing, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_read_window_delivers_that_many_frames_and_no_more() {
+    let (handle, mut rx) = start(Arc::new(flood_connector(10, 100)), 1, small());
+    expect_up(&mut rx).await;
+    assert!(
+        frame_soon(&mut rx).await.is_none(),
+        "no frame before a credit"
+    );
+    handle.grant_credits(4);
+    for _ in 0..4 {
+        let frame = expect_frame(&mut rx).await;
+        assert_eq!(frame.len(), 100);
+        handle.frame_taken(&frame);
+    }
+    assert!(
+        frame_soon(&mut rx).await.is_none(),
+        "a fifth frame without a fifth credit"
+    );
+    handle.grant_credit();
+    expect_frame(&mut rx).await;
+    handle.close();
+}
+
+#[tokio::test]
+async fn read_ahead_stops_at_its_byte_budget_until_frames_are_taken() {
+    // 60 KiB frames: the budget (1 MiB) holds 17 of them, the credits allow 32.
+    let size = 60 * 1024;
+    let budget = transport::READ_AHEAD_BYTES;
+    let (handle, mut rx) = start(Arc::new(flood_connector(32, size)), 1, small());
+    expect_up(&mut rx).await;
+    handle.grant_credits(32);
+    let mut delivered = Vec::new();
+    while let Some(frame) = frame_soon(&mut rx).await {
+        delivered.push(frame);
+    }
+    // The frame that finds the budget full waits; those before it were delivered.
+    assert_eq!(
+        delivered.len(),
+        budget / size,
+        "frames held back past the budget"
+    );
+    let taken = delivered.pop().unwrap();
+    handle.frame_taken(&taken);
+    assert_eq!(
+        expect_frame(&mut rx).await.len(),
+        size,
+        "a frame taken makes room"
+    );
+    for frame in &delivered {
+        handle.frame_taken(frame);
+    }
+    let mut rest = 0;
+    while let Some(frame) = frame_soon(&mut rx).await {
+        handle.frame_taken(&frame);
+        rest += 1;
+    }
+    assert_eq!(
+        delivered.len() + 2 + rest,
+        32,
+        "every frame credited came through"
+    );
+    handle.close();
+}

@@ -1,7 +1,9 @@
-//! Stdio echo benchmark of this client, with the same command line and output as the rmcp
+//! Echo benchmark of this client, with the same command line and output as the rmcp
 //! benchmark client in shared/peers/rmcp-bench, so both run side by side against one server:
-//! `mcp_client_bench [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- SERVER CMD`.
-//! Prints one JSON line for the sequential run and one for CONC calls in flight.
+//! `mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--rt multi|current] --
+//! SERVER CMD` (stdio), or `-- http://HOST:PORT/mcp` (Streamable HTTP).
+//! Prints one JSON line for the connect time (median of K connects: spawn or connect, then the
+//! handshake, to ready), one for the sequential run and one for CONC calls in flight.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -50,27 +52,66 @@ async fn echo(client: &Client, i: usize) {
     assert!(!r.failed());
 }
 
-async fn run(n: usize, conc: usize, warmup: usize, rt: &str, cmd: Vec<String>) {
-    let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
+fn builder(cmd: &[String]) -> ClientBuilder {
+    let builder = if cmd[0].starts_with("http://") || cmd[0].starts_with("https://") {
+        ClientBuilder::streamable_http(&cmd[0]).expect("an HTTP URL")
+    } else {
+        ClientBuilder::stdio(&cmd[0], &cmd[1..])
+    };
+    builder
         .request_timeout(Duration::from_secs(60))
         .send_queue(4096)
-        .connect()
-        .await
-        .expect("connect");
+}
+
+/// What to run: calls, calls in flight, warm-up calls, connects, and whether to skip the
+/// sequential run.
+struct Plan {
+    n: usize,
+    conc: usize,
+    warmup: usize,
+    connects: usize,
+    conc_only: bool,
+}
+
+async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
+    let Plan {
+        n,
+        conc,
+        warmup,
+        connects,
+        conc_only,
+    } = plan;
+    let mut times = Vec::with_capacity(connects);
+    for _ in 0..connects {
+        let t = Instant::now();
+        let client = builder(&cmd).connect().await.expect("connect");
+        times.push(t.elapsed().as_secs_f64());
+        client.stop().await;
+    }
+    if connects > 0 {
+        let p50 = pct(&mut times, 0.5);
+        println!(
+            "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"connect\",\"n\":{connects},\"p50_us\":{:.1}}}",
+            p50 * 1e6
+        );
+    }
+    let client = builder(&cmd).connect().await.expect("connect");
     for i in 0..warmup {
         echo(&client, i).await;
     }
+    // `--conc-only` (for a profile of the concurrent run alone): no sequential calls.
+    let seq_n = if conc_only { 0 } else { n };
     let mut lat = Vec::with_capacity(n);
     let (allocs0, bytes0) = allocated();
     let t0 = Instant::now();
-    for i in 0..n {
+    for i in 0..seq_n {
         let t = Instant::now();
         echo(&client, i).await;
         lat.push(t.elapsed().as_secs_f64());
     }
     let secs = t0.elapsed().as_secs_f64();
     let (allocs1, bytes1) = allocated();
-    if cfg!(feature = "count-allocs") {
+    if cfg!(feature = "count-allocs") && !conc_only {
         // Every allocation of the process in the sequential run (client and runtime), per call.
         println!(
             "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"allocs\",\"n\":{n},\"allocs_per_call\":{:.1},\"bytes_per_call\":{:.0}}}",
@@ -78,7 +119,9 @@ async fn run(n: usize, conc: usize, warmup: usize, rt: &str, cmd: Vec<String>) {
             (bytes1 - bytes0) as f64 / n as f64
         );
     }
-    report("seq", rt, n, 1, secs, lat);
+    if !conc_only {
+        report("seq", rt, n, 1, secs, lat);
+    }
     let next = Arc::new(AtomicUsize::new(0));
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();
@@ -111,21 +154,30 @@ fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let Some(dd) = args.iter().position(|a| a == "--") else {
         eprintln!(
-            "usage: mcp_client_bench [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- CMD..."
+            "usage: mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--conc-only] \
+             [--rt multi|current] -- CMD... | URL"
         );
         std::process::exit(2);
     };
     let cmd = args.split_off(dd + 1);
     args.pop();
-    let (mut n, mut conc, mut warmup, mut rt) =
-        (10_000usize, 100usize, 200usize, "multi".to_string());
+    let mut plan = Plan {
+        n: 10_000,
+        conc: 100,
+        warmup: 200,
+        connects: 0,
+        conc_only: false,
+    };
+    let mut rt = "multi".to_string();
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().unwrap_or_default();
         match a.as_str() {
-            "-n" => n = value().parse().expect("-n N"),
-            "-c" => conc = value().parse().expect("-c CONC"),
-            "--warmup" => warmup = value().parse().expect("--warmup W"),
+            "-n" => plan.n = value().parse().expect("-n N"),
+            "-c" => plan.conc = value().parse().expect("-c CONC"),
+            "--warmup" => plan.warmup = value().parse().expect("--warmup W"),
+            "--connects" => plan.connects = value().parse().expect("--connects K"),
+            "--conc-only" => plan.conc_only = true,
             "--rt" => rt = value(),
             other => {
                 eprintln!("unknown argument {other}");
@@ -143,5 +195,5 @@ fn main() {
             .build()
     }
     .expect("tokio runtime");
-    runtime.block_on(run(n, conc, warmup, &rt, cmd));
+    runtime.block_on(run(plan, &rt, cmd));
 }

@@ -6,9 +6,12 @@
 //! generation: `Up`, then `Frame`s (one per read credit), possibly `Oversized`, and always
 //! exactly one final `Down`, even when the handle is dropped or the task is aborted.
 //!
-//! Flow control is active-once: a frame is read from the link only while a credit granted with
-//! [`TransportHandle::grant_credit`] is available, so a fast server is held back by the OS pipe
-//! or socket buffer. Writing is independent of credit and goes through a bounded queue that
+//! Flow control is credit-based: a frame is read from the link only while a credit granted with
+//! [`TransportHandle::grant_credits`] is available (the machine opens a read window of several
+//! credits and gives one back per frame taken), and, beyond the first frame waiting, only while
+//! the frames delivered and not yet taken ([`TransportHandle::frame_taken`]) hold less than
+//! [`READ_AHEAD_BYTES`]. So a fast server is held back by the OS pipe or socket buffer, and
+//! what waits between the link and the driver stays bounded in frames and in bytes. Writing is independent of credit and goes through a bounded queue that
 //! never makes the caller wait ([`TransportHandle::try_send`]).
 //!
 //! When a server process exits on its own, the frames it left in the pipe are still delivered
@@ -60,6 +63,10 @@ const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Capacity of the write buffer in front of the link's writer.
 const WRITE_BUFFER: usize = 64 * 1024;
+
+/// Bytes of frames delivered and not yet taken past which no further frame is read, however
+/// many credits remain (a lone frame waiting may be larger: it is bounded by the frame limit).
+pub const READ_AHEAD_BYTES: usize = 1024 * 1024;
 
 /// What a transport task reports to the driver, tagged by the task with its generation.
 ///
@@ -175,6 +182,8 @@ pub struct TransportHandle {
     generation: u64,
     frames: mpsc::Sender<Vec<u8>>,
     credits: Arc<Semaphore>,
+    /// The read-ahead budget in bytes ([`READ_AHEAD_BYTES`] permits).
+    ahead: Arc<Semaphore>,
     closing: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -198,9 +207,25 @@ impl TransportHandle {
         }
     }
 
-    /// Allow exactly one more frame to be read and delivered (active-once). Credits accumulate.
+    /// Allow exactly one more frame to be read and delivered. Credits accumulate.
     pub fn grant_credit(&self) {
-        self.credits.add_permits(1);
+        self.grant_credits(1);
+    }
+
+    /// Allow `credits` more frames to be read and delivered (a read window when the link
+    /// opens, one per frame taken after). Credits accumulate.
+    pub fn grant_credits(&self, credits: u32) {
+        self.credits.add_permits(
+            usize::try_from(credits)
+                .unwrap_or(usize::MAX)
+                .min(Semaphore::MAX_PERMITS / 2),
+        );
+    }
+
+    /// Says a delivered frame was taken off the event queue: its bytes leave the read-ahead
+    /// budget. Call it once per [`TransportEvent::Frame`] of this generation.
+    pub fn frame_taken(&self, frame: &[u8]) {
+        self.ahead.add_permits(ahead_cost(frame.len()));
     }
 
     /// Begin an orderly close (idempotent, non-blocking). The task flushes queued frames
@@ -246,6 +271,7 @@ pub fn spawn(
 ) -> TransportHandle {
     let (frames_tx, frames_rx) = mpsc::channel(config.send_queue.max(1));
     let credits = Arc::new(Semaphore::new(0));
+    let ahead = Arc::new(Semaphore::new(READ_AHEAD_BYTES));
     let (closing_tx, closing_rx) = watch::channel(false);
     let span = tracing::debug_span!("transport", generation = r#gen, link = %connector.describe());
     let task = Task {
@@ -257,6 +283,7 @@ pub fn spawn(
         config,
         frames: frames_rx,
         credits: Arc::clone(&credits),
+        ahead: Arc::clone(&ahead),
         closing: closing_rx,
     };
     let task = tokio::spawn(task.run(connector).instrument(span));
@@ -264,6 +291,7 @@ pub fn spawn(
         generation: r#gen,
         frames: frames_tx,
         credits,
+        ahead,
         closing: closing_tx,
         task,
     }
@@ -339,6 +367,7 @@ struct Task {
     config: TransportConfig,
     frames: mpsc::Receiver<Vec<u8>>,
     credits: Arc<Semaphore>,
+    ahead: Arc<Semaphore>,
     closing: watch::Receiver<bool>,
 }
 
@@ -369,7 +398,9 @@ impl Task {
         let mut pump = Pump {
             frames: FrameReader::new(reader, self.config.max_frame_bytes),
             credits: Arc::clone(&self.credits),
+            ahead: Arc::clone(&self.ahead),
             have_credit: false,
+            held: None,
         };
         let mut writer = BufWriter::with_capacity(WRITE_BUFFER, writer);
 
@@ -479,12 +510,21 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
 }
 
+/// What a frame weighs against the read-ahead budget: its size, at most the whole budget (a
+/// frame larger than the budget waits until nothing else is waiting).
+fn ahead_cost(len: usize) -> usize {
+    len.clamp(1, READ_AHEAD_BYTES)
+}
+
 /// The credit-gated read side. Its state lives outside the `run` future, so `run` can be
-/// cancelled and resumed without losing a credit or a partial line.
+/// cancelled and resumed without losing a credit, a partial line or a frame read.
 struct Pump {
     frames: FrameReader<Box<dyn AsyncRead + Send + Unpin>>,
     credits: Arc<Semaphore>,
+    ahead: Arc<Semaphore>,
     have_credit: bool,
+    /// A frame read and waiting for room in the read-ahead budget.
+    held: Option<Vec<u8>>,
 }
 
 impl Pump {
@@ -498,8 +538,22 @@ impl Pump {
                 }
                 self.have_credit = true;
             }
-            match self.frames.next_frame().await {
+            let read = match self.held.take() {
+                Some(frame) => Ok(ReadFrame::Frame(frame)),
+                None => self.frames.next_frame().await,
+            };
+            match read {
                 Ok(ReadFrame::Frame(frame)) => {
+                    let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
+                    // Cancel-safe: the frame is held until the budget has room for it.
+                    self.held = Some(frame);
+                    match self.ahead.acquire_many(cost).await {
+                        Ok(permit) => permit.forget(),
+                        Err(_) => return End::Closed,
+                    }
+                    let Some(frame) = self.held.take() else {
+                        return End::Closed;
+                    };
                     self.have_credit = false;
                     events.send(TransportEvent::Frame(frame));
                 }

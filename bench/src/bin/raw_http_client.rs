@@ -1,0 +1,174 @@
+//! The raw floor over Streamable HTTP: no MCP SDK, the HTTP client crate alone (reqwest, the
+//! one this client uses). It does the handshake by hand (`initialize`, then
+//! `notifications/initialized` with the session id), then POSTs one JSON-RPC `tools/call` per
+//! request and parses each JSON answer with serde_json, as any client must: N sequential, then
+//! N with CONC in flight. Same command line and output as `mcp_client_bench`:
+//! `raw_http_client [-n N] [-c CONC] [--warmup W] [--rt current|multi] -- URL`.
+//!
+//! The server must answer requests with JSON bodies (the test server's `--json`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+fn pct(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let i = ((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1));
+    v.get(i).copied().unwrap_or(0.0)
+}
+
+fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, mut lat: Vec<f64>) {
+    println!(
+        "{{\"client\":\"raw-http (reqwest, serde_json; {rt})\",\"mode\":\"{label}\",\"n\":{n},\"conc\":{conc},\"secs\":{secs:.3},\"rps\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}}}",
+        n as f64 / secs,
+        pct(&mut lat, 0.5) * 1e6,
+        pct(&mut lat, 0.99) * 1e6
+    );
+}
+
+/// One Streamable HTTP session, by hand.
+struct Session {
+    http: reqwest::Client,
+    url: String,
+    id: String,
+}
+
+impl Session {
+    async fn post(&self, body: &Value) -> reqwest::Response {
+        self.http
+            .post(&self.url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", &self.id)
+            .body(serde_json::to_vec(body).expect("json"))
+            .send()
+            .await
+            .expect("POST")
+    }
+
+    async fn open(url: String) -> Session {
+        let http = reqwest::Client::new();
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "raw-http", "version": "0"}}});
+        let response = http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(serde_json::to_vec(&init).expect("json"))
+            .send()
+            .await
+            .expect("initialize");
+        let id = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        let answer: Value = serde_json::from_slice(&response.bytes().await.expect("body"))
+            .expect("initialize answered with JSON (run the server with --json)");
+        assert!(
+            answer.get("result").is_some(),
+            "initialize failed: {answer}"
+        );
+        let session = Session { http, url, id };
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        session
+            .post(&initialized)
+            .await
+            .bytes()
+            .await
+            .expect("body");
+        session
+    }
+
+    async fn echo(&self, i: usize) {
+        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": format!("m{i}")}}});
+        let body = self.post(&call).await.bytes().await.expect("body");
+        let answer: Value = serde_json::from_slice(&body).expect("a JSON answer");
+        assert!(answer.get("result").is_some(), "echo failed: {answer}");
+    }
+}
+
+async fn run(n: usize, conc: usize, warmup: usize, rt: &str, url: String) {
+    let session = Arc::new(Session::open(url).await);
+    for i in 0..warmup {
+        session.echo(i).await;
+    }
+    let mut lat = Vec::with_capacity(n);
+    let t0 = Instant::now();
+    for i in 0..n {
+        let t = Instant::now();
+        session.echo(i).await;
+        lat.push(t.elapsed().as_secs_f64());
+    }
+    report("seq", rt, n, 1, t0.elapsed().as_secs_f64(), lat);
+    let next = Arc::new(AtomicUsize::new(0));
+    let t0 = Instant::now();
+    let mut set = tokio::task::JoinSet::new();
+    for _ in 0..conc {
+        let session = Arc::clone(&session);
+        let next = Arc::clone(&next);
+        set.spawn(async move {
+            let mut lat = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let t = Instant::now();
+                session.echo(i).await;
+                lat.push(t.elapsed().as_secs_f64());
+            }
+            lat
+        });
+    }
+    let mut lat = Vec::with_capacity(n);
+    while let Some(r) = set.join_next().await {
+        lat.extend(r.expect("worker"));
+    }
+    report("conc", rt, n, conc, t0.elapsed().as_secs_f64(), lat);
+}
+
+fn main() {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(dd) = args.iter().position(|a| a == "--") else {
+        eprintln!(
+            "usage: raw_http_client [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- URL"
+        );
+        std::process::exit(2);
+    };
+    let url = args.split_off(dd + 1).into_iter().next().expect("URL");
+    args.pop();
+    let (mut n, mut conc, mut warmup, mut rt) =
+        (10_000usize, 100usize, 200usize, "multi".to_string());
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().unwrap_or_default();
+        match a.as_str() {
+            "-n" => n = value().parse().expect("-n N"),
+            "-c" => conc = value().parse().expect("-c CONC"),
+            "--warmup" => warmup = value().parse().expect("--warmup W"),
+            "--rt" => rt = value(),
+            other => {
+                eprintln!("unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    let runtime = if rt == "current" {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+    }
+    .expect("tokio runtime");
+    runtime.block_on(run(n, conc, warmup, &rt, url));
+}
