@@ -7,6 +7,10 @@ use std::time::Instant;
 use model_check::harness::{Coverage, Variant};
 use model_check::{cell_summary, check, configurations, coverage_summary, mutants};
 
+/// See the manifest: freed states are reused, not returned to the system and faulted in again.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
