@@ -37,7 +37,8 @@ fn message(i: usize) -> String {
     format!("m{i:09}")
 }
 
-async fn round(client: &Client, n: usize, rt: &str) {
+/// One round of `n` calls in flight; printed unless `rt` is `None` (the warm-up).
+async fn round(client: &Client, n: usize, rt: Option<&str>) {
     // What the client keeps of each call's request: its frame, as the machine wrote it.
     let frame_len = format!(
         r#"{{"id":{},"jsonrpc":"2.0","method":"tools/call","params":{{"arguments":{{"message":"{}"}},"name":"echo"}}}}"#,
@@ -45,6 +46,8 @@ async fn round(client: &Client, n: usize, rt: &str) {
         message(0)
     )
     .len();
+    // The caller's future (never polled: nothing is sent), which its task holds meanwhile.
+    let future_bytes = std::mem::size_of_val(&client.call_tool("echo", json!({})));
     let before = live_bytes();
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();
@@ -72,19 +75,23 @@ async fn round(client: &Client, n: usize, rt: &str) {
     // Requests go out in order: once this ping is answered, the server holds every call.
     client.ping().await.expect("ping");
     let held = live_bytes() - before;
-    let released = client.call_tool("release", json!({}));
+    let released = {
+        let client = client.clone();
+        tokio::spawn(async move { client.call_tool("release", json!({})).await })
+    };
     let mut ok = 0usize;
     while let Some(r) = set.join_next().await {
         if matches!(r, Ok(Ok(true))) {
             ok += 1;
         }
     }
-    released.await.expect("release");
+    released.await.expect("release task").expect("release");
     let secs = t0.elapsed().as_secs_f64();
     assert_eq!(ok, n, "every call answered with its echo");
     let per_call = held as f64 / n as f64;
+    let Some(rt) = rt else { return };
     println!(
-        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0}}}",
+        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0},\"future_bytes\":{future_bytes}}}",
         n as f64 / secs,
         per_call,
         per_call - frame_len as f64,
@@ -102,11 +109,11 @@ async fn run(ns: Vec<usize>, rt: &str, cmd: Vec<String>) {
     round(
         &client,
         1000.min(ns.iter().copied().min().unwrap_or(1000)),
-        rt,
+        None,
     )
     .await;
     for n in ns {
-        round(&client, n, rt).await;
+        round(&client, n, Some(rt)).await;
     }
     client.stop().await;
 }
