@@ -5,8 +5,6 @@
 //! Prints one JSON line for the connect time (median of K connects: spawn or connect, then the
 //! handshake, to ready), one for the sequential run and one for CONC calls in flight.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_runtime::{Client, ClientBuilder};
@@ -29,19 +27,8 @@ fn allocated() -> (usize, usize) {
     }
 }
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let i = ((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1));
-    v.get(i).copied().unwrap_or(0.0)
-}
-
-fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, mut lat: Vec<f64>) {
-    println!(
-        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"{label}\",\"n\":{n},\"conc\":{conc},\"secs\":{secs:.3},\"rps\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}}}",
-        n as f64 / secs,
-        pct(&mut lat, 0.5) * 1e6,
-        pct(&mut lat, 0.99) * 1e6
-    );
+fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, lat: Vec<f64>) {
+    mcp_bench::report(&format!("mcp-runtime ({rt})"), label, n, conc, secs, lat);
 }
 
 async fn echo(client: &Client, i: usize) {
@@ -89,7 +76,7 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
         client.stop().await;
     }
     if connects > 0 {
-        let p50 = pct(&mut times, 0.5);
+        let p50 = mcp_bench::pct(&mut times, 0.5);
         println!(
             "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"connect\",\"n\":{connects},\"p50_us\":{:.1}}}",
             p50 * 1e6
@@ -122,31 +109,13 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
     if !conc_only {
         report("seq", rt, n, 1, secs, lat);
     }
-    let next = Arc::new(AtomicUsize::new(0));
-    let t0 = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..conc {
-        let client = client.clone();
-        let next = Arc::clone(&next);
-        set.spawn(async move {
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let t = Instant::now();
-                echo(&client, i).await;
-                lat.push(t.elapsed().as_secs_f64());
-            }
-            lat
-        });
-    }
-    let mut lat = Vec::with_capacity(n);
-    while let Some(r) = set.join_next().await {
-        lat.extend(r.expect("worker"));
-    }
-    report("conc", rt, n, conc, t0.elapsed().as_secs_f64(), lat);
+    let shared = client.clone();
+    let (secs, lat) = mcp_bench::concurrent(n, conc, move |i| {
+        let client = shared.clone();
+        async move { echo(&client, i).await }
+    })
+    .await;
+    report("conc", rt, n, conc, secs, lat);
     client.stop().await;
 }
 
@@ -185,15 +154,6 @@ fn main() {
             }
         }
     }
-    let runtime = if rt == "current" {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    }
-    .expect("tokio runtime");
+    let runtime = mcp_bench::runtime(&rt);
     runtime.block_on(run(plan, &rt, cmd));
 }

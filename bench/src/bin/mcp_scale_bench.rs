@@ -142,15 +142,6 @@ fn main() {
     if ns.is_empty() {
         ns = vec![1_000, 10_000, 100_000];
     }
-    let runtime = if rt == "current" {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    }
-    .expect("tokio runtime");
+    let runtime = mcp_bench::runtime(&rt);
     runtime.block_on(run(ns, &rt, cmd));
 }

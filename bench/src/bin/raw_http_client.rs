@@ -8,24 +8,13 @@
 //! The server must answer requests with JSON bodies (the test server's `--json`).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde_json::{Value, json};
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let i = ((v.len() as f64 * p) as usize).min(v.len().saturating_sub(1));
-    v.get(i).copied().unwrap_or(0.0)
-}
-
-fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, mut lat: Vec<f64>) {
-    println!(
-        "{{\"client\":\"raw-http (reqwest, serde_json; {rt})\",\"mode\":\"{label}\",\"n\":{n},\"conc\":{conc},\"secs\":{secs:.3},\"rps\":{:.1},\"p50_us\":{:.1},\"p99_us\":{:.1}}}",
-        n as f64 / secs,
-        pct(&mut lat, 0.5) * 1e6,
-        pct(&mut lat, 0.99) * 1e6
-    );
+fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, lat: Vec<f64>) {
+    let client = format!("raw-http (reqwest, serde_json; {rt})");
+    mcp_bench::report(&client, label, n, conc, secs, lat);
 }
 
 /// One Streamable HTTP session, by hand.
@@ -107,31 +96,12 @@ async fn run(n: usize, conc: usize, warmup: usize, rt: &str, url: String) {
         lat.push(t.elapsed().as_secs_f64());
     }
     report("seq", rt, n, 1, t0.elapsed().as_secs_f64(), lat);
-    let next = Arc::new(AtomicUsize::new(0));
-    let t0 = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..conc {
+    let (secs, lat) = mcp_bench::concurrent(n, conc, move |i| {
         let session = Arc::clone(&session);
-        let next = Arc::clone(&next);
-        set.spawn(async move {
-            let mut lat = Vec::new();
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= n {
-                    break;
-                }
-                let t = Instant::now();
-                session.echo(i).await;
-                lat.push(t.elapsed().as_secs_f64());
-            }
-            lat
-        });
-    }
-    let mut lat = Vec::with_capacity(n);
-    while let Some(r) = set.join_next().await {
-        lat.extend(r.expect("worker"));
-    }
-    report("conc", rt, n, conc, t0.elapsed().as_secs_f64(), lat);
+        async move { session.echo(i).await }
+    })
+    .await;
+    report("conc", rt, n, conc, secs, lat);
 }
 
 fn main() {
@@ -160,15 +130,6 @@ fn main() {
             }
         }
     }
-    let runtime = if rt == "current" {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-    }
-    .expect("tokio runtime");
+    let runtime = mcp_bench::runtime(&rt);
     runtime.block_on(run(n, conc, warmup, &rt, url));
 }
