@@ -177,8 +177,8 @@ pub struct Config {
     pub max_authorizations: u32,
     /// How many frames a new transport may deliver ahead of the next credit: its read window
     /// (32; 0 is taken as 1, active-once). Each frame taken gives one credit back, so at most
-    /// this many frames wait between the transport and the machine (the stdio and byte-stream
-    /// transports also stop reading ahead past 1 MiB of frames not yet taken). A window lets a
+    /// this many frames wait between the transport and the machine (the runtime's transports
+    /// also stop reading ahead past 1 MiB of frames not yet taken). A window lets a
     /// burst of answers cross in one wake-up instead of one per frame.
     pub read_window: u32,
 }

@@ -172,7 +172,6 @@ where
             }
             chunks.push(chunk);
         }
-        chunks.reverse();
         let chunks = Mutex::new(chunks);
         let next: Mutex<Vec<(Fingerprint, Box<M::State>)>> = Mutex::new(Vec::new());
         std::thread::scope(|scope| {

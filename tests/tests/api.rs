@@ -456,3 +456,32 @@ async fn a_roots_handle_declares_list_changed_and_tells_the_server_of_each_chang
     );
     client.stop().await;
 }
+
+/// A read window of one frame (active-once) and the default window both answer every call of
+/// a burst with its own result.
+#[tokio::test]
+async fn every_read_window_answers_a_burst_of_calls() {
+    for window in [1, 32] {
+        let client = in_process(ServerConfig::echo())
+            .read_window(window)
+            .connect()
+            .await
+            .expect("connect");
+        let calls = (0..64).map(|i| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                let r = client
+                    .call_tool("echo", json!({"message": format!("m{i}")}))
+                    .await
+                    .expect("echo answered");
+                (i, r)
+            })
+        });
+        for call in calls.collect::<Vec<_>>() {
+            let (i, r) = call.await.expect("caller task");
+            let text = serde_json::to_string(&r.content).expect("content");
+            assert!(text.contains(&format!("m{i}\"")), "window {window}: {text}");
+        }
+        client.stop().await;
+    }
+}

@@ -538,31 +538,28 @@ impl Pump {
                 }
                 self.have_credit = true;
             }
-            let read = match self.held.take() {
-                Some(frame) => Ok(ReadFrame::Frame(frame)),
-                None => self.frames.next_frame().await,
-            };
-            match read {
-                Ok(ReadFrame::Frame(frame)) => {
-                    let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
-                    // Cancel-safe: the frame is held until the budget has room for it.
-                    self.held = Some(frame);
-                    match self.ahead.acquire_many(cost).await {
-                        Ok(permit) => permit.forget(),
-                        Err(_) => return End::Closed,
+            // Cancel-safe: a frame read is held here until the budget has room for it.
+            let frame = match self.held.take() {
+                Some(frame) => frame,
+                None => match self.frames.next_frame().await {
+                    Ok(ReadFrame::Frame(frame)) => frame,
+                    Ok(ReadFrame::Oversized { seen }) => return End::Oversized { seen },
+                    Ok(ReadFrame::Eof) => return End::Failed(TransportError::Eof),
+                    Ok(ReadFrame::Truncated { partial }) => {
+                        return End::Failed(TransportError::Truncated { partial });
                     }
-                    let Some(frame) = self.held.take() else {
-                        return End::Closed;
-                    };
-                    self.have_credit = false;
-                    events.send(TransportEvent::Frame(frame));
-                }
-                Ok(ReadFrame::Oversized { seen }) => return End::Oversized { seen },
-                Ok(ReadFrame::Eof) => return End::Failed(TransportError::Eof),
-                Ok(ReadFrame::Truncated { partial }) => {
-                    return End::Failed(TransportError::Truncated { partial });
-                }
-                Err(e) => return End::Failed(TransportError::io(e)),
+                    Err(e) => return End::Failed(TransportError::io(e)),
+                },
+            };
+            let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
+            self.held = Some(frame);
+            match self.ahead.acquire_many(cost).await {
+                Ok(permit) => permit.forget(),
+                Err(_) => return End::Closed,
+            }
+            if let Some(frame) = self.held.take() {
+                self.have_credit = false;
+                events.send(TransportEvent::Frame(frame));
             }
         }
     }
