@@ -874,6 +874,36 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
+/// The wait for a request's answer, once handed to the driver: dropping it before the answer
+/// cancels the request (`notifications/cancelled` goes out if it was sent).
+enum Answer<'a> {
+    /// The driver is gone: answers `Error::Shutdown`.
+    Shutdown,
+    /// Handed over; the driver answers on `rx`.
+    Waiting {
+        rx: oneshot::Receiver<Result<Value>>,
+        guard: CancelOnDrop<'a>,
+    },
+}
+
+impl std::future::Future for Answer<'_> {
+    type Output = Result<Value>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<Value>> {
+        match self.get_mut() {
+            Answer::Shutdown => std::task::Poll::Ready(Err(Error::Shutdown)),
+            Answer::Waiting { rx, guard } => {
+                let outcome = std::task::ready!(std::pin::Pin::new(rx).poll(cx));
+                guard.armed = false;
+                std::task::Poll::Ready(outcome.unwrap_or(Err(Error::Shutdown)))
+            }
+        }
+    }
+}
+
 impl Client {
     /// A builder over a transport connector.
     pub fn builder(connector: impl Connector) -> ClientBuilder {
@@ -1020,6 +1050,20 @@ impl Client {
         options: RequestOptions,
         session: Option<SessionChange>,
     ) -> Result<Value> {
+        self.start(method, params, options, session).await
+    }
+
+    /// Hands a request to the driver now and returns the wait for its answer. Not async on
+    /// purpose: the request's method, params and options are not kept in the future that
+    /// waits (an `async fn` keeps its arguments for its whole life), so a call in flight
+    /// costs its caller a few words.
+    fn start(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+        session: Option<SessionChange>,
+    ) -> Answer<'_> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
         let input = Input::Call(CallRequest {
@@ -1037,35 +1081,39 @@ impl Client {
         });
         let cmd = Command::Call {
             input,
-            method: method.to_owned(),
             progress: options.progress,
             reply,
         };
-        self.shared
-            .commands
-            .send(cmd)
-            .map_err(|_| Error::Shutdown)?;
-        let mut guard = CancelOnDrop {
-            call,
-            commands: &self.shared.commands,
-            armed: true,
-        };
-        let outcome = rx.await;
-        guard.armed = false;
-        outcome.unwrap_or(Err(Error::Shutdown))
+        if self.shared.commands.send(cmd).is_err() {
+            return Answer::Shutdown;
+        }
+        Answer::Waiting {
+            rx,
+            guard: CancelOnDrop {
+                call,
+                commands: &self.shared.commands,
+                armed: true,
+            },
+        }
     }
 
-    async fn typed<T: DeserializeOwned>(
-        &self,
-        method: &str,
+    /// A request whose result decodes as `T`. Hands the request over when called (see
+    /// [`Client::start`]): called only from the bodies of `async fn`s, which run at their
+    /// first poll, so the public futures stay lazy.
+    fn typed<'a, T: DeserializeOwned>(
+        &'a self,
+        method: &'a str,
         params: Option<Value>,
         options: RequestOptions,
-    ) -> Result<T> {
-        let v = self.request_with(method, params, options).await?;
-        serde_json::from_value(v).map_err(|e| Error::InvalidResult {
-            method: method.to_owned(),
-            source: Arc::new(e),
-        })
+    ) -> impl std::future::Future<Output = Result<T>> + 'a {
+        let answer = self.start(method, params, options, None);
+        async move {
+            let v = answer.await?;
+            serde_json::from_value(v).map_err(|e| Error::InvalidResult {
+                method: method.to_owned(),
+                source: Arc::new(e),
+            })
+        }
     }
 
     /// [`Client::typed`] through the response cache: a fresh entry answers without a request;
@@ -1228,7 +1276,7 @@ impl Client {
     ) -> Result<CallToolResult> {
         self.typed(
             "tools/call",
-            Some(json!({"name": name, "arguments": arguments})),
+            Some(named_arguments(name, arguments)),
             options,
         )
         .await
@@ -1346,7 +1394,7 @@ impl Client {
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
         self.typed(
             "prompts/get",
-            Some(json!({"name": name, "arguments": arguments})),
+            Some(named_arguments(name, arguments)),
             RequestOptions::default(),
         )
         .await
@@ -1413,4 +1461,14 @@ impl Client {
             () = self.shared.commands.closed() => {}
         }
     }
+}
+
+/// `{"name": name, "arguments": arguments}` with the arguments moved in. `json!` would
+/// serialize a deep copy and leave the caller's value alive in the call's future until the
+/// answer: a second copy of every argument object for every call in flight.
+fn named_arguments(name: &str, arguments: Value) -> Value {
+    let mut params = serde_json::Map::new();
+    params.insert("name".to_owned(), Value::String(name.to_owned()));
+    params.insert("arguments".to_owned(), arguments);
+    Value::Object(params)
 }

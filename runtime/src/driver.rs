@@ -31,7 +31,6 @@ pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 pub(crate) enum Command {
     Call {
         input: Input,
-        method: String,
         progress: Option<ProgressSink>,
         reply: oneshot::Sender<Result<Value, Error>>,
     },
@@ -65,7 +64,6 @@ enum Pending {
     Call {
         reply: oneshot::Sender<Result<Value, Error>>,
         progress: Option<ProgressSink>,
-        method: String,
         started: Instant,
         span: tracing::Span,
     },
@@ -252,7 +250,6 @@ impl Driver {
         match cmd {
             Command::Call {
                 input,
-                method,
                 progress,
                 reply,
             } => {
@@ -260,14 +257,15 @@ impl Driver {
                     return;
                 };
                 let call = &request.call;
+                // The span carries the method: the events inside it (the request's end
+                // included) need not.
                 let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
-                    method = %method, call = call.0, id = tracing::field::Empty);
+                    method = %request.method, call = call.0, id = tracing::field::Empty);
                 span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
                 let started = Instant::now();
                 let pending = Pending::Call {
                     reply,
                     progress,
-                    method,
                     started,
                     span,
                 };
@@ -474,7 +472,6 @@ impl Driver {
             } => match self.pending.remove(&call) {
                 Some(Pending::Call {
                     reply,
-                    method,
                     started,
                     span,
                     ..
@@ -485,10 +482,10 @@ impl Driver {
                     let _entered = span.enter();
                     match &outcome {
                         Ok(_) => {
-                            tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = "ok", "request done")
+                            tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = "ok", "request done")
                         }
                         Err(e) => {
-                            tracing::debug!(target: "mcp::request", method = %method, id = request, ?elapsed, outcome = %e, "request done")
+                            tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = %e, "request done")
                         }
                     }
                     let _ = reply.send(outcome);

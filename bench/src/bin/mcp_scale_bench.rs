@@ -3,7 +3,10 @@
 //! JSON line: throughput (N over the time from the first call to the last answer), and, with
 //! the `count-allocs` feature, the heap held per call in flight, measured with a counting
 //! allocator once the server has read every call (the bytes of the request frames the
-//! client keeps for a resend left out, and counted apart).
+//! client keeps for a resend left out, and counted apart). Each N runs twice: with one tokio
+//! task per call (the heap counted includes the tasks), then with every call in one
+//! `FuturesUnordered` (the heap counted is the client's own: each call's future and what the
+//! client keeps for it).
 //!
 //! `mcp_scale_bench [--rt current|multi] [-n N]... -- SERVER CMD`
 
@@ -12,6 +15,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use mcp_runtime::{Client, ClientBuilder};
 use serde_json::json;
 
@@ -37,8 +42,33 @@ fn message(i: usize) -> String {
     format!("m{i:09}")
 }
 
+/// How the calls in flight are held by the caller.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    /// One tokio task per call (a `JoinSet`): the heap counted includes each task.
+    Tasks,
+    /// Every call in one `FuturesUnordered` polled by the bench's task: the heap counted is
+    /// the client's own (each call's future and what the client keeps for it) plus the set's
+    /// node per future.
+    Set,
+}
+
+/// One caller: counts itself submitted at its first poll (when the call reaches the driver),
+/// then waits for the answer; true when it is the echo.
+async fn caller(client: Client, i: usize, submitted: Arc<AtomicUsize>) -> bool {
+    let call = client.call_tool("echo", json!({"message": message(i)}));
+    let mut call = std::pin::pin!(call);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
+    submitted.fetch_add(1, Ordering::Release);
+    let result = match first {
+        std::task::Poll::Ready(r) => r,
+        std::task::Poll::Pending => call.await,
+    };
+    result.is_ok_and(|r| !r.failed())
+}
+
 /// One round of `n` calls in flight; printed unless `rt` is `None` (the warm-up).
-async fn round(client: &Client, n: usize, rt: Option<&str>) {
+async fn round(client: &Client, n: usize, holder: Holder, rt: Option<&str>) {
     // What the client keeps of each call's request: its frame, as the machine writes it (keys
     // sorted). The id is taken with 7 digits: the ids of these runs have 4 to 6, so this
     // counts up to 3 bytes per call more as frame than there are (the heap excluded is, if
@@ -49,30 +79,32 @@ async fn round(client: &Client, n: usize, rt: Option<&str>) {
         message(0)
     )
     .len();
-    // The caller's future (never polled: nothing is sent), which its task holds meanwhile.
+    // The caller's future (never polled: nothing is sent).
     let future_bytes = std::mem::size_of_val(&client.call_tool("echo", json!({})));
     let before = live_bytes();
     let t0 = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
     let submitted = Arc::new(AtomicUsize::new(0));
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut set = FuturesUnordered::new();
     for i in 0..n {
-        let client = client.clone();
-        let submitted = Arc::clone(&submitted);
-        set.spawn(async move {
-            let call = client.call_tool("echo", json!({"message": message(i)}));
-            let mut call = std::pin::pin!(call);
-            // The first poll hands the call to the driver; count it only then.
-            let first =
-                std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
-            submitted.fetch_add(1, Ordering::Release);
-            let result = match first {
-                std::task::Poll::Ready(r) => r,
-                std::task::Poll::Pending => call.await,
-            };
-            result.map(|r| !r.failed())
-        });
+        let call = caller(client.clone(), i, Arc::clone(&submitted));
+        match holder {
+            Holder::Tasks => drop(tasks.spawn(call)),
+            Holder::Set => set.push(call),
+        }
     }
+    let mut ok = 0usize;
     while submitted.load(Ordering::Acquire) < n {
+        if holder == Holder::Set {
+            // Polls the calls not yet polled (the set yields now and then).
+            std::future::poll_fn(|cx| {
+                while let std::task::Poll::Ready(Some(echoed)) = set.poll_next_unpin(cx) {
+                    ok += usize::from(echoed);
+                }
+                std::task::Poll::Ready(())
+            })
+            .await;
+        }
         tokio::task::yield_now().await;
     }
     // Requests go out in order: once this ping is answered, the server holds every call.
@@ -82,10 +114,16 @@ async fn round(client: &Client, n: usize, rt: Option<&str>) {
         let client = client.clone();
         tokio::spawn(async move { client.call_tool("release", json!({})).await })
     };
-    let mut ok = 0usize;
-    while let Some(r) = set.join_next().await {
-        if matches!(r, Ok(Ok(true))) {
-            ok += 1;
+    match holder {
+        Holder::Tasks => {
+            while let Some(r) = tasks.join_next().await {
+                ok += usize::from(matches!(r, Ok(true)));
+            }
+        }
+        Holder::Set => {
+            while let Some(echoed) = set.next().await {
+                ok += usize::from(echoed);
+            }
         }
     }
     released.await.expect("release task").expect("release");
@@ -93,8 +131,12 @@ async fn round(client: &Client, n: usize, rt: Option<&str>) {
     assert_eq!(ok, n, "every call answered with its echo");
     let per_call = held as f64 / n as f64;
     let Some(rt) = rt else { return };
+    let holder = match holder {
+        Holder::Tasks => "tasks",
+        Holder::Set => "set",
+    };
     println!(
-        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0},\"future_bytes\":{future_bytes}}}",
+        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"holder\":\"{holder}\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0},\"future_bytes\":{future_bytes}}}",
         n as f64 / secs,
         per_call,
         per_call - frame_len as f64,
@@ -109,14 +151,17 @@ async fn run(ns: Vec<usize>, rt: &str, cmd: Vec<String>) {
         .await
         .expect("connect");
     // Warm the allocator and the runtime once.
-    round(
-        &client,
-        1000.min(ns.iter().copied().min().unwrap_or(1000)),
-        None,
-    )
-    .await;
-    for n in ns {
-        round(&client, n, Some(rt)).await;
+    for holder in [Holder::Tasks, Holder::Set] {
+        round(
+            &client,
+            1000.min(ns.iter().copied().min().unwrap_or(1000)),
+            holder,
+            None,
+        )
+        .await;
+        for &n in &ns {
+            round(&client, n, holder, Some(rt)).await;
+        }
     }
     client.stop().await;
 }
