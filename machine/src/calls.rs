@@ -86,9 +86,14 @@ pub(crate) struct Entry {
 }
 
 /// Calls by request id, with the reverse index by caller.
+///
+/// Entries are boxed: a B-tree node holds eleven slots whether they are used or not, and
+/// ids come in ascending order (nodes left about half full), so inline entries cost a client
+/// with many calls in flight about twice their size each, and every checked state with a
+/// call in flight a whole node of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Calls {
-    by_id: BTreeMap<RequestId, Entry>,
+    by_id: BTreeMap<RequestId, Box<Entry>>,
     by_call: BTreeMap<CallId, RequestId>,
 }
 
@@ -97,15 +102,15 @@ impl Calls {
         if let Some(call) = entry.call {
             self.by_call.insert(call, id);
         }
-        self.by_id.insert(id, entry);
+        self.by_id.insert(id, Box::new(entry));
     }
 
     pub(crate) fn get(&self, id: RequestId) -> Option<&Entry> {
-        self.by_id.get(&id)
+        self.by_id.get(&id).map(|e| &**e)
     }
 
     pub(crate) fn get_mut(&mut self, id: RequestId) -> Option<&mut Entry> {
-        self.by_id.get_mut(&id)
+        self.by_id.get_mut(&id).map(|e| &mut **e)
     }
 
     pub(crate) fn id_of(&self, call: CallId) -> Option<RequestId> {
@@ -117,11 +122,11 @@ impl Calls {
         if let Some(call) = entry.call {
             self.by_call.remove(&call);
         }
-        Some(entry)
+        Some(*entry)
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (RequestId, &Entry)> {
-        self.by_id.iter().map(|(id, e)| (*id, e))
+        self.by_id.iter().map(|(id, e)| (*id, &**e))
     }
 
     /// The ids of the calls in `phase`, in id order.
