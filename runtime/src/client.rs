@@ -1040,17 +1040,7 @@ impl Client {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        self.call(method, params, options, None).await
-    }
-
-    async fn call(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        options: RequestOptions,
-        session: Option<SessionChange>,
-    ) -> Result<Value> {
-        self.start(method, params, options, session).await
+        self.start(method, params, options, None).await
     }
 
     /// Hands a request to the driver now and returns the wait for its answer. Not async on
@@ -1365,7 +1355,7 @@ impl Client {
         params: Value,
         change: SessionChange,
     ) -> Result<Value> {
-        self.call(
+        self.start(
             method,
             Some(params),
             RequestOptions::default(),
