@@ -827,7 +827,7 @@ impl Notifier {
                 .map_err(|_| Error::Shutdown)?;
             rx
         };
-        rx.await.unwrap_or(Err(Error::Shutdown)).map(|_| ())
+        crate::driver::received(rx.await).map(|_| ())
     }
 }
 
@@ -881,7 +881,7 @@ enum Answer<'a> {
     Shutdown,
     /// Handed over; the driver answers on `rx`.
     Waiting {
-        rx: oneshot::Receiver<Result<Value>>,
+        rx: oneshot::Receiver<crate::driver::Outcome>,
         guard: CancelOnDrop<'a>,
     },
 }
@@ -898,7 +898,7 @@ impl std::future::Future for Answer<'_> {
             Answer::Waiting { rx, guard } => {
                 let outcome = std::task::ready!(std::pin::Pin::new(rx).poll(cx));
                 guard.armed = false;
-                std::task::Poll::Ready(outcome.unwrap_or(Err(Error::Shutdown)))
+                std::task::Poll::Ready(crate::driver::received(outcome))
             }
         }
     }

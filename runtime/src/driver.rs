@@ -27,16 +27,34 @@ use crate::{ConnState, Error};
 /// A progress callback.
 pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// A call's answer as it crosses the channel: the error boxed, so the channel a call in
+/// flight holds is sized for a `Value`, not for the larger `Error` (an error is the rare case).
+pub(crate) type Outcome = Result<Value, Box<Error>>;
+
+/// A call's answer as received: the driver gone without one answers `Error::Shutdown`.
+pub(crate) fn received(
+    outcome: Result<Outcome, oneshot::error::RecvError>,
+) -> Result<Value, Error> {
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(error)) => Err(*error),
+        Err(_) => Err(Error::Shutdown),
+    }
+}
+
+/// Where a call's answer goes.
+pub(crate) type Reply = oneshot::Sender<Outcome>;
+
 /// What a caller asks of the driver.
 pub(crate) enum Command {
     Call {
         input: Input,
         progress: Option<ProgressSink>,
-        reply: oneshot::Sender<Result<Value, Error>>,
+        reply: Reply,
     },
     Notify {
         input: Input,
-        reply: oneshot::Sender<Result<Value, Error>>,
+        reply: Reply,
     },
     Cancel(CallId),
     Stop {
@@ -62,17 +80,24 @@ pub(crate) struct Outputs {
 
 enum Pending {
     Call {
-        reply: oneshot::Sender<Result<Value, Error>>,
+        reply: Reply,
         progress: Option<ProgressSink>,
-        started: Instant,
-        span: tracing::Span,
+        /// Its span and start, only while `mcp::request` debug events are wanted (a call
+        /// in flight otherwise keeps neither).
+        traced: Option<Box<Traced>>,
     },
     Notify {
-        reply: oneshot::Sender<Result<Value, Error>>,
+        reply: Reply,
     },
     Stop {
         reply: oneshot::Sender<()>,
     },
+}
+
+/// A traced call's span (it carries the method) and when the driver took it.
+struct Traced {
+    span: tracing::Span,
+    started: Instant,
 }
 
 /// What the driver talks to: the transport factory and its settings, the handler of server
@@ -259,15 +284,20 @@ impl Driver {
                 let call = &request.call;
                 // The span carries the method: the events inside it (the request's end
                 // included) need not.
-                let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
-                    method = %request.method, call = call.0, id = tracing::field::Empty);
-                span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
-                let started = Instant::now();
+                let traced =
+                    tracing::enabled!(target: "mcp::request", tracing::Level::DEBUG).then(|| {
+                        let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
+                            method = %request.method, call = call.0, id = tracing::field::Empty);
+                        span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
+                        Box::new(Traced {
+                            span,
+                            started: Instant::now(),
+                        })
+                    });
                 let pending = Pending::Call {
                     reply,
                     progress,
-                    started,
-                    span,
+                    traced,
                 };
                 self.pending.insert(*call, pending);
                 self.input(input);
@@ -470,22 +500,19 @@ impl Driver {
                 request,
                 outcome,
             } => match self.pending.remove(&call) {
-                Some(Pending::Call {
-                    reply,
-                    started,
-                    span,
-                    ..
-                }) => {
-                    let elapsed = started.elapsed();
-                    let outcome = outcome.map_err(Error::from);
-                    span.record("id", request);
-                    let _entered = span.enter();
-                    match &outcome {
-                        Ok(_) => {
-                            tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = "ok", "request done")
-                        }
-                        Err(e) => {
-                            tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = %e, "request done")
+                Some(Pending::Call { reply, traced, .. }) => {
+                    let outcome = outcome.map_err(|e| Box::new(Error::from(e)));
+                    if let Some(traced) = traced {
+                        let elapsed = traced.started.elapsed();
+                        traced.span.record("id", request);
+                        let _entered = traced.span.enter();
+                        match &outcome {
+                            Ok(_) => {
+                                tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = "ok", "request done")
+                            }
+                            Err(e) => {
+                                tracing::debug!(target: "mcp::request", id = request, ?elapsed, outcome = %e, "request done")
+                            }
                         }
                     }
                     let _ = reply.send(outcome);
@@ -661,7 +688,7 @@ impl Driver {
 fn answer(p: Pending, outcome: Result<Value, Error>) {
     match p {
         Pending::Call { reply, .. } | Pending::Notify { reply } => {
-            let _ = reply.send(outcome);
+            let _ = reply.send(outcome.map_err(Box::new));
         }
         Pending::Stop { reply } => {
             let _ = reply.send(());

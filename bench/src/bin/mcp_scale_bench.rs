@@ -8,7 +8,7 @@
 //! `FuturesUnordered` (the heap counted is the client's own: each call's future and what the
 //! client keeps for it).
 //!
-//! `mcp_scale_bench [--rt current|multi] [-n N]... -- SERVER CMD`
+//! `mcp_scale_bench [--rt current|multi] [--holder tasks|set|both] [-n N]... -- SERVER CMD`
 
 use std::future::Future;
 use std::sync::Arc;
@@ -53,17 +53,20 @@ enum Holder {
     Set,
 }
 
-/// One caller: counts itself submitted at its first poll (when the call reaches the driver),
-/// then waits for the answer; true when it is the echo.
+/// One caller: counts itself submitted after its first poll (when the call has reached the
+/// driver), then waits for the answer; true when it is the echo. Nothing but the call's own
+/// future, the client handle and the counter is kept while it waits.
 async fn caller(client: Client, i: usize, submitted: Arc<AtomicUsize>) -> bool {
-    let call = client.call_tool("echo", json!({"message": message(i)}));
-    let mut call = std::pin::pin!(call);
-    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(call.as_mut().poll(cx))).await;
-    submitted.fetch_add(1, Ordering::Release);
-    let result = match first {
-        std::task::Poll::Ready(r) => r,
-        std::task::Poll::Pending => call.await,
-    };
+    let mut call = std::pin::pin!(client.call_tool("echo", json!({"message": message(i)})));
+    let mut uncounted = Some(submitted);
+    let result = std::future::poll_fn(|cx| {
+        let poll = call.as_mut().poll(cx);
+        if let Some(submitted) = uncounted.take() {
+            submitted.fetch_add(1, Ordering::Release);
+        }
+        poll
+    })
+    .await;
     result.is_ok_and(|r| !r.failed())
 }
 
@@ -81,6 +84,8 @@ async fn round(client: &Client, n: usize, holder: Holder, rt: Option<&str>) {
     .len();
     // The caller's future (never polled: nothing is sent).
     let future_bytes = std::mem::size_of_val(&client.call_tool("echo", json!({})));
+    // The bench's caller around it (what each set slot or task holds).
+    let caller_bytes = std::mem::size_of_val(&caller(client.clone(), 0, Arc::default()));
     let before = live_bytes();
     let t0 = Instant::now();
     let submitted = Arc::new(AtomicUsize::new(0));
@@ -136,14 +141,14 @@ async fn round(client: &Client, n: usize, holder: Holder, rt: Option<&str>) {
         Holder::Set => "set",
     };
     println!(
-        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"holder\":\"{holder}\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0},\"future_bytes\":{future_bytes}}}",
+        "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"scale\",\"holder\":\"{holder}\",\"n\":{n},\"secs\":{secs:.3},\"rps\":{:.1},\"bytes_per_inflight\":{:.0},\"frame_bytes\":{frame_len},\"bytes_per_inflight_frame_excluded\":{:.0},\"future_bytes\":{future_bytes},\"caller_bytes\":{caller_bytes}}}",
         n as f64 / secs,
         per_call,
         per_call - frame_len as f64,
     );
 }
 
-async fn run(ns: Vec<usize>, rt: &str, cmd: Vec<String>) {
+async fn run(ns: Vec<usize>, rt: &str, holders: &[Holder], cmd: Vec<String>) {
     let client = ClientBuilder::stdio(&cmd[0], &cmd[1..])
         .request_timeout(Duration::from_secs(300))
         .send_queue(1 << 16)
@@ -151,7 +156,7 @@ async fn run(ns: Vec<usize>, rt: &str, cmd: Vec<String>) {
         .await
         .expect("connect");
     // Warm the allocator and the runtime once.
-    for holder in [Holder::Tasks, Holder::Set] {
+    for &holder in holders {
         round(
             &client,
             1000.min(ns.iter().copied().min().unwrap_or(1000)),
@@ -169,18 +174,32 @@ async fn run(ns: Vec<usize>, rt: &str, cmd: Vec<String>) {
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let Some(dd) = args.iter().position(|a| a == "--") else {
-        eprintln!("usage: mcp_scale_bench [--rt current|multi] [-n N]... -- SERVER CMD");
+        eprintln!(
+            "usage: mcp_scale_bench [--rt current|multi] [--holder tasks|set|both] [-n N]... -- SERVER CMD"
+        );
         std::process::exit(2);
     };
     let cmd = args.split_off(dd + 1);
     args.pop();
     let (mut ns, mut rt) = (Vec::new(), "current".to_string());
+    let mut holders = vec![Holder::Tasks, Holder::Set];
     let mut it = args.into_iter();
     while let Some(a) = it.next() {
         let mut value = || it.next().unwrap_or_default();
         match a.as_str() {
             "-n" => ns.push(value().parse().expect("-n N")),
             "--rt" => rt = value(),
+            "--holder" => {
+                holders = match value().as_str() {
+                    "tasks" => vec![Holder::Tasks],
+                    "set" => vec![Holder::Set],
+                    "both" => vec![Holder::Tasks, Holder::Set],
+                    other => {
+                        eprintln!("--holder tasks|set|both, not {other}");
+                        std::process::exit(2);
+                    }
+                }
+            }
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2);
@@ -191,5 +210,5 @@ fn main() {
         ns = vec![1_000, 10_000, 100_000];
     }
     let runtime = mcp_bench::runtime(&rt);
-    runtime.block_on(run(ns, &rt, cmd));
+    runtime.block_on(run(ns, &rt, &holders, cmd));
 }
