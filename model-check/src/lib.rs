@@ -11,6 +11,7 @@
 pub mod explore;
 pub mod harness;
 pub mod mutants;
+pub mod sorted;
 pub mod walk;
 pub mod world;
 

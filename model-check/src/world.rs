@@ -11,7 +11,7 @@
 //! armed deadlines), never the machine's own bookkeeping, so a buggy machine cannot hide its
 //! own bug.
 
-use std::collections::{BTreeMap, BTreeSet};
+use crate::sorted::{SortedMap, SortedSet};
 use std::time::Duration;
 
 use mcp_machine::{Machine, RequestId, SendOutcome, TimerKey};
@@ -308,20 +308,20 @@ pub struct GenEnv {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Env {
     /// Every spawned generation.
-    pub gens: BTreeMap<u64, GenEnv>,
+    pub gens: SortedMap<u64, GenEnv>,
     /// How the transport answers sends now (`None`: it takes them).
     pub send_mode: Option<SendOutcome>,
     /// Requests the server has seen: generation and how many answers it sent.
-    pub on_wire: BTreeMap<RequestId, (u64, u8)>,
+    pub on_wire: SortedMap<RequestId, (u64, u8)>,
     /// Server requests with the handler: (generation, id).
-    pub server_requests: BTreeSet<(u64, i64)>,
+    pub server_requests: SortedSet<(u64, i64)>,
     /// Input requests with the handler: (generation, the id the round answered, the key: 0
     /// for `q`, 1 for `r`).
-    pub inputs: BTreeSet<(u64, RequestId, u8)>,
+    pub inputs: SortedSet<(u64, RequestId, u8)>,
     /// Calls made so far.
     pub calls: u8,
     /// Callers that cancelled.
-    pub cancelled: BTreeSet<u8>,
+    pub cancelled: SortedSet<u8>,
     /// Notifies made so far.
     pub notifies: u8,
     /// Stops made so far.
@@ -646,19 +646,19 @@ pub mod seen {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ghost {
     /// Calls by caller.
-    pub calls: BTreeMap<u8, CallGhost>,
+    pub calls: SortedMap<u8, CallGhost>,
     /// Answers per stopper.
-    pub stops: BTreeMap<u8, u8>,
+    pub stops: SortedMap<u8, u8>,
     /// A stop was answered "stopped" (not "already").
     pub stop_accepted: bool,
     /// Who each issued id belongs to.
-    pub owners: BTreeMap<RequestId, Owner>,
+    pub owners: SortedMap<RequestId, Owner>,
     /// Ids that ended without a server answer, with when.
-    pub ended: BTreeMap<RequestId, Duration>,
+    pub ended: SortedMap<RequestId, Duration>,
     /// Ids a cancel was sent for.
-    pub cancels: BTreeSet<RequestId>,
+    pub cancels: SortedSet<RequestId>,
     /// `notifications/initialized` sent per generation.
-    pub initialized: BTreeMap<u64, u8>,
+    pub initialized: SortedMap<u64, u8>,
     /// Reconnect delays scheduled since the last ready.
     pub backoff_n: u32,
     /// The subscription is live: acknowledged, and no unsubscribe was asked since it was asked.
@@ -666,15 +666,15 @@ pub struct Ghost {
     /// An unsubscribe was asked.
     pub unsubscribed: bool,
     /// Restore requests for the subscription sent, per generation.
-    pub restores: BTreeMap<u64, u8>,
+    pub restores: SortedMap<u64, u8>,
     /// Answers the server is owed for its requests, per (generation, id; -1 for a string id).
-    pub owed: BTreeMap<(u64, i64), u8>,
+    pub owed: SortedMap<(u64, i64), u8>,
     /// Ids of requests the server saw that ended early on a live transport: a cancel is owed.
-    pub cancel_owed: BTreeSet<RequestId>,
+    pub cancel_owed: SortedSet<RequestId>,
     /// Server requests of the handler the server cancelled (owed nothing any more).
-    pub server_cancelled: BTreeSet<(u64, i64)>,
+    pub server_cancelled: SortedSet<(u64, i64)>,
     /// Generations whose transport refused a frame for good.
-    pub refused: BTreeSet<u64>,
+    pub refused: SortedSet<u64>,
     /// The bound of the current state (starting and initializing: the init bound; backoff:
     /// its jittered delay at most; closing: its exit bound), as a model-time deadline.
     pub phase_deadline: Option<Duration>,
@@ -684,53 +684,53 @@ pub struct Ghost {
     pub cause: Option<Cause>,
     /// Callers whose request never ran on a session that expired: they must be sent again
     /// once the new session is initialized (removed when that send is seen).
-    pub parked: BTreeSet<u8>,
+    pub parked: SortedSet<u8>,
     /// Callers whose request was sent again on a new session (until answered).
-    pub resent: BTreeSet<u8>,
+    pub resent: SortedSet<u8>,
     /// Sessions initialized again at once since a call was last answered by the server.
     pub reinits: u32,
     /// The latest `server/discover` id sent per generation.
-    pub probes: BTreeMap<u64, RequestId>,
+    pub probes: SortedMap<u64, RequestId>,
     /// Generations whose live probe the environment answered as a modern server (a
     /// DiscoverResult or -32022).
-    pub modern_answered: BTreeSet<u64>,
+    pub modern_answered: SortedSet<u64>,
     /// Generations whose live probe the environment answered with a DiscoverResult.
-    pub discovered: BTreeSet<u64>,
+    pub discovered: SortedSet<u64>,
     /// Generations whose live probe got -32022 first.
-    pub version_refused: BTreeSet<u64>,
+    pub version_refused: SortedSet<u64>,
     /// Generations `initialize` was sent on.
-    pub init_sent: BTreeSet<u64>,
+    pub init_sent: SortedSet<u64>,
     /// Generations `initialize` was sent on while the probe had no answer.
-    pub silent: BTreeSet<u64>,
+    pub silent: SortedSet<u64>,
     /// Generations spawned at once after their predecessor's server died of the probe.
-    pub respawned: BTreeSet<u64>,
+    pub respawned: SortedSet<u64>,
     /// The next generation must probe (a respawned one's handshake failed).
     pub must_probe: bool,
     /// Per caller: the retry its `input_required` round owes until it is sent: the
     /// `requestState` expected (`None` for none), and how many inputs were asked for.
-    pub mrtr: BTreeMap<u8, (Option<String>, u8)>,
+    pub mrtr: SortedMap<u8, (Option<String>, u8)>,
     /// Per caller: `input_required` retries sent.
-    pub rounds: BTreeMap<u8, u8>,
+    pub rounds: SortedMap<u8, u8>,
     /// Callers sent again with inputs at least once (until answered).
-    pub retried: BTreeSet<u8>,
+    pub retried: SortedSet<u8>,
     /// Callers whose request was lost while they had reissues left: their next fresh id is
     /// the reissue.
-    pub reissue_due: BTreeSet<u8>,
+    pub reissue_due: SortedSet<u8>,
     /// Reissues per caller.
-    pub reissues: BTreeMap<u8, u8>,
+    pub reissues: SortedMap<u8, u8>,
     /// The client's own listing of the tools in flight, once sent (until answered or ended).
     pub relist_in_flight: Option<RequestId>,
     /// Callers refused with -32020 once, waiting for that listing (until sent again).
-    pub relist_waiting: BTreeSet<u8>,
+    pub relist_waiting: SortedSet<u8>,
     /// Callers refused with -32020 once already.
-    pub relisted: BTreeSet<u8>,
+    pub relisted: SortedSet<u8>,
     /// Callers sent again after a listing of the tools (until answered).
-    pub resent_relisted: BTreeSet<u8>,
+    pub resent_relisted: SortedSet<u8>,
     /// Requests of the client's own found busy: busy outcomes so far, and when the next offer
     /// is due while sends are left.
-    pub own_busy: BTreeMap<RequestId, (u8, Option<Duration>)>,
+    pub own_busy: SortedMap<RequestId, (u8, Option<Duration>)>,
     /// The listens the client sent, by id.
-    pub listens: BTreeMap<RequestId, ListenGhost>,
+    pub listens: SortedMap<RequestId, ListenGhost>,
     /// The server refused the client's listen since the interest last changed.
     pub listen_refused: bool,
     /// Listens of the client's lost since the last ready (ended by the server but refused,
@@ -742,22 +742,22 @@ pub struct Ghost {
     /// modern server refuses it since (the client's verdict is modern).
     pub verdict_modern: bool,
     /// Generations with an authorization asked for and not ended (the driver's).
-    pub auth_pending: BTreeSet<u64>,
+    pub auth_pending: SortedSet<u64>,
     /// Authorizations asked for since a call or a request of the client's own was last
     /// answered (the ghost forgets at least as often as the machine may).
     pub authorizations: u32,
     /// Callers refused for want of authorization, waiting for one, with the generation.
-    pub auth_waiting: BTreeMap<u8, u64>,
+    pub auth_waiting: SortedMap<u8, u64>,
     /// Refusals for want of authorization per caller.
-    pub auth_refusals: BTreeMap<u8, u8>,
+    pub auth_refusals: SortedMap<u8, u8>,
     /// Callers that must be sent again under a new id (an authorization ended with a token).
-    pub auth_resend_due: BTreeSet<u8>,
+    pub auth_resend_due: SortedSet<u8>,
     /// Callers sent again after an authorization (until answered).
-    pub auth_resent: BTreeSet<u8>,
+    pub auth_resent: SortedSet<u8>,
     /// The generation whose handshake request waits for an authorization.
     pub handshake_auth: Option<u64>,
     /// That generation's handshake request was sent again after its authorization.
-    pub handshake_authorized: BTreeSet<u64>,
+    pub handshake_authorized: SortedSet<u64>,
     /// Broken properties (bits of [`violation`]).
     pub violations: u64,
     /// Vacuity guards met (bits of [`seen`]).

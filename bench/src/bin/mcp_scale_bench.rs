@@ -137,7 +137,9 @@ async fn round(client: &Client, n: usize, holder: Holder, rt: Option<&str>) {
         }
     }
     released.await.expect("release task").expect("release");
-    if std::env::var_os("SCALE_PHASES").is_some() { eprintln!("n={n} submit {:?} total {:?}", t_sub, t0.elapsed()); }
+    if std::env::var_os("SCALE_PHASES").is_some() {
+        eprintln!("n={n} submit {:?} total {:?}", t_sub, t0.elapsed());
+    }
     let secs = t0.elapsed().as_secs_f64();
     assert_eq!(ok, n, "every call answered with its echo");
     let per_call = held as f64 / n as f64;
