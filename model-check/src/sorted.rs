@@ -99,7 +99,7 @@ impl<K: Ord, V> SortedMap<K, V> {
     }
 
     /// The value of `key`, inserted with `make` if absent.
-    pub fn entry_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+    fn entry_or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
         let i = match self.find(&key) {
             Ok(i) => i,
             Err(i) => {

@@ -29,8 +29,8 @@ impl Buffer {
     }
 }
 
-/// Runs `calls` on a current-thread runtime (the driver on the same thread, under the
-/// subscriber set for it) at `level` for `mcp::request`, and returns what was written.
+/// Runs a successful call and a failing one on a current-thread runtime (the driver on the
+/// same thread, under a subscriber at `level`), and returns what the subscriber wrote.
 fn captured(level: tracing::Level) -> String {
     let buffer = Buffer::default();
     let writer = buffer.clone();
