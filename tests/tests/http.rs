@@ -111,6 +111,41 @@ async fn a_session_over_http_carries_its_headers_and_reads_json_and_sse() {
     assert_eq!(seen.last().map(|r| r.method.as_str()), Some("DELETE"));
 }
 
+/// The client's transport task takes the HTTP connectors' messages directly; their byte link
+/// (`Connector::connect`, for callers of their own) still carries the same exchange as lines.
+#[tokio::test]
+async fn the_http_connectors_byte_link_carries_lines_both_ways() {
+    use mcp_runtime::transport::Connector;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let (url, seen) = serve(well_behaved(Arc::new(Mutex::new(0)))).await;
+    let link = HttpConnector::new(&url).unwrap().connect().await.unwrap();
+    let (mut writer, reader) = (link.writer, link.reader);
+    let mut lines = BufReader::new(reader).lines();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"}}});
+    writer
+        .write_all(format!("{init}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer["id"], 1);
+    assert!(answer["result"]["serverInfo"].is_object(), "{answer}");
+    let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
+    writer
+        .write_all(format!("{ping}\n").as_bytes())
+        .await
+        .unwrap();
+    let answer: Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[1].header("mcp-session-id"), Some("s-1"), "{seen:?}");
+    if let Some(closer) = link.closer {
+        closer.close().await;
+    }
+}
+
 /// A server whose first session (`s-1`) expires at the first request `expire` picks: it
 /// answers that request `status` (with `body`), and everything of `s-1` after it the same.
 fn expiring_at(

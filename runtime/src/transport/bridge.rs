@@ -7,6 +7,11 @@
 //! closing or dropping the link stops them all. The first failure ends the link: the pipe
 //! closes and the closer's `exited` reports the typed reason.
 //!
+//! The transport task may also take the bridge's messages directly ([`open_messages`]): its
+//! frames go straight to the leg and what comes back goes straight to the driver (credit
+//! permitting, [`Delivery`]), with no pipe, no line splitting and no task between them. The
+//! byte link ([`open`]) stays for [`Connector::connect`](super::Connector::connect).
+//!
 //! An automatic link starts with the Streamable HTTP leg and, when the server refuses the POST
 //! of `initialize` (400, 404, 405, before any session), switches once to the [`Fallback`] leg
 //! and posts `initialize` again there.
@@ -16,11 +21,13 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use super::{Closer, Link, TransportError};
+use super::{Closer, Delivery, Link, TransportError};
 
 /// A boxed future, as legs return them.
 pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -99,15 +106,34 @@ pub(crate) trait Fallback: Send + Sync + 'static {
 /// What a leg hands messages, failures and background work to.
 #[derive(Clone)]
 pub(crate) struct Out {
-    frames: mpsc::Sender<Vec<u8>>,
+    sink: Sink,
     ended: Arc<watch::Sender<Option<TransportError>>>,
     tasks: mpsc::UnboundedSender<BoxFut<()>>,
+}
+
+/// Where the messages a leg delivers go.
+#[derive(Clone)]
+enum Sink {
+    /// Into the duplex pipe, as lines (a byte link).
+    Pipe(mpsc::Sender<Vec<u8>>),
+    /// Straight to the driver (a message link).
+    Direct(Delivery),
 }
 
 impl Out {
     /// Hands one message (one line) to the transport; `false` once the link is gone.
     pub(crate) async fn deliver(&self, message: Vec<u8>) -> bool {
-        self.frames.send(message).await.is_ok()
+        match &self.sink {
+            Sink::Pipe(frames) => frames.send(message).await.is_ok(),
+            Sink::Direct(delivery) => match delivery.deliver(message).await {
+                Ok(()) => true,
+                Err(Some(reason)) => {
+                    self.fail(reason);
+                    false
+                }
+                Err(None) => false,
+            },
+        }
     }
 
     /// Ends the link with `reason` (the first reason wins).
@@ -189,6 +215,34 @@ impl Bridge {
 /// Work a link runs from its start (a stream its leg already opened), given the link's [`Out`].
 pub(crate) type Start = Box<dyn FnOnce(Out) -> BoxFut<()> + Send>;
 
+/// The bridge of a link over `leg` with `sink`, and the receiving end of its task queue.
+fn bridge(
+    leg: Arc<dyn Leg>,
+    start: Option<Start>,
+    fallback: Option<Arc<dyn Fallback>>,
+    sink: Sink,
+) -> (
+    Arc<Bridge>,
+    watch::Receiver<Option<TransportError>>,
+    mpsc::UnboundedReceiver<BoxFut<()>>,
+) {
+    let (ended_tx, ended) = watch::channel(None);
+    let (tasks_tx, tasks_rx) = mpsc::unbounded_channel();
+    let bridge = Arc::new(Bridge {
+        leg: Mutex::new(leg),
+        fallback: Mutex::new(fallback),
+        out: Out {
+            sink,
+            ended: Arc::new(ended_tx),
+            tasks: tasks_tx,
+        },
+    });
+    if let Some(start) = start {
+        bridge.out.spawn(start(bridge.out.clone()));
+    }
+    (bridge, ended, tasks_rx)
+}
+
 /// Opens a bridged link over `leg`; `start` runs inside the link for its lifetime;
 /// `fallback` makes it an automatic link.
 pub(crate) fn open(
@@ -199,21 +253,8 @@ pub(crate) fn open(
 ) -> Link {
     let (ours, theirs) = tokio::io::duplex(PIPE);
     let (reader, writer) = tokio::io::split(ours);
-    let (ended_tx, ended) = watch::channel(None);
     let (frames_tx, frames_rx) = mpsc::channel::<Vec<u8>>(64);
-    let (tasks_tx, tasks_rx) = mpsc::unbounded_channel();
-    let bridge = Arc::new(Bridge {
-        leg: Mutex::new(leg),
-        fallback: Mutex::new(fallback),
-        out: Out {
-            frames: frames_tx,
-            ended: Arc::new(ended_tx),
-            tasks: tasks_tx,
-        },
-    });
-    if let Some(start) = start {
-        bridge.out.spawn(start(bridge.out.clone()));
-    }
+    let (bridge, ended, tasks_rx) = bridge(leg, start, fallback, Sink::Pipe(frames_tx));
     let task = tokio::spawn(run(Arc::clone(&bridge), theirs, frames_rx, tasks_rx));
     Link {
         reader: Box::new(reader),
@@ -221,9 +262,168 @@ pub(crate) fn open(
         closer: Some(Box::new(BridgeCloser {
             bridge,
             ended,
-            task,
+            task: Some(task),
             grace,
         })),
+    }
+}
+
+/// A link over a leg that carries whole messages: the transport task runs it with
+/// [`MessageLink::pump`] and its messages reach the driver through the [`Delivery`] it was
+/// opened with. Not part of the API (see [`Connector`](super::Connector)'s hidden method).
+pub struct MessageLink {
+    bridge: Arc<Bridge>,
+    tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
+    closer: Box<dyn Closer>,
+}
+
+impl std::fmt::Debug for MessageLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageLink").finish_non_exhaustive()
+    }
+}
+
+/// Opens a message link over `leg` (see [`open`] for `start` and `fallback`) delivering
+/// through `delivery`.
+pub(crate) fn open_messages(
+    leg: Arc<dyn Leg>,
+    start: Option<Start>,
+    fallback: Option<Arc<dyn Fallback>>,
+    grace: Duration,
+    delivery: Delivery,
+) -> MessageLink {
+    let (bridge, ended, tasks) = bridge(leg, start, fallback, Sink::Direct(delivery));
+    MessageLink {
+        bridge: Arc::clone(&bridge),
+        tasks,
+        closer: Box::new(BridgeCloser {
+            bridge,
+            ended,
+            task: None,
+            grace,
+        }),
+    }
+}
+
+impl MessageLink {
+    /// Splits off the closer (run by the transport task after the pump ends).
+    pub(crate) fn into_parts(self) -> (MessagePump, Box<dyn Closer>) {
+        (
+            MessagePump {
+                bridge: self.bridge,
+                tasks: self.tasks,
+            },
+            self.closer,
+        )
+    }
+}
+
+/// The running side of a [`MessageLink`].
+pub(crate) struct MessagePump {
+    bridge: Arc<Bridge>,
+    tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
+}
+
+impl MessagePump {
+    /// Posts the frames the driver queues until `closing`; then posts the frames still queued
+    /// and returns (the requests and streams it started end when the returned future is
+    /// dropped). Failures end the link through its closer, not here.
+    pub(crate) async fn run(
+        mut self,
+        frames: &mut mpsc::Receiver<Vec<u8>>,
+        closing: impl Future<Output = ()>,
+    ) {
+        // Background work (streams a leg starts) runs in tasks of its own; posts run here,
+        // in this task: a request's answer reaches the driver without another task's wake.
+        let mut set = JoinSet::new();
+        let mut posts = FuturesUnordered::new();
+        let mut closing = std::pin::pin!(closing);
+        let mut draining = false;
+        // Once the link failed, no frame is posted any more (as a byte link's pipe closes):
+        // what is under way goes on while the transport task lets it.
+        let mut ended = self.bridge.out.ended.subscribe();
+        let mut failed = false;
+        loop {
+            let frame = if draining {
+                match frames.try_recv() {
+                    Ok(frame) => frame,
+                    Err(_) => return,
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    () = &mut closing, if !failed => {
+                        frames.close();
+                        draining = true;
+                        continue;
+                    }
+                    () = async { let _ = ended.wait_for(Option::is_some).await; }, if !failed => {
+                        failed = true;
+                        continue;
+                    }
+                    Some(()) = posts.next(), if !posts.is_empty() => continue,
+                    frame = frames.recv(), if !failed => match frame {
+                        Some(frame) => frame,
+                        None => return,
+                    },
+                    Some(task) = self.tasks.recv() => {
+                        set.spawn(task);
+                        continue;
+                    }
+                    Some(_) = set.join_next(), if !set.is_empty() => continue,
+                    else => std::future::pending().await,
+                }
+            };
+            let line = String::from_utf8(frame)
+                .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+            let head = Frame::of(&line);
+            self.bridge.leg().admit(&line);
+            let initialize = head.method.as_deref() == Some("initialize");
+            let post = Arc::clone(&self.bridge).post_line(line, initialize);
+            if self.bridge.leg().in_order(&head) {
+                let mut post = std::pin::pin!(post);
+                loop {
+                    tokio::select! {
+                        () = &mut post => break,
+                        Some(()) = posts.next(), if !posts.is_empty() => {}
+                        Some(task) = self.tasks.recv() => {
+                            set.spawn(task);
+                        }
+                        Some(_) = set.join_next(), if !set.is_empty() => {}
+                    }
+                }
+            } else {
+                posts.push(post);
+            }
+        }
+    }
+}
+
+/// Hands one frame to the leg: posted concurrently, or to the end first when the leg wants
+/// it in order (the link's other work goes on meanwhile).
+async fn take(
+    bridge: &Arc<Bridge>,
+    line: String,
+    set: &mut JoinSet<()>,
+    tasks: &mut mpsc::UnboundedReceiver<BoxFut<()>>,
+) {
+    let frame = Frame::of(&line);
+    bridge.leg().admit(&line);
+    let initialize = frame.method.as_deref() == Some("initialize");
+    let post = Arc::clone(bridge).post_line(line, initialize);
+    if bridge.leg().in_order(&frame) {
+        let mut post = std::pin::pin!(post);
+        loop {
+            tokio::select! {
+                () = &mut post => break,
+                Some(task) = tasks.recv() => {
+                    set.spawn(task);
+                }
+                Some(_) = set.join_next(), if !set.is_empty() => {}
+            }
+        }
+    } else {
+        set.spawn(post);
     }
 }
 
@@ -252,28 +452,7 @@ async fn run(
             loop {
                 tokio::select! {
                     line = lines.next_line() => match line {
-                        Ok(Some(line)) => {
-                            let frame = Frame::of(&line);
-                            bridge.leg().admit(&line);
-                            let initialize = frame.method.as_deref() == Some("initialize");
-                            let post = Arc::clone(&bridge).post_line(line, initialize);
-                            if bridge.leg().in_order(&frame) {
-                                // The next frame waits for this one; the link's other work
-                                // (streams it starts, the posts in flight) goes on meanwhile.
-                                let mut post = std::pin::pin!(post);
-                                loop {
-                                    tokio::select! {
-                                        () = &mut post => break,
-                                        Some(task) = tasks.recv() => {
-                                            set.spawn(task);
-                                        }
-                                        Some(_) = set.join_next(), if !set.is_empty() => {}
-                                    }
-                                }
-                            } else {
-                                set.spawn(post);
-                            }
-                        }
+                        Ok(Some(line)) => take(&bridge, line, &mut set, &mut tasks).await,
                         // The transport closed its end: the link is closing.
                         _ => return,
                     },
@@ -303,20 +482,29 @@ async fn run(
 struct BridgeCloser {
     bridge: Arc<Bridge>,
     ended: watch::Receiver<Option<TransportError>>,
-    task: tokio::task::JoinHandle<()>,
+    /// The bridge task of a byte link (a message link has none: the transport task pumps it).
+    task: Option<tokio::task::JoinHandle<()>>,
     grace: Duration,
+}
+
+impl BridgeCloser {
+    fn abort(&self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 impl Drop for BridgeCloser {
     fn drop(&mut self) {
-        self.task.abort();
+        self.abort();
     }
 }
 
 impl Closer for BridgeCloser {
     fn close(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()> + Send>> {
         Box::pin(async move {
-            self.task.abort();
+            self.abort();
             let ended = self.ended.borrow().clone();
             let teardown = self.bridge.leg().close(ended);
             if tokio::time::timeout(self.grace, teardown).await.is_err() {
@@ -326,7 +514,7 @@ impl Closer for BridgeCloser {
     }
 
     fn kill_now(&mut self) {
-        self.task.abort();
+        self.abort();
     }
 
     fn exited(&mut self) -> Option<Pin<Box<dyn Future<Output = TransportError> + Send + '_>>> {

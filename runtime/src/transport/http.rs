@@ -64,7 +64,7 @@ use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
     reconnect_wait, web_options,
 };
-use super::{Connector, Link, TransportError};
+use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
 /// `Mcp-Session-Id`.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -175,6 +175,11 @@ impl Connector for HttpConnector {
         Box::pin(async move { Ok(link) })
     }
 
+    fn connect_messages(&self, delivery: Delivery) -> Option<ConnectMessages> {
+        let link = bridge::open_messages(self.leg(), None, None, self.web.grace, delivery);
+        Some(Box::pin(async move { Ok(link) }))
+    }
+
     fn mirrors_tool_headers(&self) -> bool {
         true
     }
@@ -278,6 +283,27 @@ impl Connector for AutoHttpConnector {
                 });
                 let link = bridge::open(self.http.leg(), None, Some(fallback), self.http.web.grace);
                 Box::pin(async move { Ok(link) })
+            }
+        }
+    }
+
+    fn connect_messages(&self, delivery: Delivery) -> Option<ConnectMessages> {
+        match self.verdict() {
+            Some(HttpVerdict::Streamable) => self.http.connect_messages(delivery),
+            Some(HttpVerdict::Legacy) => self.sse.connect_messages(delivery),
+            None => {
+                let fallback = Arc::new(AutoFallback {
+                    sse: self.sse.clone(),
+                    verdict: Arc::clone(&self.verdict),
+                });
+                let link = bridge::open_messages(
+                    self.http.leg(),
+                    None,
+                    Some(fallback),
+                    self.http.web.grace,
+                    delivery,
+                );
+                Some(Box::pin(async move { Ok(link) }))
             }
         }
     }

@@ -132,6 +132,160 @@ pub trait Connector: Send + Sync + 'static {
     fn mirrors_tool_headers(&self) -> bool {
         false
     }
+    /// Not part of the API: opens a link that carries whole messages rather than bytes (the
+    /// HTTP transports), whose messages reach the driver through `delivery`. `None` (the
+    /// default) for byte links; the transport task then calls [`Connector::connect`].
+    #[doc(hidden)]
+    fn connect_messages(&self, _delivery: Delivery) -> Option<ConnectMessages> {
+        None
+    }
+}
+
+/// Not part of the API: the future of [`Connector::connect_messages`].
+#[doc(hidden)]
+pub type ConnectMessages =
+    Pin<Box<dyn Future<Output = Result<MessageLink, TransportError>> + Send + 'static>>;
+
+#[doc(hidden)]
+pub use bridge::MessageLink;
+
+/// Not part of the API: the way from a message link straight to the driver. It keeps the
+/// rules of a byte link's reader: one frame per read credit, within the read-ahead budget,
+/// no frame over the frame limit (that one is reported and ends the link), no empty frame,
+/// and nothing after the generation's `Down`.
+#[doc(hidden)]
+#[derive(Clone)]
+pub struct Delivery(Arc<DeliveryInner>);
+
+struct DeliveryInner {
+    events: mpsc::UnboundedSender<(u64, TransportEvent)>,
+    generation: u64,
+    credits: Arc<Semaphore>,
+    ahead: Arc<Semaphore>,
+    max_frame_bytes: usize,
+    state: std::sync::Mutex<DeliveryState>,
+    idle: tokio::sync::Notify,
+}
+
+/// Whether a [`Delivery`] takes new frames and sends any, and how many are under way.
+struct DeliveryState {
+    accepting: bool,
+    open: bool,
+    active: usize,
+}
+
+impl fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delivery")
+            .field("generation", &self.0.generation)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Counts a delivery under way; wakes [`Delivery::settle`] when the last one ends.
+struct Active<'a>(&'a DeliveryInner);
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.active -= 1;
+        if state.active == 0 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl DeliveryInner {
+    fn lock(&self) -> std::sync::MutexGuard<'_, DeliveryState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Delivery {
+    fn new(events: &Events, credits: &Arc<Semaphore>, ahead: &Arc<Semaphore>, max: usize) -> Self {
+        Delivery(Arc::new(DeliveryInner {
+            events: events.tx.clone(),
+            generation: events.generation,
+            credits: Arc::clone(credits),
+            ahead: Arc::clone(ahead),
+            max_frame_bytes: max,
+            state: std::sync::Mutex::new(DeliveryState {
+                accepting: true,
+                open: true,
+                active: 0,
+            }),
+            idle: tokio::sync::Notify::new(),
+        }))
+    }
+
+    /// Delivers one message once a credit and room in the read-ahead budget allow. `Err(None)`
+    /// once the link no longer delivers; `Err(Some(reason))` when the message is over the
+    /// frame limit (reported, and the link must end with `reason`).
+    pub(crate) async fn deliver(&self, frame: Vec<u8>) -> Result<(), Option<TransportError>> {
+        let d = &*self.0;
+        if frame.is_empty() {
+            return Ok(());
+        }
+        if frame.len() > d.max_frame_bytes {
+            let seen = frame.len();
+            let mut state = d.lock();
+            if state.open {
+                state.accepting = false;
+                state.open = false;
+                let _ = d
+                    .events
+                    .send((d.generation, TransportEvent::Oversized { seen }));
+            }
+            return Err(Some(TransportError::Oversized {
+                seen,
+                max: d.max_frame_bytes,
+            }));
+        }
+        {
+            let mut state = d.lock();
+            if !state.accepting {
+                return Err(None);
+            }
+            state.active += 1;
+        }
+        let _active = Active(d);
+        let Ok(credit) = d.credits.acquire().await else {
+            return Err(None);
+        };
+        let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
+        let Ok(room) = d.ahead.acquire_many(cost).await else {
+            return Err(None);
+        };
+        let state = d.lock();
+        if !state.open {
+            return Err(None);
+        }
+        credit.forget();
+        room.forget();
+        let _ = d.events.send((d.generation, TransportEvent::Frame(frame)));
+        Ok(())
+    }
+
+    /// Takes no new message; waits for those under way (credit permitting).
+    async fn settle(&self) {
+        self.0.lock().accepting = false;
+        loop {
+            let idle = self.0.idle.notified();
+            let mut idle = std::pin::pin!(idle);
+            idle.as_mut().enable();
+            if self.0.lock().active == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+
+    /// Sends nothing more (before the generation's `Down`).
+    fn shut(&self) {
+        let mut state = self.0.lock();
+        state.accepting = false;
+        state.open = false;
+    }
 }
 
 /// An open byte link: newline-delimited JSON both ways (MCP stdio framing, also used for
@@ -371,22 +525,94 @@ struct Task {
     closing: watch::Receiver<bool>,
 }
 
+/// A link as its connector opened it.
+enum Opened {
+    Bytes(Link),
+    Messages(MessageLink),
+}
+
 impl Task {
-    async fn run(mut self, connector: Arc<dyn Connector>) {
-        let connect = connector.connect();
-        let link = tokio::select! {
+    async fn run(self, connector: Arc<dyn Connector>) {
+        let delivery = Delivery::new(
+            &self.events,
+            &self.credits,
+            &self.ahead,
+            self.config.max_frame_bytes,
+        );
+        let connect: Pin<Box<dyn Future<Output = Result<Opened, TransportError>> + Send>> =
+            match connector.connect_messages(delivery.clone()) {
+                Some(open) => Box::pin(async move { open.await.map(Opened::Messages) }),
+                None => {
+                    let open = connector.connect();
+                    Box::pin(async move { open.await.map(Opened::Bytes) })
+                }
+            };
+        let opened = tokio::select! {
             biased;
             _ = wait_closing(self.closing.clone()) => Err(TransportError::Closed),
-            link = connect => link,
+            opened = connect => opened,
         };
+        match opened {
+            Ok(Opened::Bytes(link)) => self.run_bytes(link).await,
+            Ok(Opened::Messages(link)) => self.run_messages(link, delivery).await,
+            Err(e) => self.events.down(e),
+        }
+    }
+
+    /// Runs a message link: the driver's frames go to its pump, its messages come back
+    /// through `delivery`.
+    async fn run_messages(mut self, link: MessageLink, delivery: Delivery) {
+        let (pump, closer) = link.into_parts();
+        let mut closer = CloserSlot(Some(closer));
+        let flush_bound = closer
+            .0
+            .as_ref()
+            .map_or(DEFAULT_FLUSH_TIMEOUT, |c| c.flush_timeout());
+        tracing::debug!("transport up (messages)");
+        self.events.send(TransportEvent::Up);
+        let closing = self.closing.clone();
+        let close_deadline = async move {
+            wait_closing(closing).await;
+            tokio::time::sleep(flush_bound).await;
+        };
+        // The pump owns the link's requests and streams: they run (and answers are delivered)
+        // while it is polled, and end when it is dropped, at the end of this block.
+        let reason = {
+            let pump = pump.run(&mut self.frames, wait_closing(self.closing.clone()));
+            let mut pump = std::pin::pin!(pump);
+            tokio::select! {
+                biased;
+                () = &mut pump => TransportError::Closed,
+                reason = closer.exited() => {
+                    // What is being delivered still reaches the driver (credit permitting),
+                    // bounded as a byte link's reader is after its peer ended.
+                    let settle = tokio::time::timeout(flush_bound, delivery.settle());
+                    tokio::select! {
+                        _ = settle => {}
+                        () = &mut pump => {}
+                    }
+                    reason
+                }
+                () = close_deadline => {
+                    tracing::debug!(?flush_bound, "flush on close timed out");
+                    TransportError::Closed
+                }
+            }
+        };
+        delivery.shut();
+        if let Some(c) = closer.0.take() {
+            c.close().await;
+        }
+        self.events.down(reason);
+    }
+
+    /// Runs a byte link: frames are written to it as lines, read from it against credit.
+    async fn run_bytes(mut self, link: Link) {
         let Link {
             reader,
             writer,
             closer,
-        } = match link {
-            Ok(link) => link,
-            Err(e) => return self.events.down(e),
-        };
+        } = link;
         let mut closer = CloserSlot(closer);
         let flush_bound = closer
             .0
@@ -562,5 +788,102 @@ impl Pump {
                 events.send(TransportEvent::Frame(frame));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delivery for generation 7 with no credit yet, and the driver's end of its events.
+    fn delivery(
+        max: usize,
+    ) -> (
+        Delivery,
+        Arc<Semaphore>,
+        mpsc::UnboundedReceiver<(u64, TransportEvent)>,
+    ) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let events = Events {
+            tx,
+            generation: 7,
+            down_sent: true,
+        };
+        let credits = Arc::new(Semaphore::new(0));
+        let ahead = Arc::new(Semaphore::new(READ_AHEAD_BYTES));
+        (Delivery::new(&events, &credits, &ahead, max), credits, rx)
+    }
+
+    #[tokio::test]
+    async fn a_message_waits_for_a_credit_and_goes_out_tagged() {
+        let (d, credits, mut rx) = delivery(64);
+        let pending = tokio::spawn({
+            let d = d.clone();
+            async move { d.deliver(b"{\"a\":1}".to_vec()).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(rx.try_recv().is_err(), "delivered without a credit");
+        credits.add_permits(1);
+        assert!(pending.await.unwrap().is_ok());
+        match rx.recv().await {
+            Some((7, TransportEvent::Frame(f))) => assert_eq!(f, b"{\"a\":1}"),
+            other => panic!("unexpected {other:?}"),
+        }
+        // An empty message is no frame and takes no credit.
+        assert!(d.deliver(Vec::new()).await.is_ok());
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn an_oversized_message_is_reported_once_and_nothing_follows() {
+        let (d, credits, mut rx) = delivery(4);
+        credits.add_permits(10);
+        match d.deliver(b"12345".to_vec()).await {
+            Err(Some(TransportError::Oversized { seen: 5, max: 4 })) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            rx.try_recv(),
+            Ok((7, TransportEvent::Oversized { seen: 5 }))
+        ));
+        assert!(matches!(d.deliver(b"1".to_vec()).await, Err(None)));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_after_shut_even_when_a_credit_comes() {
+        let (d, credits, mut rx) = delivery(64);
+        let pending = tokio::spawn({
+            let d = d.clone();
+            async move { d.deliver(b"{}".to_vec()).await }
+        });
+        tokio::task::yield_now().await;
+        d.shut();
+        credits.add_permits(1);
+        assert!(matches!(pending.await.unwrap(), Err(None)));
+        assert!(rx.try_recv().is_err());
+        assert!(matches!(d.deliver(b"{}".to_vec()).await, Err(None)));
+    }
+
+    #[tokio::test]
+    async fn settling_lets_deliveries_under_way_finish_and_refuses_new_ones() {
+        let (d, credits, mut rx) = delivery(64);
+        let pending = tokio::spawn({
+            let d = d.clone();
+            async move { d.deliver(b"{}".to_vec()).await }
+        });
+        tokio::task::yield_now().await;
+        let settled = tokio::spawn({
+            let d = d.clone();
+            async move { d.settle().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!settled.is_finished(), "settled with a delivery under way");
+        assert!(matches!(d.deliver(b"{}".to_vec()).await, Err(None)));
+        credits.add_permits(1);
+        assert!(pending.await.unwrap().is_ok());
+        settled.await.unwrap();
+        assert!(matches!(rx.try_recv(), Ok((7, TransportEvent::Frame(_)))));
+        assert!(rx.try_recv().is_err());
     }
 }

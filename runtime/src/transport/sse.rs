@@ -31,7 +31,7 @@ use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError};
 use super::web::{
     SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
 };
-use super::{Connector, Link, TransportError};
+use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
 /// Default bound on the wait for the `endpoint` event.
 const DEFAULT_ENDPOINT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -137,6 +137,21 @@ impl Connector for SseConnector {
             let start: bridge::Start = Box::new(move |out: Out| Box::pin(forward(events, out)));
             Ok(bridge::open(leg, Some(start), None, this.web.grace))
         })
+    }
+
+    fn connect_messages(&self, delivery: Delivery) -> Option<ConnectMessages> {
+        let this = self.clone();
+        Some(Box::pin(async move {
+            let (leg, events) = this.open().await?;
+            let start: bridge::Start = Box::new(move |out: Out| Box::pin(forward(events, out)));
+            Ok(bridge::open_messages(
+                leg,
+                Some(start),
+                None,
+                this.web.grace,
+                delivery,
+            ))
+        }))
     }
 
     fn describe(&self) -> String {
