@@ -12,15 +12,19 @@
 use std::borrow::Borrow;
 use std::fmt;
 
+use thin_vec::ThinVec;
+
 /// An ordered map over a vector sorted by key (see the module doc for when to use it).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SortedMap<K, V> {
-    items: Vec<(K, V)>,
+    items: ThinVec<(K, V)>,
 }
 
 impl<K, V> Default for SortedMap<K, V> {
     fn default() -> Self {
-        SortedMap { items: Vec::new() }
+        SortedMap {
+            items: ThinVec::new(),
+        }
     }
 }
 
@@ -35,7 +39,9 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for SortedMap<K, V> {
 impl<K: Ord, V> SortedMap<K, V> {
     /// An empty map.
     pub const fn new() -> Self {
-        SortedMap { items: Vec::new() }
+        SortedMap {
+            items: ThinVec::new(),
+        }
     }
 
     fn find<Q: Ord + ?Sized>(&self, key: &Q) -> Result<usize, usize>
@@ -250,7 +256,7 @@ impl<'a, K, V> IntoIterator for &'a SortedMap<K, V> {
 
 impl<K, V> IntoIterator for SortedMap<K, V> {
     type Item = (K, V);
-    type IntoIter = std::vec::IntoIter<(K, V)>;
+    type IntoIter = thin_vec::IntoIter<(K, V)>;
     fn into_iter(self) -> Self::IntoIter {
         self.items.into_iter()
     }
@@ -259,12 +265,14 @@ impl<K, V> IntoIterator for SortedMap<K, V> {
 /// An ordered set over a sorted vector (see the module doc for when to use it).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SortedSet<T> {
-    items: Vec<T>,
+    items: ThinVec<T>,
 }
 
 impl<T> Default for SortedSet<T> {
     fn default() -> Self {
-        SortedSet { items: Vec::new() }
+        SortedSet {
+            items: ThinVec::new(),
+        }
     }
 }
 
@@ -277,7 +285,9 @@ impl<T: fmt::Debug> fmt::Debug for SortedSet<T> {
 impl<T: Ord> SortedSet<T> {
     /// An empty set.
     pub const fn new() -> Self {
-        SortedSet { items: Vec::new() }
+        SortedSet {
+            items: ThinVec::new(),
+        }
     }
 
     fn find<Q: Ord + ?Sized>(&self, value: &Q) -> Result<usize, usize>
@@ -382,7 +392,7 @@ impl<'a, T> IntoIterator for &'a SortedSet<T> {
 
 impl<T> IntoIterator for SortedSet<T> {
     type Item = T;
-    type IntoIter = std::vec::IntoIter<T>;
+    type IntoIter = thin_vec::IntoIter<T>;
     fn into_iter(self) -> Self::IntoIter {
         self.items.into_iter()
     }
