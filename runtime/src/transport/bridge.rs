@@ -268,9 +268,9 @@ pub(crate) fn open(
     }
 }
 
-/// A link over a leg that carries whole messages: the transport task runs it with
-/// [`MessageLink::pump`] and its messages reach the driver through the [`Delivery`] it was
-/// opened with. Not part of the API (see [`Connector`](super::Connector)'s hidden method).
+/// A link over a leg that carries whole messages: the transport task splits it
+/// (`into_parts`), runs its pump with the driver's frames and its closer after,
+/// and its messages reach the driver through the [`Delivery`] it was opened with. Not part of the API (see [`Connector`](super::Connector)'s hidden method).
 pub struct MessageLink {
     bridge: Arc<Bridge>,
     tasks: mpsc::UnboundedReceiver<BoxFut<()>>,

@@ -39,7 +39,7 @@
 //!
 //! Frames of the 2026-07-28 era (those whose `_meta` names the protocol version) take another
 //! path, stateless, with the era's headers and without session, GET stream, resumption or
-//! `DELETE`; a refusal never ends the link there: see [`super::modern`].
+//! `DELETE`; a refusal never ends the link there (the `modern` module).
 //!
 //! Like every transport it decides nothing about the protocol: it reads a frame's JSON only
 //! to find the `initialize` exchange (for the session's headers) and which response answers
