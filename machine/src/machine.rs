@@ -360,4 +360,11 @@ impl Machine {
         self.core.mutant = Some(mutant);
         self
     }
+
+    /// Gives back the room its queues grew and no longer use (the model checker keeps
+    /// millions of machines; a product machine keeps its room for the next turn).
+    pub fn compact(&mut self) {
+        self.out.shrink_to_fit();
+        self.core.outbox.shrink_to_fit();
+    }
 }

@@ -1282,6 +1282,8 @@ impl Harness {
             n.ghost.violations |= violation::MRTR;
         }
         self.after_step(w, &mut n, mv, &record);
+        // A state is kept until its level is expanded: without the room its queues grew.
+        n.m.compact();
         n
     }
 
