@@ -17,6 +17,11 @@
 //! When a server process exits on its own, the frames it left in the pipe are still delivered
 //! against credit, for at most the closer's flush timeout, before `Down(ChildExited)`.
 //!
+//! The HTTP transports' links carry whole messages instead of bytes: the task hands the
+//! driver's frames straight to the link, and the link delivers each message straight to the
+//! driver under the same credit, read-ahead and frame-limit rules (a hidden `Delivery`), so
+//! no pipe, line splitting or extra task sits between the driver and the HTTP client.
+//!
 //! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
 
 mod bridge;
