@@ -3,8 +3,8 @@
 //!
 //! Each frame the transport writes is handed to the current [`Leg`] (Streamable HTTP, or the
 //! legacy HTTP+SSE transport), which posts it and forwards what comes back as frames. Every
-//! request and stream the bridge starts lives in one task set owned by the bridge task, so
-//! closing or dropping the link stops them all. The first failure ends the link: the pipe
+//! request and stream the bridge starts is owned by the bridge task (its `Work`: the posts it
+//! polls, the streams in a task set), so closing or dropping the link stops them all. The first failure ends the link: the pipe
 //! closes and the closer's `exited` reports the typed reason.
 //!
 //! The transport task may also take the bridge's messages directly ([`open_messages`]): its
@@ -329,19 +329,16 @@ impl MessagePump {
     /// and returns (the requests and streams it started end when the returned future is
     /// dropped). Failures end the link through its closer, not here.
     pub(crate) async fn run(
-        mut self,
+        self,
         frames: &mut mpsc::Receiver<Vec<u8>>,
         closing: impl Future<Output = ()>,
     ) {
-        // Background work (streams a leg starts) runs in tasks of its own; posts run here,
-        // in this task: a request's answer reaches the driver without another task's wake.
-        let mut set = JoinSet::new();
-        let mut posts = FuturesUnordered::new();
+        let mut ended = self.bridge.out.ended.subscribe();
+        let mut work = Work::new(self.bridge, self.tasks);
         let mut closing = std::pin::pin!(closing);
         let mut draining = false;
         // Once the link failed, no frame is posted any more (as a byte link's pipe closes):
         // what is under way goes on while the transport task lets it.
-        let mut ended = self.bridge.out.ended.subscribe();
         let mut failed = false;
         loop {
             let frame = if draining {
@@ -361,69 +358,71 @@ impl MessagePump {
                         failed = true;
                         continue;
                     }
-                    Some(()) = posts.next(), if !posts.is_empty() => continue,
+                    () = work.step() => continue,
                     frame = frames.recv(), if !failed => match frame {
                         Some(frame) => frame,
                         None => return,
                     },
-                    Some(task) = self.tasks.recv() => {
-                        set.spawn(task);
-                        continue;
-                    }
-                    Some(_) = set.join_next(), if !set.is_empty() => continue,
-                    else => std::future::pending().await,
                 }
             };
             let line = String::from_utf8(frame)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            let head = Frame::of(&line);
-            self.bridge.leg().admit(&line);
-            let initialize = head.method.as_deref() == Some("initialize");
-            let post = Arc::clone(&self.bridge).post_line(line, initialize);
-            if self.bridge.leg().in_order(&head) {
-                let mut post = std::pin::pin!(post);
-                loop {
-                    tokio::select! {
-                        () = &mut post => break,
-                        Some(()) = posts.next(), if !posts.is_empty() => {}
-                        Some(task) = self.tasks.recv() => {
-                            set.spawn(task);
-                        }
-                        Some(_) = set.join_next(), if !set.is_empty() => {}
-                    }
-                }
-            } else {
-                posts.push(post);
-            }
+            work.take(line).await;
         }
     }
 }
 
-/// Hands one frame to the leg: posted concurrently, or to the end first when the leg wants
-/// it in order (the link's other work goes on meanwhile).
-async fn take(
-    bridge: &Arc<Bridge>,
-    line: String,
-    set: &mut JoinSet<()>,
-    tasks: &mut mpsc::UnboundedReceiver<BoxFut<()>>,
-) {
-    let frame = Frame::of(&line);
-    bridge.leg().admit(&line);
-    let initialize = frame.method.as_deref() == Some("initialize");
-    let post = Arc::clone(bridge).post_line(line, initialize);
-    if bridge.leg().in_order(&frame) {
-        let mut post = std::pin::pin!(post);
-        loop {
-            tokio::select! {
-                () = &mut post => break,
-                Some(task) = tasks.recv() => {
-                    set.spawn(task);
-                }
-                Some(_) = set.join_next(), if !set.is_empty() => {}
-            }
+/// A link's work under way: its posts, polled by whoever runs the link (no task of their
+/// own: an answer reaches the transport without another task's wake), and the background
+/// work its leg starts (streams), each in a task. All of it ends when this is dropped.
+struct Work {
+    bridge: Arc<Bridge>,
+    tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
+    set: JoinSet<()>,
+    posts: FuturesUnordered<BoxFut<()>>,
+}
+
+impl Work {
+    fn new(bridge: Arc<Bridge>, tasks: mpsc::UnboundedReceiver<BoxFut<()>>) -> Self {
+        Work {
+            bridge,
+            tasks,
+            set: JoinSet::new(),
+            posts: FuturesUnordered::new(),
         }
-    } else {
-        set.spawn(post);
+    }
+
+    /// Moves the work on by one event: a post ended, a background task started or ended.
+    /// Never resolves when there is nothing to wait for. Cancel-safe.
+    async fn step(&mut self) {
+        tokio::select! {
+            Some(()) = self.posts.next(), if !self.posts.is_empty() => {}
+            Some(task) = self.tasks.recv() => {
+                self.set.spawn(task);
+            }
+            Some(_) = self.set.join_next(), if !self.set.is_empty() => {}
+            else => std::future::pending().await,
+        }
+    }
+
+    /// Hands one frame to the leg: posted alongside the others, or to the end first when the
+    /// leg wants it in order (the link's other work goes on meanwhile).
+    async fn take(&mut self, line: String) {
+        let head = Frame::of(&line);
+        self.bridge.leg().admit(&line);
+        let initialize = head.method.as_deref() == Some("initialize");
+        let post = Arc::clone(&self.bridge).post_line(line, initialize);
+        if self.bridge.leg().in_order(&head) {
+            let mut post = std::pin::pin!(post);
+            loop {
+                tokio::select! {
+                    () = &mut post => break,
+                    () = self.step() => {}
+                }
+            }
+        } else {
+            self.posts.push(Box::pin(post));
+        }
     }
 }
 
@@ -431,7 +430,7 @@ async fn run(
     bridge: Arc<Bridge>,
     pipe: tokio::io::DuplexStream,
     mut frames: mpsc::Receiver<Vec<u8>>,
-    mut tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
+    tasks: mpsc::UnboundedReceiver<BoxFut<()>>,
 ) {
     let (from_transport, mut to_transport) = tokio::io::split(pipe);
     // One writer into the pipe: frames are whole lines, never interleaved.
@@ -444,23 +443,17 @@ async fn run(
         }
     };
     // Every request and stream of the link; dropped (aborted) with the bridge.
-    let mut set = JoinSet::new();
-    let work = {
-        let bridge = Arc::clone(&bridge);
-        async move {
-            let mut lines = BufReader::new(from_transport).lines();
-            loop {
-                tokio::select! {
-                    line = lines.next_line() => match line {
-                        Ok(Some(line)) => take(&bridge, line, &mut set, &mut tasks).await,
-                        // The transport closed its end: the link is closing.
-                        _ => return,
-                    },
-                    Some(task) = tasks.recv() => {
-                        set.spawn(task);
-                    }
-                    Some(_) = set.join_next(), if !set.is_empty() => {}
-                }
+    let mut work = Work::new(Arc::clone(&bridge), tasks);
+    let work = async move {
+        let mut lines = BufReader::new(from_transport).lines();
+        loop {
+            tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => work.take(line).await,
+                    // The transport closed its end: the link is closing.
+                    _ => return,
+                },
+                () = work.step() => {}
             }
         }
     };

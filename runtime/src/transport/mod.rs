@@ -496,6 +496,13 @@ impl CloserSlot {
         }
     }
 
+    /// How long the link may flush on close and wait for its peer's exit.
+    fn flush_bound(&self) -> Duration {
+        self.0
+            .as_ref()
+            .map_or(DEFAULT_FLUSH_TIMEOUT, |c| c.flush_timeout())
+    }
+
     fn watches_exit(&mut self) -> bool {
         self.0.as_mut().is_some_and(|c| c.exited().is_some())
     }
@@ -569,17 +576,10 @@ impl Task {
     async fn run_messages(mut self, link: MessageLink, delivery: Delivery) {
         let (pump, closer) = link.into_parts();
         let mut closer = CloserSlot(Some(closer));
-        let flush_bound = closer
-            .0
-            .as_ref()
-            .map_or(DEFAULT_FLUSH_TIMEOUT, |c| c.flush_timeout());
+        let flush_bound = closer.flush_bound();
         tracing::debug!("transport up (messages)");
         self.events.send(TransportEvent::Up);
-        let closing = self.closing.clone();
-        let close_deadline = async move {
-            wait_closing(closing).await;
-            tokio::time::sleep(flush_bound).await;
-        };
+        let close_deadline = close_deadline(self.closing.clone(), flush_bound);
         // The pump owns the link's requests and streams: they run (and answers are delivered)
         // while it is polled, and end when it is dropped, at the end of this block.
         let reason = {
@@ -619,10 +619,7 @@ impl Task {
             closer,
         } = link;
         let mut closer = CloserSlot(closer);
-        let flush_bound = closer
-            .0
-            .as_ref()
-            .map_or(DEFAULT_FLUSH_TIMEOUT, |c| c.flush_timeout());
+        let flush_bound = closer.flush_bound();
         tracing::debug!("transport up");
         self.events.send(TransportEvent::Up);
 
@@ -636,11 +633,7 @@ impl Task {
         let mut writer = BufWriter::with_capacity(WRITE_BUFFER, writer);
 
         let end = {
-            let closing = self.closing.clone();
-            let close_deadline = async move {
-                wait_closing(closing).await;
-                tokio::time::sleep(flush_bound).await;
-            };
+            let close_deadline = close_deadline(self.closing.clone(), flush_bound);
             // Biased: the branches are polled in a fixed order (each runs until the link ends,
             // so none starves), which makes a run on a paused clock replay exactly.
             tokio::select! {
@@ -689,6 +682,12 @@ impl Task {
         }
         self.events.down(reason);
     }
+}
+
+/// Resolves `bound` after a close was requested: the most an orderly close may take.
+async fn close_deadline(closing: watch::Receiver<bool>, bound: Duration) {
+    wait_closing(closing).await;
+    tokio::time::sleep(bound).await;
 }
 
 /// Resolves once a close was requested (or the handle is gone).
