@@ -65,8 +65,10 @@ pub(crate) struct Core {
     pub(crate) probe_version: String,
     /// The bound the running init timeout was armed with (the row chose which).
     pub(crate) init_bound: Duration,
-    /// The accepted handshake.
-    pub(crate) server: Option<ServerInfo>,
+    /// The accepted handshake (shared: set once per handshake, never changed in place, so a
+    /// copy of the machine, as the model checker makes for every successor, does not copy
+    /// the server's JSON).
+    pub(crate) server: Option<Arc<ServerInfo>>,
     pub(crate) last_error: Option<Failure>,
     pub(crate) calls: Calls,
     pub(crate) tombstones: Tombstones,
@@ -1304,7 +1306,7 @@ impl Handlers for Ctx<'_> {
             version: w.protocol_version.clone(),
             tentative: false,
         });
-        self.core.server = Some(w);
+        self.core.server = Some(Arc::new(w));
         self.core.init_id = None;
         self.core.last_error = None;
     }
@@ -1773,7 +1775,7 @@ impl Handlers for Ctx<'_> {
             version: w.protocol_version.clone(),
             tentative: false,
         });
-        self.core.server = Some(w);
+        self.core.server = Some(Arc::new(w));
         self.core.init_id = None;
         self.core.last_error = None;
     }

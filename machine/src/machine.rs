@@ -99,7 +99,7 @@ impl Machine {
 
     /// What the server said in the last accepted handshake (or discovery).
     pub fn server(&self) -> Option<&ServerInfo> {
-        self.core.server.as_ref()
+        self.core.server.as_deref()
     }
 
     /// The messages of `bytes` when it is a JSON-RPC batch this connection must accept (MCP
