@@ -1,9 +1,10 @@
-//! One frame through [`mcp_machine::classify::classify`]: never a panic, and what it read can
-//! be read back from the frame itself.
+//! One frame through [`mcp_machine::classify::classify`]: never a panic, what it read can be
+//! read back from the frame itself, and its one-pass read of a frame's members gives the frame
+//! the general way (the whole JSON value) gives.
 
 use std::hint::black_box;
 
-use mcp_machine::classify::{Frame, classify};
+use mcp_machine::classify::{Frame, classify, classify_by_value};
 use mcp_machine::{Response, ResponseError, ResponseId, ServerRequestId};
 use serde_json::Value;
 
@@ -13,6 +14,15 @@ const MAX: usize = 1 << 20;
 /// Classifies `bytes` and checks the result against the frame's own JSON.
 pub fn check(bytes: &[u8]) {
     let frame = classify(bytes, MAX);
+    // The one-pass read and the general way give the same frame; the one difference allowed:
+    // a number out of f64 range in a member nobody reads fails only the general way.
+    let general = classify_by_value(bytes, MAX);
+    if general != frame {
+        assert!(
+            matches!(&general, Frame::Malformed(m) if m.reason.contains("out of range")),
+            "one pass: {frame:?}, general: {general:?}"
+        );
+    }
     // Exactly the limit is accepted, one byte less is not: the size is checked first.
     if let Some(less) = bytes.len().checked_sub(1) {
         assert!(matches!(classify(bytes, less), Frame::Oversized(o) if o.size == bytes.len()));

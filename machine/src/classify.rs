@@ -47,6 +47,16 @@ pub fn classify(bytes: &[u8], max_frame_bytes: usize) -> Frame {
     }
 }
 
+/// [`classify`] the general way only: by way of the frame's whole JSON value, never the
+/// one-pass read. For differential tests and fuzzing (the two must agree), not for use.
+#[doc(hidden)]
+pub fn classify_by_value(bytes: &[u8], max_frame_bytes: usize) -> Frame {
+    if bytes.len() > max_frame_bytes {
+        return Frame::Oversized(Oversized { size: bytes.len() });
+    }
+    classify_value(bytes)
+}
+
 /// Classifies `bytes` (within the limit) by way of its whole JSON value.
 fn classify_value(bytes: &[u8]) -> Frame {
     let value = match parse(bytes) {
