@@ -695,14 +695,15 @@ impl ClientBuilder {
             notifier,
             authorizer: self.authorizer,
         };
-        let driver = Driver::new(
+        let (driver, run) = Driver::start(
             machine,
             epoch,
             wiring,
             Arc::clone(&out),
             self.trace.map(TraceSink::new),
+            commands_rx,
         );
-        let task = tokio::spawn(driver.run(commands_rx));
+        let task = tokio::spawn(run);
         let monitor_out = Arc::clone(&out);
         tokio::spawn(async move {
             if let Err(e) = task.await {
@@ -722,6 +723,7 @@ impl ClientBuilder {
         });
         let shared = Arc::new(Shared {
             connector,
+            driver,
             commands: commands_tx,
             state: state_rx,
             closed: closed_rx,
@@ -785,6 +787,8 @@ fn random_seed() -> u64 {
 
 struct Shared {
     connector: Arc<dyn Connector>,
+    /// The driver's state: a call that finds it free runs its own turn.
+    driver: Arc<crate::driver::DriverCell>,
     commands: mpsc::UnboundedSender<Command>,
     state: watch::Receiver<ConnState>,
     closed: watch::Receiver<bool>,
@@ -1074,7 +1078,12 @@ impl Client {
             progress: options.progress,
             reply,
         };
-        if self.shared.commands.send(cmd).is_err() {
+        if self
+            .shared
+            .driver
+            .submit(&self.shared.commands, cmd)
+            .is_err()
+        {
             return Answer::Shutdown;
         }
         Answer::Waiting {
