@@ -695,15 +695,14 @@ impl ClientBuilder {
             notifier,
             authorizer: self.authorizer,
         };
-        let (driver, run) = Driver::start(
+        let driver = Driver::new(
             machine,
             epoch,
             wiring,
             Arc::clone(&out),
             self.trace.map(TraceSink::new),
-            commands_rx,
         );
-        let task = tokio::spawn(run);
+        let task = tokio::spawn(driver.run(commands_rx));
         let monitor_out = Arc::clone(&out);
         tokio::spawn(async move {
             if let Err(e) = task.await {
@@ -723,7 +722,6 @@ impl ClientBuilder {
         });
         let shared = Arc::new(Shared {
             connector,
-            driver,
             commands: commands_tx,
             state: state_rx,
             closed: closed_rx,
@@ -787,8 +785,6 @@ fn random_seed() -> u64 {
 
 struct Shared {
     connector: Arc<dyn Connector>,
-    /// The driver's state: a call that finds it free runs its own turn.
-    driver: Arc<crate::driver::DriverCell>,
     commands: mpsc::UnboundedSender<Command>,
     state: watch::Receiver<ConnState>,
     closed: watch::Receiver<bool>,
@@ -1078,12 +1074,7 @@ impl Client {
             progress: options.progress,
             reply,
         };
-        if self
-            .shared
-            .driver
-            .submit(&self.shared.commands, cmd)
-            .is_err()
-        {
+        if self.shared.commands.send(cmd).is_err() {
             return Answer::Shutdown;
         }
         Answer::Waiting {

@@ -1,11 +1,8 @@
-//! The driver: feeds the sans-IO machine and carries out its actions.
+//! The driver: one tokio task that feeds the sans-IO machine and carries out its actions.
 //!
-//! Its state sits behind a lock shared by its tokio task and the callers ([`DriverCell`]). The
-//! task selects over caller commands, transport events, handler answers and one sleep until
-//! the machine's next deadline; a caller whose command finds the driver free runs that
-//! command's turn itself, so a lone call's frame is written from the caller's thread without
-//! crossing a task. Either way, after each input every action is drained. It decides nothing:
-//! what an event does in a state is the generated table's business.
+//! It selects over caller commands, transport events, handler answers and one sleep until the
+//! machine's next deadline; after each input it drains every action. It decides nothing: what
+//! an event does in a state is the generated table's business.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -128,17 +125,16 @@ pub(crate) struct Driver {
     transport_config: TransportConfig,
     transports: HashMap<u64, TransportHandle>,
     events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
+    events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
     handler_tx: mpsc::UnboundedSender<(u64, Done)>,
+    handler_rx: mpsc::UnboundedReceiver<(u64, Done)>,
     /// Handler tasks in flight: how to abort each, and its context's cancellation flag.
     server_tasks: HashMap<(u64, TaskKey), (AbortHandle, watch::Sender<bool>)>,
     /// Sends the driver's own notifications (roots changed) and handlers' progress.
     notifier: Notifier,
-    /// The callers' commands; taken (and so closed) when the driver ends.
-    commands: Option<mpsc::UnboundedReceiver<Command>>,
-    /// The deadline the driver's task sleeps until (a caller's turn that moves the machine's
-    /// next deadline before it wakes the task).
-    armed: Option<Duration>,
+    /// The host's roots, when it changes them at run time.
+    roots: Option<watch::Receiver<Vec<crate::Root>>>,
     pending: HashMap<CallId, Pending>,
     out: Arc<Outputs>,
     exited: bool,
@@ -151,109 +147,16 @@ pub(crate) struct Driver {
     auth_task: Option<(AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
     /// The instant of the turn being run (a send's outcome is fed back at it).
     turn_now: Duration,
-    /// Frames were queued on a transport and not yet written: they go out in one write when
-    /// nothing else is ready.
-    unflushed: bool,
-}
-
-/// What only the driver's task waits on: transport events, handler answers, the host's roots.
-struct Inputs {
-    events: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
-    handlers: mpsc::UnboundedReceiver<(u64, Done)>,
-    roots: Option<watch::Receiver<Vec<crate::Root>>>,
-}
-
-/// The driver's state, shared by its task and the callers: a caller whose command finds the
-/// driver free runs that command's turn itself (the same rows, the same actions, its frame
-/// written at once), so a lone call crosses no task on its way out. The task runs every other
-/// turn: transport events, handler answers, timers, and commands that found the driver busy.
-pub(crate) struct DriverCell {
-    driver: std::sync::Mutex<Driver>,
-    /// Wakes the task after a caller's turn moved the next deadline earlier or ended the
-    /// machine (what the task's wait depends on).
-    wake: tokio::sync::Notify,
-    /// The runtime the driver's task runs on: a caller's turn spawns there, whatever thread
-    /// the caller is on.
-    runtime: tokio::runtime::Handle,
-}
-
-impl DriverCell {
-    /// Runs `cmd`'s turn now when the driver is free (after the commands queued before it),
-    /// else queues it for the task. `Err` when the driver has ended (the command is dropped,
-    /// and with it its reply).
-    pub(crate) fn submit(
-        &self,
-        commands: &mpsc::UnboundedSender<Command>,
-        cmd: Command,
-    ) -> Result<(), Ended> {
-        // Never waits for the lock: a busy driver (or one a panic left) takes it from the queue.
-        let Ok(mut driver) = self.driver.try_lock() else {
-            return commands.send(cmd).map_err(|_| Ended);
-        };
-        let Some(queued) = driver.commands.as_mut() else {
-            return Err(Ended);
-        };
-        let mut earlier = Vec::new();
-        while let Ok(c) = queued.try_recv() {
-            earlier.push(c);
-        }
-        let _runtime = self.runtime.enter();
-        for c in earlier {
-            driver.command(c);
-        }
-        driver.command(cmd);
-        driver.flush();
-        let next = driver.machine.poll_timeout();
-        let wake = driver.exited
-            || match (next, driver.armed) {
-                (Some(next), Some(armed)) => next < armed,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-        drop(driver);
-        if wake {
-            self.wake.notify_one();
-        }
-        Ok(())
-    }
-
-    /// The state, for the task (a panic in a caller's turn is the task's panic too).
-    fn lock(&self) -> std::sync::MutexGuard<'_, Driver> {
-        self.driver
-            .lock()
-            .expect("the driver's state was left by a panic")
-    }
-}
-
-/// The driver has ended: a command can no longer be taken.
-#[derive(Debug)]
-pub(crate) struct Ended;
-
-/// Answers every caller still waiting with `Shutdown` (their replies dropped) and closes the
-/// command queue, when the driver's task ends in any way (a panic included).
-struct EndGuard(Arc<DriverCell>);
-
-impl Drop for EndGuard {
-    fn drop(&mut self) {
-        let mut driver = self.0.driver.lock().unwrap_or_else(|e| e.into_inner());
-        driver.commands = None;
-        driver.pending.clear();
-    }
 }
 
 impl Driver {
-    /// The driver's state, shared with the callers, and its task (to spawn).
-    pub(crate) fn start(
+    pub(crate) fn new(
         machine: Machine,
         epoch: Instant,
         wiring: Wiring,
         out: Arc<Outputs>,
         trace: Option<TraceSink>,
-        commands: mpsc::UnboundedReceiver<Command>,
-    ) -> (
-        Arc<DriverCell>,
-        impl std::future::Future<Output = ()> + Send + 'static,
-    ) {
+    ) -> Self {
         let Wiring {
             connector,
             transport_config,
@@ -263,23 +166,20 @@ impl Driver {
         } = wiring;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
-        let inputs = Inputs {
-            events: events_rx,
-            handlers: handler_rx,
-            roots: handler.roots_changes(),
-        };
-        let driver = Driver {
+        let roots = handler.roots_changes();
+        Driver {
             notifier,
-            commands: Some(commands),
-            armed: None,
+            roots,
             machine,
             epoch,
             connector,
             transport_config,
             transports: HashMap::new(),
             events_tx,
+            events_rx,
             handler,
             handler_tx,
+            handler_rx,
             server_tasks: HashMap::new(),
             pending: HashMap::new(),
             out,
@@ -288,64 +188,73 @@ impl Driver {
             authorizer,
             auth_task: None,
             turn_now: Duration::ZERO,
-            unflushed: false,
-        };
-        let cell = Arc::new(DriverCell {
-            driver: std::sync::Mutex::new(driver),
-            wake: tokio::sync::Notify::new(),
-            runtime: tokio::runtime::Handle::current(),
-        });
-        (Arc::clone(&cell), run(cell, inputs))
+        }
     }
 
     fn now(&self) -> Duration {
         Instant::now().saturating_duration_since(self.epoch)
     }
 
-    /// A handler's answer, or the authorization's end.
-    fn handler_done(&mut self, generation: u64, done: Done) {
-        match done {
-            Done::Server(reply) => {
-                self.server_tasks
-                    .remove(&(generation, TaskKey::Server(reply.id.clone())));
-                self.input(Input::HandlerReply { generation, reply });
-            }
-            Done::Input(reply) => {
-                let key = TaskKey::Input(reply.request, reply.key.clone());
-                self.server_tasks.remove(&(generation, key));
-                self.input(Input::InputReply { generation, reply });
-            }
-            Done::Authorized(result) => {
-                // To the newest generation that asked (read here, after every
-                // `Authorize` the driver has carried out: none is lost).
-                let generation = self.auth_task.take().map_or(generation, |(_, target)| {
-                    target.load(std::sync::atomic::Ordering::Relaxed)
-                });
-                self.input(match result {
-                    Ok(()) => Input::Authorized { generation },
-                    Err(reason) => Input::AuthorizationFailed {
-                        generation,
-                        failure: mcp_machine::AuthFailure { reason },
-                    },
-                });
+    /// Runs until the machine exits and every transport task has ended.
+    pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        self.turn_now = self.now();
+        self.drain();
+        self.end_turn();
+        let mut commands_open = true;
+        while !(self.exited && self.transports.is_empty()) {
+            let deadline = self.machine.poll_timeout().map(|d| self.epoch + d);
+            tokio::select! {
+                biased;
+                Some((generation, event)) = self.events_rx.recv() => self.transport_event(generation, event),
+                Some((generation, done)) = self.handler_rx.recv() => match done {
+                    Done::Server(reply) => {
+                        self.server_tasks.remove(&(generation, TaskKey::Server(reply.id.clone())));
+                        self.input(Input::HandlerReply { generation, reply });
+                    }
+                    Done::Input(reply) => {
+                        let key = TaskKey::Input(reply.request, reply.key.clone());
+                        self.server_tasks.remove(&(generation, key));
+                        self.input(Input::InputReply { generation, reply });
+                    }
+                    Done::Authorized(result) => {
+                        // To the newest generation that asked (read here, after every
+                        // `Authorize` the driver has carried out: none is lost).
+                        let generation = self
+                            .auth_task
+                            .take()
+                            .map_or(generation, |(_, target)| {
+                                target.load(std::sync::atomic::Ordering::Relaxed)
+                            });
+                        self.input(match result {
+                            Ok(()) => Input::Authorized { generation },
+                            Err(reason) => Input::AuthorizationFailed {
+                                generation,
+                                failure: mcp_machine::AuthFailure { reason },
+                            },
+                        });
+                    }
+                },
+                () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
+                () = roots_changed(&mut self.roots) => {
+                    // The host changed its roots: tell the server, like a host's own notify.
+                    let (reply, _) = oneshot::channel();
+                    let input = Input::Notify(mcp_machine::NotifyRequest {
+                        call: self.notifier.next_call(),
+                        method: "notifications/roots/list_changed".to_owned(),
+                        params: None,
+                    });
+                    self.command(Command::Notify { input, reply });
+                }
+                cmd = commands.recv(), if commands_open => match cmd {
+                    Some(cmd) => self.command(cmd),
+                    None => {
+                        // Every handle was dropped: stop as if asked to.
+                        commands_open = false;
+                        self.input(Input::Stop { call: CallId(u64::MAX) });
+                    }
+                },
             }
         }
-    }
-
-    /// The host changed its roots: tell the server, like a host's own notify.
-    fn roots_changed(&mut self) {
-        let (reply, _) = oneshot::channel();
-        let input = Input::Notify(mcp_machine::NotifyRequest {
-            call: self.notifier.next_call(),
-            method: "notifications/roots/list_changed".to_owned(),
-            params: None,
-        });
-        self.command(Command::Notify { input, reply });
-    }
-
-    /// The end: handler tasks cancelled, every caller left answered, the outputs closed.
-    fn finish(&mut self) {
-        self.commands = None;
         for (_, task) in self.server_tasks.drain() {
             cancel(task);
         }
@@ -524,17 +433,6 @@ impl Driver {
         self.out.state.send_replace(step.to);
     }
 
-    /// Writes what was queued on the transports (what finds no room, their tasks write):
-    /// at once for a lone call, which then crosses no task; by the transport's task when
-    /// other calls are in flight, which then writes the frames of many calls at once.
-    fn flush(&mut self) {
-        self.unflushed = false;
-        let busy = self.pending.len() > 1;
-        for t in self.transports.values() {
-            if busy { t.hand_over() } else { t.flush() }
-        }
-    }
-
     fn drain(&mut self) {
         while let Some(action) = self.machine.poll_action() {
             self.record(|| Record::Action(action.clone()));
@@ -563,13 +461,11 @@ impl Driver {
                 token,
                 frame,
             } => {
-                // The outcome is fed back at once: the machine's send contract. The frame is
-                // written when the driver has nothing else ready (see `flush`).
+                // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {
-                    Some(t) => t.try_queue(frame),
+                    Some(t) => t.try_send(frame),
                     None => mcp_machine::SendOutcome::Failed,
                 };
-                self.unflushed |= outcome == mcp_machine::SendOutcome::Ok;
                 if outcome != mcp_machine::SendOutcome::Ok {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
                 }
@@ -787,53 +683,6 @@ impl Driver {
         });
         self.auth_task = Some((task.abort_handle(), target));
     }
-}
-
-/// The driver's task: runs until the machine exits and every transport task has ended.
-async fn run(cell: Arc<DriverCell>, mut inputs: Inputs) {
-    let _end = EndGuard(Arc::clone(&cell));
-    {
-        let mut driver = cell.lock();
-        driver.turn_now = driver.now();
-        driver.drain();
-        driver.end_turn();
-    }
-    let mut commands_open = true;
-    loop {
-        let (deadline, unflushed) = {
-            let mut driver = cell.lock();
-            if driver.exited && driver.transports.is_empty() {
-                break;
-            }
-            driver.armed = driver.machine.poll_timeout();
-            (driver.armed.map(|d| driver.epoch + d), driver.unflushed)
-        };
-        // The queue's wait registers under the lock and lets go of it at once.
-        let command = std::future::poll_fn(|cx| match cell.lock().commands.as_mut() {
-            Some(commands) => commands.poll_recv(cx),
-            None => std::task::Poll::Ready(None),
-        });
-        tokio::select! {
-            biased;
-            Some((generation, event)) = inputs.events.recv() => cell.lock().transport_event(generation, event),
-            Some((generation, done)) = inputs.handlers.recv() => cell.lock().handler_done(generation, done),
-            () = sleep_until(deadline), if deadline.is_some() => cell.lock().timeout(),
-            () = roots_changed(&mut inputs.roots) => cell.lock().roots_changed(),
-            cmd = command, if commands_open => match cmd {
-                Some(cmd) => cell.lock().command(cmd),
-                None => {
-                    // Every handle was dropped: stop as if asked to.
-                    commands_open = false;
-                    cell.lock().input(Input::Stop { call: CallId(u64::MAX) });
-                }
-            },
-            // A caller's turn changed what this waits for.
-            () = cell.wake.notified() => {}
-            // Nothing else is ready: what this wake-up queued goes out, in one write.
-            () = std::future::ready(()), if unflushed => cell.lock().flush(),
-        }
-    }
-    cell.lock().finish();
 }
 
 fn answer(p: Pending, outcome: Result<Value, Error>) {

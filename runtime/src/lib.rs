@@ -3,9 +3,8 @@
 //!
 //! The connection lifecycle (connecting, handshake, ready, backoff, closing) is not decided
 //! here: it is the table of `spec/transitions.toml`, generated into [`mcp_machine`] and
-//! model-checked. This crate runs that machine on tokio: a [`Client`] handle's command feeds
-//! the machine (on the caller's own thread when the driver is free, else through the driver's
-//! task), and the driver carries out the machine's actions over a transport
+//! model-checked. This crate runs that machine on tokio: a [`Client`] handle sends commands
+//! to one driver task, which feeds the machine and carries out its actions over a transport
 //! (a child process over stdio, any byte stream, Streamable HTTP or legacy HTTP+SSE:
 //! [`ClientBuilder::http`] picks between the last two by itself).
 //!

@@ -14,7 +14,7 @@
 
 use std::io;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
 /// Capacity of the read buffer in front of the link's reader.
 const READ_BUFFER: usize = 64 * 1024;
@@ -94,6 +94,16 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
             }
         }
     }
+}
+
+/// Writes one frame followed by `\n` (no flush; the caller flushes once per batch).
+/// The frame must not contain a `\n` byte (compact JSON never does).
+pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    frame: &[u8],
+) -> io::Result<()> {
+    writer.write_all(frame).await?;
+    writer.write_all(b"\n").await
 }
 
 #[cfg(test)]
@@ -220,5 +230,14 @@ mod tests {
         }
         drop(reader);
         writer.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn write_frame_appends_newline() {
+        let mut out = Vec::new();
+        write_frame(&mut out, b"{}").await.unwrap();
+        write_frame(&mut out, b"[1]").await.unwrap();
+        out.flush().await.unwrap();
+        assert_eq!(out, b"{}\n[1]\n");
     }
 }

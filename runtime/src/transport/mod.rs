@@ -11,11 +11,8 @@
 //! credits and gives one back per frame taken), and, beyond the first frame waiting, only while
 //! the frames delivered and not yet taken ([`TransportHandle::frame_taken`]) hold less than
 //! [`READ_AHEAD_BYTES`]. So a fast server is held back by the OS pipe or socket buffer, and
-//! what waits between the link and the driver stays bounded in frames and in bytes. Writing is
-//! independent of credit and goes through a bounded queue that never makes the caller wait
-//! ([`TransportHandle::try_send`]); on a byte link the handle's holder writes the queue itself
-//! when the link has room and nothing is being written (a lone frame crosses no task), and
-//! the task writes what finds no room, or a busy link's frames in one write.
+//! what waits between the link and the driver stays bounded in frames and in bytes. Writing is independent of credit and goes through a bounded queue that
+//! never makes the caller wait ([`TransportHandle::try_send`]).
 //!
 //! When a server process exits on its own, the frames it left in the pipe are still delivered
 //! against credit, for at most the closer's flush timeout, before `Down(ChildExited)`.
@@ -32,7 +29,6 @@ mod bridge;
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
 mod modern;
-mod outbox;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
@@ -45,13 +41,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
-use framing::{FrameReader, ReadFrame};
-use outbox::Outbox;
+use framing::{FrameReader, ReadFrame, write_frame};
 
 pub use http::{AutoHttpConnector, HttpConnector, HttpVerdict};
 pub use sse::SseConnector;
@@ -70,6 +65,9 @@ pub const DEFAULT_SEND_QUEUE: usize = 256;
 /// How long an orderly close may spend flushing queued frames when the link has no
 /// [`Closer`] to say otherwise; also how long a link that failed waits for the peer's exit.
 const DEFAULT_FLUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Capacity of the write buffer in front of the link's writer.
+const WRITE_BUFFER: usize = 64 * 1024;
 
 /// Bytes of frames delivered and not yet taken past which no further frame is read, however
 /// many credits remain (a lone frame waiting may be larger: it is bounded by the frame limit).
@@ -341,10 +339,7 @@ pub trait Closer: Send {
 /// final `Down(Closed)`. Dropping it after `close` lets the orderly close finish.
 pub struct TransportHandle {
     generation: u64,
-    /// Frames for a message link, and for any link until it is connected.
     frames: mpsc::Sender<Vec<u8>>,
-    /// A connected byte link's outgoing frames (written from here when it has room).
-    outbox: OutboxSlot,
     credits: Arc<Semaphore>,
     /// The read-ahead budget in bytes ([`READ_AHEAD_BYTES`] permits).
     ahead: Arc<Semaphore>,
@@ -358,53 +353,16 @@ impl TransportHandle {
         self.generation
     }
 
-    /// Queue one frame (bounded queue; never waits) and start writing it. `Busy` when full,
-    /// `Failed` when the task is gone or closing. The frame must not contain `\n`; the
-    /// transport appends it. On a connected byte link the frame is written from here at once
-    /// when the link has room and nothing is ahead of it; the task writes what is left.
+    /// Queue one frame (bounded queue; never waits). `Busy` when full, `Failed` when the task
+    /// is gone or closing. The frame must not contain `\n`; the task appends it.
     pub fn try_send(&self, frame: Vec<u8>) -> SendOutcome {
-        let outcome = self.try_queue(frame);
-        self.flush();
-        outcome
-    }
-
-    /// [`try_send`](TransportHandle::try_send) without the write: the frame waits for
-    /// [`flush`](TransportHandle::flush) on a byte link (several frames then go out in one
-    /// write). A message link's task takes it at once either way.
-    #[doc(hidden)]
-    pub fn try_queue(&self, frame: Vec<u8>) -> SendOutcome {
         if *self.closing.borrow() {
             return SendOutcome::Failed;
-        }
-        let slot = self.outbox.lock();
-        if let Some(outbox) = slot.as_ref() {
-            return outbox.push(frame);
         }
         match self.frames.try_send(frame) {
             Ok(()) => SendOutcome::Ok,
             Err(mpsc::error::TrySendError::Full(_)) => SendOutcome::Busy,
             Err(mpsc::error::TrySendError::Closed(_)) => SendOutcome::Failed,
-        }
-    }
-
-    /// Writes the frames queued on a byte link, as far as it has room without waiting (the
-    /// task writes the rest). Nothing to do on a message link.
-    #[doc(hidden)]
-    pub fn flush(&self) {
-        let outbox = self.outbox.lock().clone();
-        if let Some(outbox) = outbox {
-            outbox.flush();
-        }
-    }
-
-    /// Leaves the frames queued on a byte link to the task, which writes them when it next
-    /// runs, together with whatever was queued by then (one write for many frames on a busy
-    /// link). Nothing to do on a message link.
-    #[doc(hidden)]
-    pub fn hand_over(&self) {
-        let outbox = self.outbox.lock().clone();
-        if let Some(outbox) = outbox {
-            outbox.hand_over();
         }
     }
 
@@ -474,10 +432,8 @@ pub fn spawn(
     let credits = Arc::new(Semaphore::new(0));
     let ahead = Arc::new(Semaphore::new(READ_AHEAD_BYTES));
     let (closing_tx, closing_rx) = watch::channel(false);
-    let outbox = OutboxSlot::default();
     let span = tracing::debug_span!("transport", generation = r#gen, link = %connector.describe());
     let task = Task {
-        outbox: outbox.clone(),
         events: Events {
             tx: events,
             generation: r#gen,
@@ -493,7 +449,6 @@ pub fn spawn(
     TransportHandle {
         generation: r#gen,
         frames: frames_tx,
-        outbox,
         credits,
         ahead,
         closing: closing_tx,
@@ -573,25 +528,7 @@ enum End {
     Failed(TransportError),
 }
 
-/// Where a connected byte link's [`Outbox`] is put for the handle to find.
-#[derive(Clone, Default)]
-struct OutboxSlot(Arc<std::sync::Mutex<Option<Arc<Outbox>>>>);
-
-impl OutboxSlot {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Outbox>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Puts the link's outbox in place, after the frames queued before it was connected.
-    fn install(&self, outbox: &Arc<Outbox>, waiting: &mut mpsc::Receiver<Vec<u8>>) {
-        let mut slot = self.lock();
-        outbox.push_waiting(std::iter::from_fn(|| waiting.try_recv().ok()));
-        *slot = Some(Arc::clone(outbox));
-    }
-}
-
 struct Task {
-    outbox: OutboxSlot,
     events: Events,
     config: TransportConfig,
     frames: mpsc::Receiver<Vec<u8>>,
@@ -683,10 +620,6 @@ impl Task {
         } = link;
         let mut closer = CloserSlot(closer);
         let flush_bound = closer.flush_bound();
-        let outbox = Arc::new(Outbox::new(writer, self.config.send_queue));
-        self.outbox.install(&outbox, &mut self.frames);
-        // What was queued before the link was up goes out now.
-        outbox.flush();
         tracing::debug!("transport up");
         self.events.send(TransportEvent::Up);
 
@@ -697,13 +630,15 @@ impl Task {
             have_credit: false,
             held: None,
         };
+        let mut writer = BufWriter::with_capacity(WRITE_BUFFER, writer);
+
         let end = {
             let close_deadline = close_deadline(self.closing.clone(), flush_bound);
             // Biased: the branches are polled in a fixed order (each runs until the link ends,
             // so none starves), which makes a run on a paused clock replay exactly.
             tokio::select! {
                 biased;
-                end = write_side(&outbox, self.closing.clone()) => end,
+                end = write_loop(&mut self.frames, &mut writer, self.closing.clone()) => end,
                 end = pump.run(&self.events) => end,
                 reason = closer.exited() => End::Exited(reason),
                 () = close_deadline => {
@@ -732,7 +667,7 @@ impl Task {
             End::Failed(error) => (error, true),
         };
         // Closing the writer (for a child: its stdin) is the first step of every shutdown.
-        outbox.drop_writer();
+        drop(writer);
         // A failed link often means the server is exiting; prefer its exit status as reason.
         let reason = if failed && closer.watches_exit() {
             tokio::time::timeout(flush_bound, closer.exited())
@@ -760,18 +695,48 @@ async fn wait_closing(mut closing: watch::Receiver<bool>) {
     let _ = closing.wait_for(|c| *c).await;
 }
 
-/// The task's share of the writing: what the handle left to it (no room at once), and on
-/// close everything queued, then the writer is shut down.
-async fn write_side(outbox: &Outbox, closing: watch::Receiver<bool>) -> End {
-    tokio::select! {
-        biased;
-        () = wait_closing(closing) => {
-            if let Err(e) = outbox.close().await {
-                tracing::debug!(error = %e, "write failed while closing");
+/// Writes queued frames, batching and flushing; on close drains the queue, flushes and shuts
+/// the writer down.
+async fn write_loop<W: AsyncWrite + Unpin>(
+    frames: &mut mpsc::Receiver<Vec<u8>>,
+    writer: &mut W,
+    closing: watch::Receiver<bool>,
+) -> End {
+    let closed = wait_closing(closing);
+    tokio::pin!(closed);
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut closed => {
+                frames.close();
+                let result = async {
+                    while let Ok(frame) = frames.try_recv() {
+                        write_frame(writer, &frame).await?;
+                    }
+                    writer.flush().await?;
+                    writer.shutdown().await
+                }
+                .await;
+                if let Err(e) = result {
+                    tracing::debug!(error = %e, "write failed while closing");
+                }
+                return End::Closed;
             }
-            End::Closed
+            frame = frames.recv() => {
+                let Some(frame) = frame else { return End::Closed };
+                let result = async {
+                    write_frame(writer, &frame).await?;
+                    while let Ok(frame) = frames.try_recv() {
+                        write_frame(writer, &frame).await?;
+                    }
+                    writer.flush().await
+                }
+                .await;
+                if let Err(e) = result {
+                    return End::Failed(TransportError::io(e));
+                }
+            }
         }
-        error = outbox.write_when_told() => End::Failed(TransportError::io(error)),
     }
 }
 
