@@ -71,3 +71,58 @@ where
     }
     (t0.elapsed().as_secs_f64(), lat)
 }
+
+/// The command line the raw floors share: `[-n N] [-c CONC] [--warmup W] [--rt current|multi]
+/// -- TARGET...` (what follows `--`: a server command, or a URL).
+pub struct Options {
+    /// Calls per mode.
+    pub n: usize,
+    /// Calls in flight in the concurrent mode.
+    pub conc: usize,
+    /// Calls made before the measured ones.
+    pub warmup: usize,
+    /// The tokio runtime (see [`runtime`]).
+    pub rt: String,
+    /// Everything after `--`.
+    pub target: Vec<String>,
+}
+
+impl Options {
+    /// Parses the process's arguments; prints `usage` and exits on a missing `--` or an
+    /// unknown argument.
+    pub fn parse(usage: &str) -> Options {
+        let mut args: Vec<String> = std::env::args().skip(1).collect();
+        let Some(dd) = args.iter().position(|a| a == "--") else {
+            eprintln!("usage: {usage}");
+            std::process::exit(2);
+        };
+        let target = args.split_off(dd + 1);
+        args.pop();
+        let mut o = Options {
+            n: 10_000,
+            conc: 100,
+            warmup: 200,
+            rt: "multi".to_string(),
+            target,
+        };
+        let mut it = args.into_iter();
+        while let Some(a) = it.next() {
+            let mut value = || it.next().unwrap_or_default();
+            match a.as_str() {
+                "-n" => o.n = value().parse().expect("-n N"),
+                "-c" => o.conc = value().parse().expect("-c CONC"),
+                "--warmup" => o.warmup = value().parse().expect("--warmup W"),
+                "--rt" => o.rt = value(),
+                other => {
+                    eprintln!("unknown argument {other}\nusage: {usage}");
+                    std::process::exit(2);
+                }
+            }
+        }
+        if o.target.is_empty() {
+            eprintln!("nothing after --\nusage: {usage}");
+            std::process::exit(2);
+        }
+        o
+    }
+}

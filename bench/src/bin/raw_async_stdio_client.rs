@@ -128,33 +128,9 @@ async fn run(n: usize, conc: usize, warmup: usize, rt: &str, cmd: Vec<String>) {
 }
 
 fn main() {
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(dd) = args.iter().position(|a| a == "--") else {
-        eprintln!(
-            "usage: raw_async_stdio_client [-n N] [-c CONC] [--warmup W] [--rt multi|current] \
-             -- CMD ARGS..."
-        );
-        std::process::exit(2);
-    };
-    let cmd = args.split_off(dd + 1);
-    args.pop();
-    let (mut n, mut conc, mut warmup, mut rt) =
-        (10_000usize, 100usize, 200usize, "multi".to_string());
-    let mut it = args.into_iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().unwrap_or_default();
-        match a.as_str() {
-            "-n" => n = value().parse().expect("-n N"),
-            "-c" => conc = value().parse().expect("-c CONC"),
-            "--warmup" => warmup = value().parse().expect("--warmup W"),
-            "--rt" => rt = value(),
-            other => {
-                eprintln!("unknown argument {other}");
-                std::process::exit(2);
-            }
-        }
-    }
-    assert!(!cmd.is_empty(), "no server command after --");
-    let runtime = mcp_bench::runtime(&rt);
-    runtime.block_on(run(n, conc, warmup, &rt, cmd));
+    let o = mcp_bench::Options::parse(
+        "raw_async_stdio_client [-n N] [-c CONC] [--warmup W] [--rt multi|current] -- CMD ARGS...",
+    );
+    let runtime = mcp_bench::runtime(&o.rt);
+    runtime.block_on(run(o.n, o.conc, o.warmup, &o.rt, o.target));
 }
