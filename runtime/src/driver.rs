@@ -123,7 +123,8 @@ pub(crate) struct Driver {
     epoch: Instant,
     connector: Arc<dyn Connector>,
     transport_config: TransportConfig,
-    transports: HashMap<u64, TransportHandle>,
+    /// Keyed by generation (our own counter: a fast hash, no peer chooses a key).
+    transports: foldhash::HashMap<u64, TransportHandle>,
     events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
     events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
@@ -135,7 +136,8 @@ pub(crate) struct Driver {
     notifier: Notifier,
     /// The host's roots, when it changes them at run time.
     roots: Option<watch::Receiver<Vec<crate::Root>>>,
-    pending: HashMap<CallId, Pending>,
+    /// Keyed by our own call ids (a fast hash, no peer chooses a key).
+    pending: foldhash::HashMap<CallId, Pending>,
     out: Arc<Outputs>,
     exited: bool,
     /// The trace being recorded, if asked for: the records of the current turn.
@@ -174,14 +176,14 @@ impl Driver {
             epoch,
             connector,
             transport_config,
-            transports: HashMap::new(),
+            transports: foldhash::HashMap::default(),
             events_tx,
             events_rx,
             handler,
             handler_tx,
             handler_rx,
             server_tasks: HashMap::new(),
-            pending: HashMap::new(),
+            pending: foldhash::HashMap::default(),
             out,
             exited: false,
             trace,
@@ -201,8 +203,13 @@ impl Driver {
         self.drain();
         self.end_turn();
         let mut commands_open = true;
+        // One timer for the machine's next deadline, kept across turns and moved only when
+        // that deadline changes: a timer made and dropped on every wake-up costs two
+        // registrations with the runtime's timer wheel per turn.
+        let mut alarm = Alarm::new();
         while !(self.exited && self.transports.is_empty()) {
             let deadline = self.machine.poll_timeout().map(|d| self.epoch + d);
+            alarm.set(deadline);
             tokio::select! {
                 biased;
                 Some((generation, event)) = self.events_rx.recv() => self.transport_event(generation, event),
@@ -234,7 +241,7 @@ impl Driver {
                         });
                     }
                 },
-                () = sleep_until(deadline), if deadline.is_some() => self.timeout(),
+                () = alarm.fired(), if deadline.is_some() => self.timeout(),
                 () = roots_changed(&mut self.roots) => {
                     // The host changed its roots: tell the server, like a host's own notify.
                     let (reply, _) = oneshot::channel();
@@ -787,10 +794,40 @@ async fn roots_changed(roots: &mut Option<watch::Receiver<Vec<crate::Root>>>) {
     std::future::pending().await
 }
 
-async fn sleep_until(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
-        None => std::future::pending().await,
+/// The driver's one timer: armed for the machine's next deadline, moved only when that
+/// deadline changes (not made anew on every turn), idle while there is none.
+struct Alarm {
+    /// Polled only when its timer woke it or was moved, not on every turn of the driver.
+    sleep: crate::quiet::Quiet<tokio::time::Sleep>,
+    /// The deadline the timer is armed for, `None` while idle.
+    armed: Option<Instant>,
+}
+
+impl Alarm {
+    fn new() -> Self {
+        Alarm {
+            // Never polled before `set` arms it: no registration until there is a deadline.
+            sleep: crate::quiet::Quiet::new(tokio::time::sleep_until(Instant::now())),
+            armed: None,
+        }
+    }
+
+    /// Arms the timer for `deadline` (or leaves it idle); a deadline already armed costs
+    /// nothing.
+    fn set(&mut self, deadline: Option<Instant>) {
+        if let Some(d) = deadline
+            && self.armed != Some(d)
+        {
+            self.sleep.inner_mut().reset(d);
+        }
+        self.armed = deadline;
+    }
+
+    /// Resolves once the armed deadline is reached (poll only while one is armed). The
+    /// timer is then unarmed: the same deadline asked for again fires again at once.
+    async fn fired(&mut self) {
+        (&mut self.sleep).await;
+        self.armed = None;
     }
 }
 

@@ -100,6 +100,7 @@ mod error;
 mod feed;
 mod handler;
 mod output_schema;
+mod quiet;
 mod requests;
 mod state;
 pub mod trace;

@@ -28,6 +28,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use super::{Closer, Delivery, Link, TransportError};
+use crate::quiet::Quiet;
 
 /// A boxed future, as legs return them.
 pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -172,7 +173,10 @@ impl Bridge {
     }
 
     async fn post_line(self: Arc<Self>, frame: String, initialize: bool) {
-        let result = self.leg().post(frame.clone(), self.out.clone()).await;
+        // Kept for the legacy leg only while the link may still fall back to it (a fallback
+        // is only ever taken away, never given, after the link opened).
+        let again = lock(&self.fallback).is_some().then(|| frame.clone());
+        let result = self.leg().post(frame, self.out.clone()).await;
         let pending = lock(&self.fallback).clone();
         let reason = match (result, pending) {
             (Ok(()), None) => return,
@@ -185,6 +189,11 @@ impl Bridge {
             }
             (Err(PostError::Fail(e)), _) | (Err(PostError::Fallback(e)), None) => e,
             (Err(PostError::Fallback(refused)), Some(fallback)) => {
+                let Some(frame) = again else {
+                    // Not reached: a fallback pending now was pending before the post.
+                    self.out.fail(refused);
+                    return;
+                };
                 lock(&self.fallback).take();
                 tracing::debug!(target: "mcp::http", %refused, "falling back to the HTTP+SSE transport");
                 match fallback.open(self.out.clone()).await {
@@ -335,7 +344,11 @@ impl MessagePump {
     ) {
         let mut ended = self.bridge.out.ended.subscribe();
         let mut work = Work::new(self.bridge, self.tasks);
-        let mut closing = std::pin::pin!(closing);
+        // The rare branches are polled only when they woke (not once per message).
+        let mut closing = Quiet::new(closing);
+        let mut ended = Quiet::new(async move {
+            let _ = ended.wait_for(Option::is_some).await;
+        });
         let mut draining = false;
         // Once the link failed, no frame is posted any more (as a byte link's pipe closes):
         // what is under way goes on while the transport task lets it.
@@ -354,7 +367,7 @@ impl MessagePump {
                         draining = true;
                         continue;
                     }
-                    () = async { let _ = ended.wait_for(Option::is_some).await; }, if !failed => {
+                    () = &mut ended, if !failed => {
                         failed = true;
                         continue;
                     }

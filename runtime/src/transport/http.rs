@@ -61,8 +61,8 @@ use super::modern::{self, ModernPosts};
 use super::sse::SseConnector;
 use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
-    SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, read_capped,
-    reconnect_wait, web_options,
+    SseError, SseEvents, WebOptions, into_one_line, is_sse, message_of, one_line, parse_url,
+    read_capped, reconnect_wait, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
@@ -481,7 +481,7 @@ impl StreamableLeg {
         if let Some(id) = &request
             && let Some(refusal) = self.web.auth_refusal(&response, id)
         {
-            self.deliver(refusal, &out).await;
+            self.deliver(refusal, &out, false).await;
             return Ok(());
         }
         // The server no longer knows the session: a 404, or a 400 that says so (some servers
@@ -515,7 +515,7 @@ impl StreamableLeg {
                     .await
                     .unwrap_or_default();
                 if is_modern_refusal(&body) {
-                    self.deliver(one_line(&body), &out).await;
+                    self.deliver(one_line(&body), &out, false).await;
                     return Ok(());
                 }
                 // The backwards-compatibility rule: a server of the 2024-11-05 transport
@@ -553,7 +553,7 @@ impl StreamableLeg {
         } else {
             let body = read_capped(response, self.web.max_frame_bytes).await?;
             if !body.iter().all(u8::is_ascii_whitespace) {
-                self.deliver(one_line(&body), &out).await;
+                self.deliver(into_one_line(body), &out, false).await;
             }
         }
         Ok(())
@@ -579,13 +579,19 @@ impl StreamableLeg {
     }
 
     /// Hands one message to the transport; learns the protocol version from the `initialize`
-    /// answer on the way. Returns the id the message answers, when it is a response.
-    async fn deliver(&self, message: Vec<u8>, out: &Out) -> Option<Value> {
-        let answers = serde_json::from_slice::<ResponseHead>(&message)
-            .ok()
-            .filter(|h| h.method.is_none())
-            .and_then(|h| h.id);
+    /// answer on the way. Returns the id the message answers, when it is a response and
+    /// `want_id` asks for it (the message is read only for that, or while the `initialize`
+    /// answer is awaited).
+    async fn deliver(&self, message: Vec<u8>, out: &Out, want_id: bool) -> Option<Value> {
         let awaiting = lock(&self.session).initialize_id.clone();
+        let answers = if want_id || awaiting.is_some() {
+            serde_json::from_slice::<ResponseHead>(&message)
+                .ok()
+                .filter(|h| h.method.is_none())
+                .and_then(|h| h.id)
+        } else {
+            None
+        };
         if let Some(init_id) = awaiting
             && answers.as_ref() == Some(&init_id)
             && let Ok(v) = serde_json::from_slice::<Value>(&message)
@@ -622,7 +628,7 @@ impl StreamableLeg {
             let Some(data) = message_of(&event) else {
                 continue; // a priming event, a retry, another event type
             };
-            let answers = self.deliver(one_line(data.as_bytes()), out).await;
+            let answers = self.deliver(one_line(data.as_bytes()), out, true).await;
             cursor.delivered = true;
             if request.is_some() && answers.as_ref() == request {
                 cursor.answered = true;

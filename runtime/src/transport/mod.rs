@@ -46,6 +46,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
+use crate::quiet::Quiet;
 use framing::{FrameReader, ReadFrame, write_frame};
 
 pub use http::{AutoHttpConnector, HttpConnector, HttpVerdict};
@@ -579,7 +580,7 @@ impl Task {
         let flush_bound = closer.flush_bound();
         tracing::debug!("transport up (messages)");
         self.events.send(TransportEvent::Up);
-        let close_deadline = close_deadline(self.closing.clone(), flush_bound);
+        let close_deadline = Quiet::new(close_deadline(self.closing.clone(), flush_bound));
         // The pump owns the link's requests and streams: they run (and answers are delivered)
         // while it is polled, and end when it is dropped, at the end of this block.
         let reason = {
@@ -588,7 +589,7 @@ impl Task {
             tokio::select! {
                 biased;
                 () = &mut pump => TransportError::Closed,
-                reason = closer.exited() => {
+                reason = Quiet::new(closer.exited()) => {
                     // What is being delivered still reaches the driver (credit permitting),
                     // bounded as a byte link's reader is after its peer ended.
                     let settle = tokio::time::timeout(flush_bound, delivery.settle());
@@ -633,14 +634,15 @@ impl Task {
         let mut writer = BufWriter::with_capacity(WRITE_BUFFER, writer);
 
         let end = {
-            let close_deadline = close_deadline(self.closing.clone(), flush_bound);
+            // The rare branches are polled only when they woke (not once per frame).
+            let close_deadline = Quiet::new(close_deadline(self.closing.clone(), flush_bound));
             // Biased: the branches are polled in a fixed order (each runs until the link ends,
             // so none starves), which makes a run on a paused clock replay exactly.
             tokio::select! {
                 biased;
                 end = write_loop(&mut self.frames, &mut writer, self.closing.clone()) => end,
                 end = pump.run(&self.events) => end,
-                reason = closer.exited() => End::Exited(reason),
+                reason = Quiet::new(closer.exited()) => End::Exited(reason),
                 () = close_deadline => {
                     tracing::debug!(?flush_bound, "flush on close timed out");
                     End::Closed
@@ -702,8 +704,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     writer: &mut W,
     closing: watch::Receiver<bool>,
 ) -> End {
-    let closed = wait_closing(closing);
-    tokio::pin!(closed);
+    // Polled only when it woke, not once per frame written.
+    let mut closed = Quiet::new(wait_closing(closing));
     loop {
         tokio::select! {
             biased;

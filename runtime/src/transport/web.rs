@@ -270,6 +270,16 @@ pub(crate) fn one_line(bytes: &[u8]) -> Vec<u8> {
         .collect()
 }
 
+/// [`one_line`] in place: the same bytes, without a copy.
+pub(crate) fn into_one_line(mut bytes: Vec<u8>) -> Vec<u8> {
+    for b in &mut bytes {
+        if *b == b'\n' || *b == b'\r' {
+            *b = b' ';
+        }
+    }
+    bytes
+}
+
 /// The body of a JSON answer, failing once it passes `max` bytes (never buffered past it).
 pub(crate) async fn read_capped(
     response: reqwest::Response,
@@ -409,6 +419,7 @@ mod tests {
     fn one_line_keeps_json_meaning() {
         let pretty = b"{\n  \"a\": \"x\\ny\",\r\n  \"b\": [1,\n2]\n}";
         let line = one_line(pretty);
+        assert_eq!(into_one_line(pretty.to_vec()), line);
         assert!(!line.contains(&b'\n'));
         let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["a"], "x\ny");

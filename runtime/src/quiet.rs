@@ -1,0 +1,168 @@
+//! [`Quiet`]: a future that is polled only after it asked to be.
+//!
+//! `tokio::select!` polls every branch each time its task wakes, whichever branch woke it. A
+//! branch that waits for something rare (a child's exit, a close request, a deadline) beside
+//! busy ones (frames in and out) is so polled once per frame for nothing: a process-exit
+//! future, a watch channel's `Notified` and a timer each cost a few hundred instructions per
+//! poll. `Quiet` gives the future a waker of its own and polls it only when that waker was
+//! woken since the last poll (or when told to, [`Quiet::inner_mut`]); otherwise a poll is one
+//! atomic swap.
+//!
+//! Correct for any future that keeps the waker contract (it wakes the last waker it was
+//! given when it can make progress, as tokio's and futures' do, cooperative-budget yields
+//! included). Not a scheduler and not a timer: it never wakes anything on its own.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures_util::task::AtomicWaker;
+
+/// A future polled only after its own waker was woken (see the module's doc).
+pub(crate) struct Quiet<F> {
+    inner: Pin<Box<F>>,
+    signal: Arc<Signal>,
+    /// The waker the inner future is polled with (the signal's), made once.
+    waker: Waker,
+}
+
+/// What the inner future's waker does: notes the wake, then wakes the task polling `Quiet`.
+struct Signal {
+    woken: AtomicBool,
+    task: AtomicWaker,
+}
+
+impl Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::Release);
+        self.task.wake();
+    }
+}
+
+impl<F: Future> Quiet<F> {
+    /// Wraps `inner`; its first poll polls `inner`.
+    pub(crate) fn new(inner: F) -> Self {
+        let signal = Arc::new(Signal {
+            woken: AtomicBool::new(true),
+            task: AtomicWaker::new(),
+        });
+        Quiet {
+            inner: Box::pin(inner),
+            waker: Waker::from(Arc::clone(&signal)),
+            signal,
+        }
+    }
+
+    /// The inner future, to change it in place (a timer's deadline); its next poll is
+    /// forced, since what changed may have dropped the waker it held.
+    pub(crate) fn inner_mut(&mut self) -> Pin<&mut F> {
+        self.signal.woken.store(true, Ordering::Release);
+        self.inner.as_mut()
+    }
+}
+
+impl<F: Future> Future for Quiet<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // Registered before the flag is read: a wake between the two polls the inner
+        // future now, one after it wakes this task again.
+        self.signal.task.register(cx.waker());
+        if !self.signal.woken.swap(false, Ordering::AcqRel) {
+            return Poll::Pending;
+        }
+        let this = &mut *self;
+        let mut inner_cx = Context::from_waker(&this.waker);
+        this.inner.as_mut().poll(&mut inner_cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// Counts its polls; ready once `ready` is set, and wakes its waker when told to.
+    struct Probe {
+        polls: Arc<AtomicUsize>,
+        ready: Arc<AtomicBool>,
+        waker: Arc<std::sync::Mutex<Option<Waker>>>,
+    }
+
+    impl Future for Probe {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            self.polls.fetch_add(1, Ordering::SeqCst);
+            if self.ready.load(Ordering::SeqCst) {
+                return Poll::Ready(());
+            }
+            *self.waker.lock().unwrap() = Some(cx.waker().clone());
+            Poll::Pending
+        }
+    }
+
+    #[test]
+    fn the_inner_future_is_polled_only_after_its_own_wake() {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let ready = Arc::new(AtomicBool::new(false));
+        let slot = Arc::new(std::sync::Mutex::new(None));
+        let mut quiet = Quiet::new(Probe {
+            polls: Arc::clone(&polls),
+            ready: Arc::clone(&ready),
+            waker: Arc::clone(&slot),
+        });
+        let outer_woken = Arc::new(AtomicUsize::new(0));
+        struct Count(Arc<AtomicUsize>);
+        impl Wake for Count {
+            fn wake(self: Arc<Self>) {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        let outer = Waker::from(Arc::new(Count(Arc::clone(&outer_woken))));
+        let mut cx = Context::from_waker(&outer);
+        // The first poll reaches the inner future; the ones after it, without a wake, do not.
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 1);
+        // The inner future's wake reaches the outer task, and the next poll reaches it.
+        ready.store(true, Ordering::SeqCst);
+        slot.lock().unwrap().take().unwrap().wake();
+        assert_eq!(outer_woken.load(Ordering::SeqCst), 1);
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_ready());
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn inner_mut_forces_the_next_poll() {
+        let polls = Arc::new(AtomicUsize::new(0));
+        let mut quiet = Quiet::new(Probe {
+            polls: Arc::clone(&polls),
+            ready: Arc::new(AtomicBool::new(false)),
+            waker: Arc::new(std::sync::Mutex::new(None)),
+        });
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert_eq!(quiet.inner_mut().polls.load(Ordering::SeqCst), 1);
+        assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
+        assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timer_reset_after_firing_still_fires() {
+        let start = tokio::time::Instant::now();
+        let mut quiet = Quiet::new(tokio::time::sleep(Duration::from_secs(1)));
+        (&mut quiet).await;
+        quiet.inner_mut().reset(start + Duration::from_secs(5));
+        (&mut quiet).await;
+        assert_eq!(start.elapsed(), Duration::from_secs(5));
+    }
+}
