@@ -53,8 +53,9 @@ impl From<TransportError> for PostError {
 
 /// One HTTP transport's way of sending frames and receiving messages.
 pub(crate) trait Leg: Send + Sync + 'static {
-    /// Sends one frame; forwards what comes back through `out`.
-    fn post(self: Arc<Self>, frame: String, out: Out) -> BoxFut<Result<(), PostError>>;
+    /// Sends one frame (read as `head`); forwards what comes back through `out`.
+    fn post(self: Arc<Self>, frame: String, head: Frame, out: Out)
+    -> BoxFut<Result<(), PostError>>;
     /// Teardown after the link ended (`DELETE` of a session), given why it ended.
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()>;
     /// Whether `frame` must be posted to the end before the next frame is posted (its
@@ -68,31 +69,36 @@ pub(crate) trait Leg: Send + Sync + 'static {
     fn admit(&self, _frame: &str) {}
 }
 
-/// What the bridge reads of a frame: its method, and whether it is a request.
+/// What the bridge reads of a frame, once, for itself and its leg: its method, and its id
+/// when it is a request.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Frame {
     /// The JSON-RPC method, for requests and notifications.
     pub(crate) method: Option<String>,
-    /// Whether it has an id and a method.
-    pub(crate) is_request: bool,
+    /// The id of a request (a frame with an id and a method); `None` otherwise.
+    pub(crate) request: Option<serde_json::Value>,
 }
 
 impl Frame {
-    fn of(frame: &str) -> Frame {
+    /// Reads `frame`'s method and id; a frame that is not a JSON object reads as neither.
+    pub(crate) fn of(frame: &str) -> Frame {
         #[derive(serde::Deserialize)]
         struct Head {
-            id: Option<serde::de::IgnoredAny>,
+            id: Option<serde_json::Value>,
             method: Option<String>,
         }
         match serde_json::from_str::<Head>(frame) {
             Ok(h) => Frame {
-                is_request: h.id.is_some() && h.method.is_some(),
+                request: h.id.filter(|_| h.method.is_some()),
                 method: h.method,
             },
-            Err(_) => Frame {
-                method: None,
-                is_request: false,
-            },
+            Err(_) => Frame::default(),
         }
+    }
+
+    /// Whether it has an id and a method.
+    pub(crate) fn is_request(&self) -> bool {
+        self.request.is_some()
     }
 }
 
@@ -172,11 +178,13 @@ impl Bridge {
         Arc::clone(&lock(&self.leg))
     }
 
-    async fn post_line(self: Arc<Self>, frame: String, initialize: bool) {
+    async fn post_line(self: Arc<Self>, frame: String, head: Frame, initialize: bool) {
         // Kept for the legacy leg only while the link may still fall back to it (a fallback
         // is only ever taken away, never given, after the link opened).
-        let again = lock(&self.fallback).is_some().then(|| frame.clone());
-        let result = self.leg().post(frame, self.out.clone()).await;
+        let again = lock(&self.fallback)
+            .is_some()
+            .then(|| (frame.clone(), head.clone()));
+        let result = self.leg().post(frame, head, self.out.clone()).await;
         let pending = lock(&self.fallback).clone();
         let reason = match (result, pending) {
             (Ok(()), None) => return,
@@ -189,7 +197,7 @@ impl Bridge {
             }
             (Err(PostError::Fail(e)), _) | (Err(PostError::Fallback(e)), None) => e,
             (Err(PostError::Fallback(refused)), Some(fallback)) => {
-                let Some(frame) = again else {
+                let Some((frame, head)) = again else {
                     // Not reached: a fallback pending now was pending before the post.
                     self.out.fail(refused);
                     return;
@@ -200,7 +208,7 @@ impl Bridge {
                     Ok(leg) => {
                         fallback.decided(true);
                         *lock(&self.leg) = Arc::clone(&leg);
-                        match leg.post(frame, self.out.clone()).await {
+                        match leg.post(frame, head, self.out.clone()).await {
                             Ok(()) => return,
                             Err(PostError::Fail(e) | PostError::Fallback(e)) => e,
                         }
@@ -424,8 +432,9 @@ impl Work {
         let head = Frame::of(&line);
         self.bridge.leg().admit(&line);
         let initialize = head.method.as_deref() == Some("initialize");
-        let post = Arc::clone(&self.bridge).post_line(line, initialize);
-        if self.bridge.leg().in_order(&head) {
+        let in_order = self.bridge.leg().in_order(&head);
+        let post = Arc::clone(&self.bridge).post_line(line, head, initialize);
+        if in_order {
             let mut post = std::pin::pin!(post);
             loop {
                 tokio::select! {

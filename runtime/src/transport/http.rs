@@ -370,19 +370,6 @@ struct Cursor {
     answered: bool,
 }
 
-/// The first members of a JSON-RPC message, read without building the rest.
-#[derive(serde::Deserialize)]
-struct Head {
-    id: Option<Value>,
-    method: Option<String>,
-}
-
-impl Head {
-    fn of(bytes: &[u8]) -> Option<Head> {
-        serde_json::from_slice(bytes).ok()
-    }
-}
-
 /// A message's id when it is a response (an id and no method).
 #[derive(serde::Deserialize)]
 struct ResponseHead {
@@ -409,8 +396,13 @@ fn stream_lost(why: String) -> TransportError {
 }
 
 impl Leg for StreamableLeg {
-    fn post(self: Arc<Self>, frame: String, out: Out) -> BoxFut<Result<(), PostError>> {
-        Box::pin(async move { self.post_frame(frame, out).await })
+    fn post(
+        self: Arc<Self>,
+        frame: String,
+        head: Frame,
+        out: Out,
+    ) -> BoxFut<Result<(), PostError>> {
+        Box::pin(async move { self.post_frame(frame, head, out).await })
     }
 
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()> {
@@ -420,7 +412,7 @@ impl Leg for StreamableLeg {
     /// Notifications and responses (answered `202` at once); a request's answer can take as
     /// long as the call.
     fn in_order(&self, frame: &Frame) -> bool {
-        !frame.is_request
+        !frame.is_request()
     }
 
     /// A modern request is known as in flight from here on, so that a cancellation read
@@ -446,20 +438,23 @@ impl StreamableLeg {
     }
 
     /// POSTs one frame and forwards what comes back.
-    async fn post_frame(self: &Arc<Self>, frame: String, out: Out) -> Result<(), PostError> {
+    async fn post_frame(
+        self: &Arc<Self>,
+        frame: String,
+        head: Frame,
+        out: Out,
+    ) -> Result<(), PostError> {
         if let Some(value) = modern::parse(&frame) {
             return self
                 .modern
                 .post(&self.web, &self.endpoint, frame, value, &out)
                 .await;
         }
-        if self.modern.intercepts(&frame) {
+        if self.modern.intercepts(&frame, head.method.as_deref()) {
             return Ok(());
         }
-        let head = Head::of(frame.as_bytes());
-        let method = head.as_ref().and_then(|h| h.method.clone());
         // The request whose response the answer must bring (none for notifications).
-        let request = head.and_then(|h| h.id).filter(|_| method.is_some());
+        let Frame { method, request } = head;
         let initialize = method.as_deref() == Some("initialize");
         if initialize {
             self.modern.initializing();

@@ -205,7 +205,12 @@ struct LegacyLeg {
 }
 
 impl Leg for LegacyLeg {
-    fn post(self: Arc<Self>, frame: String, _out: Out) -> BoxFut<Result<(), PostError>> {
+    fn post(
+        self: Arc<Self>,
+        frame: String,
+        _head: Frame,
+        _out: Out,
+    ) -> BoxFut<Result<(), PostError>> {
         Box::pin(async move {
             let response = self
                 .web
