@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::Payload;
 use crate::backoff::Backoff;
 use crate::calls::{Calls, Entry, Mrtr, Phase, Tombstones};
 use crate::config::{Config, Era, EraMode};
@@ -192,7 +193,7 @@ impl Ctx<'_> {
         &mut self,
         call: CallId,
         request: Option<RequestId>,
-        outcome: Result<Value, CallError>,
+        outcome: Result<Payload, CallError>,
     ) {
         self.push(Action::Reply {
             call,
@@ -203,7 +204,7 @@ impl Ctx<'_> {
 
     /// Answers the call an entry is for: its caller, or for a request of the client's own (a
     /// session restore) a report when it failed.
-    fn answer(&mut self, entry: &Entry, id: RequestId, outcome: Result<Value, CallError>) {
+    fn answer(&mut self, entry: &Entry, id: RequestId, outcome: Result<Payload, CallError>) {
         match (entry.call, outcome) {
             (Some(call), outcome) => self.reply(call, Some(id), outcome),
             (None, Ok(_)) => {}
@@ -340,7 +341,7 @@ impl Ctx<'_> {
         self.modern_version()?;
         let id = Self::response_id(p)?;
         let entry = self.core.calls.get(id)?;
-        let result = p.body.as_ref().ok()?;
+        let result = p.body.as_ref().ok()?.value();
         (!entry.phase.answered()
             && entry.call.is_some()
             && protocol::result_type(result).as_deref() == Some("input_required"))
@@ -551,7 +552,7 @@ impl Ctx<'_> {
                 self.core.session.subscriptions.insert(uri);
             }
             if let Some(call) = entry.call {
-                self.reply(call, None, outcome.map(|()| json!({})));
+                self.reply(call, None, outcome.map(|()| json!({}).into()));
             }
         }
     }
@@ -752,7 +753,7 @@ impl Handlers for Ctx<'_> {
         if !self.answers_handshake(p) {
             return None;
         }
-        let result = p.body.as_ref().ok()?;
+        let result = p.body.as_ref().ok()?.value();
         let versions = protocol::discover_versions(result)?;
         let version = protocol::common_modern(&versions)?;
         Some(protocol::discovered(result, version))
@@ -781,7 +782,9 @@ impl Handlers for Ctx<'_> {
             self.auto() && protocol::common_legacy(v).is_some() && !self.usable_modern(v)
         };
         match &p.body {
-            Ok(result) => protocol::discover_versions(result).is_some_and(|v| !legacy_only(&v)),
+            Ok(result) => {
+                protocol::discover_versions(result.value()).is_some_and(|v| !legacy_only(&v))
+            }
             Err(ResponseError::Rpc(e)) => match protocol::modern_error(e) {
                 Some(ModernError::UnsupportedVersion(v)) => !legacy_only(&v),
                 Some(ModernError::Other) => true,
@@ -856,7 +859,7 @@ impl Handlers for Ctx<'_> {
         if entry.phase.answered() || entry.call.is_none() {
             return None;
         }
-        let result = p.body.as_ref().ok()?;
+        let result = p.body.as_ref().ok()?.value();
         protocol::result_type(result)
             .is_some_and(|t| t != "complete")
             .then_some(id)
@@ -1037,7 +1040,7 @@ impl Handlers for Ctx<'_> {
 
     fn is_init_accepted(&self, p: &Response) -> Option<ServerInfo> {
         let id = Self::response_id(p)?;
-        let result = p.body.as_ref().ok()?;
+        let result = p.body.as_ref().ok()?.value();
         (Some(id) == self.core.init_id)
             .then(|| protocol::check_init_result(result).ok())
             .flatten()
@@ -1322,7 +1325,7 @@ impl Handlers for Ctx<'_> {
     fn reject_probe(&mut self, p: &Response) {
         let not_modern = |reason: String| Failure::NotModern { reason };
         let failure = match &p.body {
-            Ok(result) => match protocol::discover_versions(result) {
+            Ok(result) => match protocol::discover_versions(result.value()) {
                 Some(offered) => Failure::NoCommonVersion { offered },
                 None => not_modern("its answer to server/discover is not a DiscoverResult".into()),
             },
@@ -1426,7 +1429,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn fail_input_required(&mut self, p: Response, w: RequestId) {
-        let reason = match p.body.as_ref().ok().map(|r| self.input_round(w, r)) {
+        let reason = match p.body.as_ref().ok().map(|r| self.input_round(w, r.value())) {
             Some(Err(reason)) => reason,
             Some(Ok(_)) | None => "it cannot be met".to_owned(),
         };
@@ -1580,7 +1583,7 @@ impl Handlers for Ctx<'_> {
             .is_some_and(|(f, _)| f.uris.contains(&uri));
         if honored {
             self.core.session.subscriptions.insert(uri);
-            self.reply(p.call, None, Ok(json!({})));
+            self.reply(p.call, None, Ok(json!({}).into()));
         } else {
             let error = CallError::SubscriptionNotHonored { uri };
             self.reply(p.call, None, Err(error));
@@ -1764,7 +1767,7 @@ impl Handlers for Ctx<'_> {
             .body
             .ok()
             .as_ref()
-            .and_then(protocol::result_type)
+            .and_then(|r| protocol::result_type(r.value()))
             .unwrap_or_default();
         self.answer(&entry, w, Err(CallError::UnknownResultType { result_type }));
     }
@@ -1786,7 +1789,7 @@ impl Handlers for Ctx<'_> {
             Err(ResponseError::Invalid { reason }) => Failure::BadHandshake {
                 reason: format!("invalid error answering initialize: {reason}"),
             },
-            Ok(result) => match protocol::check_init_result(result) {
+            Ok(result) => match protocol::check_init_result(result.value()) {
                 Err(f) => f,
                 // Unreachable through the table (is_init_accepted comes first); say so plainly.
                 Ok(_) => Failure::BadHandshake {
@@ -1895,7 +1898,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn reply_ended_locally(&mut self, p: CallRequest) {
-        self.reply(p.call, None, Ok(json!({})));
+        self.reply(p.call, None, Ok(json!({}).into()));
     }
 
     fn send_initialized(&mut self) {
@@ -2281,7 +2284,7 @@ impl Handlers for Ctx<'_> {
     }
 
     fn reply_notified(&mut self, w: CallId) {
-        self.reply(w, None, Ok(Value::Null));
+        self.reply(w, None, Ok(Value::Null.into()));
     }
 
     fn fail_notify(&mut self, w: CallId) {

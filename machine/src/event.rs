@@ -32,8 +32,9 @@ impl std::fmt::Display for ResponseId {
 pub struct Response {
     /// Its id.
     pub id: ResponseId,
-    /// The result, or the server's error (or why the error it sent is not a JSON-RPC error).
-    pub body: Result<Value, ResponseError>,
+    /// The result (its text, read into a tree only when something reads it), or the
+    /// server's error (or why the error it sent is not a JSON-RPC error).
+    pub body: Result<crate::Payload, ResponseError>,
 }
 
 /// What a response carried instead of a result.

@@ -389,8 +389,8 @@ pub enum Action {
         call: CallId,
         /// The request id, when one was issued.
         request: Option<RequestId>,
-        /// The answer.
-        outcome: Result<Value, CallError>,
+        /// The answer (a result as its text until something reads it).
+        outcome: Result<crate::Payload, CallError>,
     },
     /// Answer a stop.
     StopDone {

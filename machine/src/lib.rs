@@ -37,6 +37,7 @@ mod listen;
 mod machine;
 #[cfg(feature = "checker")]
 mod mutant;
+mod payload;
 mod protocol;
 mod rng;
 mod timers;
@@ -80,6 +81,7 @@ pub use crate::listen::{
 pub use crate::machine::Machine;
 #[cfg(feature = "checker")]
 pub use crate::mutant::Mutant;
+pub use crate::payload::{Body, Payload};
 pub use crate::protocol::{
     HEADER_MISMATCH, LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
     META_PROTOCOL_VERSION, META_SERVER_INFO, MISSING_CAPABILITY, MODERN_PROTOCOL_VERSIONS,

@@ -119,7 +119,7 @@ fn call_with(id: u64, options: CallOptions) -> Input {
     })
 }
 
-fn reply_of(actions: &[Action], id: u64) -> Option<&Result<Value, CallError>> {
+fn reply_of(actions: &[Action], id: u64) -> Option<&Result<mcp_machine::Payload, CallError>> {
     actions.iter().find_map(|a| match a {
         Action::Reply { call, outcome, .. } if call.0 == id => Some(outcome),
         _ => None,
@@ -170,7 +170,7 @@ fn a_busy_send_then_ok_goes_through() {
         at,
         SendOutcome::Ok,
     );
-    assert_eq!(reply_of(&acts, 1), Some(&Ok(json!({"ok": 1}))));
+    assert_eq!(reply_of(&acts, 1), Some(&Ok(json!({"ok": 1}).into())));
 }
 
 #[test]

@@ -3012,7 +3012,7 @@ fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
                 n.ghost.violations |= violation::WRONG_CAUSE;
             }
             if let Ok(body) = &outcome
-                && let Some(answered) = body.get("for").and_then(Value::as_u64)
+                && let Some(answered) = body.value().get("for").and_then(Value::as_u64)
                 && g.request != Some(answered)
             {
                 n.ghost.violations |= violation::WRONG_CALLER;

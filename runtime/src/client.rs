@@ -887,12 +887,14 @@ enum Answer<'a> {
 }
 
 impl std::future::Future for Answer<'_> {
-    type Output = Result<Value>;
+    /// The result as its text (or its tree, when the machine read it): the caller reads it
+    /// into the type it wants, with no tree in between.
+    type Output = Result<mcp_machine::Body>;
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<Value>> {
+    ) -> std::task::Poll<Result<mcp_machine::Body>> {
         match self.get_mut() {
             Answer::Shutdown => std::task::Poll::Ready(Err(Error::Shutdown)),
             Answer::Waiting { rx, guard } => {
@@ -1040,7 +1042,9 @@ impl Client {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        self.start(method, params, options, None).await
+        self.start(method, params, options, None)
+            .await
+            .map(mcp_machine::Body::into_value)
     }
 
     /// Hands a request to the driver now and returns the wait for its answer. Not async on
@@ -1098,8 +1102,8 @@ impl Client {
     ) -> impl std::future::Future<Output = Result<T>> + 'a {
         let answer = self.start(method, params, options, None);
         async move {
-            let v = answer.await?;
-            serde_json::from_value(v).map_err(|e| Error::InvalidResult {
+            let body = answer.await?;
+            body.deserialize().map_err(|e| Error::InvalidResult {
                 method: method.to_owned(),
                 source: Arc::new(e),
             })
@@ -1362,6 +1366,7 @@ impl Client {
             Some(change),
         )
         .await
+        .map(mcp_machine::Body::into_value)
     }
 
     /// One page of `prompts/list` (cached as its hints say, like [`Client::list_tools`]).

@@ -9,7 +9,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use mcp_machine::{
-    Action, CallId, Failure, HandlerReply, Input, Machine, Report, RpcError, ServerRequestId, Step,
+    Action, Body, CallId, Failure, HandlerReply, Input, Machine, Payload, Report, RpcError,
+    ServerRequestId, Step,
 };
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -27,14 +28,13 @@ use crate::{ConnState, Error};
 /// A progress callback.
 pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// A call's answer as it crosses the channel: the error boxed, so the channel a call in
-/// flight holds is sized for a `Value`, not for the larger `Error` (an error is the rare case).
-pub(crate) type Outcome = Result<Value, Box<Error>>;
+/// A call's answer as it crosses the channel: a result as its text (or its tree when the
+/// machine read it), the error boxed, so the channel a call in flight holds is sized for a
+/// `Value`, not for the larger `Error` (an error is the rare case).
+pub(crate) type Outcome = Result<Body, Box<Error>>;
 
 /// A call's answer as received: the driver gone without one answers `Error::Shutdown`.
-pub(crate) fn received(
-    outcome: Result<Outcome, oneshot::error::RecvError>,
-) -> Result<Value, Error> {
+pub(crate) fn received(outcome: Result<Outcome, oneshot::error::RecvError>) -> Result<Body, Error> {
     match outcome {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(*error),
@@ -508,7 +508,9 @@ impl Driver {
                 outcome,
             } => match self.pending.remove(&call) {
                 Some(Pending::Call { reply, traced, .. }) => {
-                    let outcome = outcome.map_err(|e| Box::new(Error::from(e)));
+                    let outcome = outcome
+                        .map(Payload::into_body)
+                        .map_err(|e| Box::new(Error::from(e)));
                     if let Some(traced) = traced {
                         let elapsed = traced.started.elapsed();
                         traced.span.record("id", request);
@@ -524,7 +526,9 @@ impl Driver {
                     }
                     let _ = reply.send(outcome);
                 }
-                Some(p @ Pending::Notify { .. }) => answer(p, outcome.map_err(Error::from)),
+                Some(p @ Pending::Notify { .. }) => {
+                    answer(p, outcome.map(Payload::into_body).map_err(Error::from))
+                }
                 Some(Pending::Stop { reply }) => {
                     let _ = reply.send(());
                 }
@@ -535,7 +539,7 @@ impl Driver {
             Action::StopDone { call, already } => {
                 tracing::debug!(target: "mcp::driver", already, "stop answered");
                 if let Some(p) = self.pending.remove(&call) {
-                    answer(p, Ok(Value::Null));
+                    answer(p, Ok(Body::Tree(Value::Null)));
                 }
             }
             Action::Notification(n) => {
@@ -692,7 +696,7 @@ impl Driver {
     }
 }
 
-fn answer(p: Pending, outcome: Result<Value, Error>) {
+fn answer(p: Pending, outcome: Result<Body, Error>) {
     match p {
         Pending::Call { reply, .. } | Pending::Notify { reply } => {
             let _ = reply.send(outcome.map_err(Box::new));

@@ -10,15 +10,15 @@ mod common;
 use std::time::Duration;
 
 use common::traced::{assert_replays, in_process, stop_and_replay};
-use mcp_machine::{Action, CallError, Input, Report, State};
+use mcp_machine::{Action, CallError, Input, Payload, Report, State};
 use mcp_runtime::trace::Record;
 use mcp_runtime::{
     ConnState, CreateMessageParams, CreateMessageResult, Error, Handlers, RequestOptions,
 };
 use mcp_testserver::ServerConfig;
-use serde_json::{Value, json};
+use serde_json::json;
 
-fn is_reply(a: &Action, f: impl Fn(&Result<Value, CallError>) -> bool) -> bool {
+fn is_reply(a: &Action, f: impl Fn(&Result<Payload, CallError>) -> bool) -> bool {
     matches!(a, Action::Reply { outcome, .. } if f(outcome))
 }
 
