@@ -1042,9 +1042,8 @@ impl Client {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
-        self.start(method, params, options, None)
-            .await
-            .map(mcp_machine::Body::into_value)
+        let body = self.start(method, params, options, None).await?;
+        decoded(method, body)
     }
 
     /// Hands a request to the driver now and returns the wait for its answer. Not async on
@@ -1101,13 +1100,7 @@ impl Client {
         options: RequestOptions,
     ) -> impl std::future::Future<Output = Result<T>> + 'a {
         let answer = self.start(method, params, options, None);
-        async move {
-            let body = answer.await?;
-            body.deserialize().map_err(|e| Error::InvalidResult {
-                method: method.to_owned(),
-                source: Arc::new(e),
-            })
-        }
+        async move { decoded(method, answer.await?) }
     }
 
     /// [`Client::typed`] through the response cache: a fresh entry answers without a request;
@@ -1359,14 +1352,15 @@ impl Client {
         params: Value,
         change: SessionChange,
     ) -> Result<Value> {
-        self.start(
-            method,
-            Some(params),
-            RequestOptions::default(),
-            Some(change),
-        )
-        .await
-        .map(mcp_machine::Body::into_value)
+        let body = self
+            .start(
+                method,
+                Some(params),
+                RequestOptions::default(),
+                Some(change),
+            )
+            .await?;
+        decoded(method, body)
     }
 
     /// One page of `prompts/list` (cached as its hints say, like [`Client::list_tools`]).
@@ -1461,6 +1455,16 @@ impl Client {
 /// `{"name": name, "arguments": arguments}` with the arguments moved in. `json!` would
 /// serialize a deep copy and leave the caller's value alive in the call's future until the
 /// answer: a second copy of every argument object for every call in flight.
+/// A result read as `T` (a `Value` included): straight from its text when no tree was built.
+/// Text that does not read as `T` (for a `Value`: a number out of range, which the frame's
+/// check lets through) is the request's `InvalidResult`, never a silent `null`.
+fn decoded<T: DeserializeOwned>(method: &str, body: mcp_machine::Body) -> Result<T> {
+    body.deserialize().map_err(|e| Error::InvalidResult {
+        method: method.to_owned(),
+        source: Arc::new(e),
+    })
+}
+
 fn named_arguments(name: &str, arguments: Value) -> Value {
     let mut params = serde_json::Map::new();
     params.insert("name".to_owned(), Value::String(name.to_owned()));

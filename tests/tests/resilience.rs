@@ -483,3 +483,63 @@ async fn a_subscription_ended_during_an_outage_is_not_restored() {
     assert_eq!(s["subscriptions"], json!(["test://static/2"]), "{s}");
     client.stop().await;
 }
+
+/// A scripted server of the handshake era whose results are written by hand: `x/out-of-range`
+/// answers JSON that no reader of a value accepts (a number past f64), `x/spaced` a result
+/// with spaces and its members out of order, `tools/call` text with escapes.
+fn hand_written_results() -> StreamConnector {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    StreamConnector::from_fn(|| async {
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (sr, mut sw) = tokio::io::split(server);
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(sr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
+                let id = msg["id"].to_string();
+                let body = match msg["method"].as_str() {
+                    Some("server/discover") => {
+                        r#""error":{"code":-32601,"message":"no such method"}"#.to_owned()
+                    }
+                    Some("initialize") => r#""result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}"#.to_owned(),
+                    Some("x/out-of-range") => r#""result":{"n":1e400}"#.to_owned(),
+                    Some("x/spaced") => r#""result" : { "b" : [ 1, 2 ] , "a" : "x" }"#.to_owned(),
+                    Some("tools/call") => {
+                        r#""result":{"isError":false,"content":[{"text":"caf\u00e9 \"q\"","type":"text"}]}"#
+                            .to_owned()
+                    }
+                    _ => continue,
+                };
+                let reply = format!(r#"{{"jsonrpc":"2.0","id":{id},{body}}}"#);
+                let _ = sw.write_all(format!("{reply}\n").as_bytes()).await;
+            }
+        });
+        Ok(tokio::io::split(client))
+    })
+}
+
+#[tokio::test]
+async fn results_are_read_from_their_text_and_an_unreadable_one_is_the_callers_error() {
+    let client = ClientBuilder::new(hand_written_results())
+        .connect()
+        .await
+        .unwrap();
+    // Read as a value whatever its spacing and order.
+    let v = client.request("x/spaced", None).await.unwrap();
+    assert_eq!(v, json!({"a": "x", "b": [1, 2]}));
+    // Read as a type straight from the text, escapes and all.
+    let r = client.call_tool("echo", json!({})).await.unwrap();
+    assert_eq!(r.text(), "café \"q\"");
+    assert!(!r.failed());
+    // JSON a value cannot hold: the caller's typed error at once, never a silent null.
+    let e = client.request("x/out-of-range", None).await.unwrap_err();
+    assert!(
+        matches!(&e, Error::InvalidResult { method, .. } if method == "x/out-of-range"),
+        "{e:?}"
+    );
+    // Nothing else lost: the connection stays up and the next call is answered.
+    assert_eq!(client.state(), ConnState::Ready);
+    let v = client.request("x/spaced", None).await.unwrap();
+    assert_eq!(v["a"], "x");
+    client.stop().await;
+}
