@@ -101,9 +101,11 @@ struct Members {
 /// Whether JSON text holds a `\u` escape of a surrogate (`\uD800` to `\uDFFF`, any case):
 /// conservatively, any `\ud` (an escaped backslash followed by `ud` counts too).
 fn has_surrogate_escape(text: &str) -> bool {
-    text.as_bytes()
-        .windows(3)
-        .any(|w| w[0] == b'\\' && w[1] == b'u' && (w[2] | 0x20) == b'd')
+    // Backslashes are found a word at a time (most results have none).
+    let bytes = text.as_bytes();
+    text.match_indices('\\').any(|(i, _)| {
+        bytes.get(i + 1) == Some(&b'u') && bytes.get(i + 2).is_some_and(|c| c | 0x20 == b'd')
+    })
 }
 
 impl Members {
@@ -324,6 +326,17 @@ fn rpc_error(error: Value) -> Result<RpcError, &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_surrogate_escape_is_found_in_any_case_and_nothing_else_is() {
+        assert!(has_surrogate_escape(r#""\ud800""#));
+        assert!(has_surrogate_escape(r#"{"a":"x\uD83D\uDE00"}"#));
+        // Conservative: an escaped backslash before `ud` counts too (the general way decides).
+        assert!(has_surrogate_escape(r#""\\ud""#));
+        assert!(!has_surrogate_escape(r#""caf\u00e9 \n \\""#));
+        assert!(!has_surrogate_escape(r#"{"a":1}"#));
+        assert!(!has_surrogate_escape("\\u"));
+    }
     use proptest::prelude::*;
     use serde_json::json;
 
