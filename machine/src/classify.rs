@@ -113,8 +113,10 @@ impl Members {
     /// map, no key strings: a third of a small response's allocations). `None` when `bytes`
     /// is anything else than one JSON object with each member at most once and a `jsonrpc`
     /// that is a string without escapes: the general way then reads it, and gives the same
-    /// frame for every message read here (an ignored member is only checked to be JSON, so
-    /// a number out of range there no longer costs the whole message).
+    /// frame for every message read here (an ignored member, and a result kept as text, are
+    /// only checked to be JSON, so a number out of f64 range or nesting past serde_json's
+    /// 128 levels there no longer costs the whole message: the result's reader gets the
+    /// error, [`Payload`]).
     fn read(bytes: &[u8]) -> Option<Members> {
         #[derive(serde::Deserialize)]
         struct Wire<'a> {
@@ -571,8 +573,11 @@ mod tests {
         fn the_one_pass_read_agrees_with_the_general_way(m in message()) {
             if let Some(members) = Members::read(m.as_bytes()) {
                 let general = classify_by_value(m.as_bytes());
-                // A number out of range in a member nobody reads: only the general way refuses.
-                if !matches!(&general, Frame::Malformed(g) if g.reason.contains("out of range")) {
+                // A number out of range or nesting past the limit in a member nobody reads or
+                // a result kept as text: only the general way refuses.
+                if !matches!(&general, Frame::Malformed(g)
+                    if g.reason.contains("out of range") || g.reason.contains("recursion limit"))
+                {
                     prop_assert_eq!(members.classify(), general, "{}", m);
                 }
             }

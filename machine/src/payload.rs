@@ -25,8 +25,10 @@ use serde_json::value::RawValue;
 pub struct Payload {
     /// The text as received (`None` when the payload was made from a tree).
     text: Option<Box<RawValue>>,
-    /// The tree, built on first read (or given).
-    tree: OnceLock<Value>,
+    /// The tree, built on first read (or given); `None` inside when the text does not read
+    /// as a `Value` (a number past f64, nesting past serde_json's limit), so the failure is
+    /// not mistaken for a `null` result when the payload is handed on.
+    tree: OnceLock<Option<Value>>,
 }
 
 /// A payload taken apart: its text when no tree was built, its tree otherwise. For carrying a
@@ -53,17 +55,24 @@ impl Payload {
     pub fn from_value(value: Value) -> Self {
         Payload {
             text: None,
-            tree: OnceLock::from(value),
+            tree: OnceLock::from(Some(value)),
         }
     }
 
-    /// The result as a JSON tree, built on the first call. Text that does not read back
-    /// (never: it was checked when the frame was read) gives `null`.
+    /// The result as a JSON tree, built on the first call. Text that is JSON but no `Value`
+    /// (a number past f64, nesting past serde_json's limit) reads as `null` here, for the
+    /// machine's rows (which then find no result they expect); handed on, such a payload
+    /// stays text, and its reader gets the real error ([`Payload::into_body`]).
     pub fn value(&self) -> &Value {
-        self.tree.get_or_init(|| match &self.text {
-            Some(text) => serde_json::from_str(text.get()).unwrap_or(Value::Null),
-            None => Value::Null,
-        })
+        const NULL: &Value = &Value::Null;
+        self.tree
+            .get_or_init(|| {
+                self.text
+                    .as_ref()
+                    .and_then(|text| serde_json::from_str(text.get()).ok())
+            })
+            .as_ref()
+            .unwrap_or(NULL)
     }
 
     /// The result as a JSON tree, taken.
@@ -77,12 +86,13 @@ impl Payload {
         self.into_body().deserialize()
     }
 
-    /// The text when no tree was built, the tree otherwise.
+    /// The tree when one was built, the text otherwise (also when the text does not read as
+    /// a tree: its reader then gets the error).
     pub fn into_body(self) -> Body {
         match (self.tree.into_inner(), self.text) {
-            (Some(tree), _) => Body::Tree(tree),
-            (None, Some(text)) => Body::Text(text),
-            (None, None) => Body::Tree(Value::Null),
+            (Some(Some(tree)), _) => Body::Tree(tree),
+            (_, Some(text)) => Body::Text(text),
+            (_, None) => Body::Tree(Value::Null),
         }
     }
 }
@@ -96,11 +106,17 @@ impl Body {
         }
     }
 
-    /// The result read as `T` (from the text, or from the tree).
+    /// The result read as `T` (from the text, or from the tree). Text read as `T` straight
+    /// means as a tree would: a text `T` refuses (a member twice, which a tree keeps the last
+    /// of) is read again by way of its tree, and only when that fails too is it an error.
     pub fn deserialize<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
         match self {
             Body::Tree(value) => serde_json::from_value(value),
-            Body::Text(text) => serde_json::from_str(text.get()),
+            Body::Text(text) => serde_json::from_str(text.get()).or_else(|first| {
+                serde_json::from_str::<Value>(text.get())
+                    .and_then(serde_json::from_value)
+                    .map_err(|_| first)
+            }),
         }
     }
 }
@@ -175,5 +191,24 @@ mod tests {
         assert_eq!(read.deserialize::<T>().unwrap(), T { a: 7 });
         assert!(text(r#"{"a":"7"}"#).deserialize::<T>().is_err());
         assert_eq!(text("null").into_value(), Value::Null);
+        // A member twice reads as a tree would: the last one.
+        assert_eq!(
+            text(r#"{"a":1,"a":2}"#).deserialize::<T>().unwrap(),
+            T { a: 2 }
+        );
+    }
+
+    #[test]
+    fn a_text_that_is_no_value_reads_as_null_to_the_machine_and_fails_its_reader() {
+        let p = text(r#"{"a":1e400}"#);
+        assert_eq!(p.value(), &Value::Null);
+        // Read once (as the machine's rows do), handed on as text: the reader's error is the
+        // real one, not a `null` result.
+        let e = p.deserialize::<Value>().unwrap_err();
+        assert!(e.to_string().contains("out of range"), "{e}");
+        let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+        let p = text(&deep);
+        assert_eq!(p.value(), &Value::Null);
+        assert!(matches!(p.into_body(), Body::Text(_)));
     }
 }

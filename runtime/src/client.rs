@@ -1452,12 +1452,10 @@ impl Client {
     }
 }
 
-/// `{"name": name, "arguments": arguments}` with the arguments moved in. `json!` would
-/// serialize a deep copy and leave the caller's value alive in the call's future until the
-/// answer: a second copy of every argument object for every call in flight.
 /// A result read as `T` (a `Value` included): straight from its text when no tree was built.
-/// Text that does not read as `T` (for a `Value`: a number out of range, which the frame's
-/// check lets through) is the request's `InvalidResult`, never a silent `null`.
+/// Text that does not read as `T` (for a `Value`: a number past f64 or nesting past
+/// serde_json's limit, which the frame's check lets through) is the request's
+/// `InvalidResult`, never a silent `null`.
 fn decoded<T: DeserializeOwned>(method: &str, body: mcp_machine::Body) -> Result<T> {
     body.deserialize().map_err(|e| Error::InvalidResult {
         method: method.to_owned(),
@@ -1465,6 +1463,9 @@ fn decoded<T: DeserializeOwned>(method: &str, body: mcp_machine::Body) -> Result
     })
 }
 
+/// `{"name": name, "arguments": arguments}` with the arguments moved in. `json!` would
+/// serialize a deep copy and leave the caller's value alive in the call's future until the
+/// answer: a second copy of every argument object for every call in flight.
 fn named_arguments(name: &str, arguments: Value) -> Value {
     let mut params = serde_json::Map::new();
     params.insert("name".to_owned(), Value::String(name.to_owned()));

@@ -801,8 +801,9 @@ async fn roots_changed(roots: &mut Option<watch::Receiver<Vec<crate::Root>>>) {
 /// The driver's one timer: armed for the machine's next deadline, moved only when that
 /// deadline changes (not made anew on every turn), idle while there is none.
 struct Alarm {
-    /// Polled only when its timer woke it or was moved, not on every turn of the driver.
-    sleep: crate::quiet::Quiet<tokio::time::Sleep>,
+    /// Polled only when its timer woke it or was moved, not on every turn of the driver;
+    /// `None` while there is no deadline (no timer left registered in the runtime).
+    sleep: Option<crate::quiet::Quiet<tokio::time::Sleep>>,
     /// The deadline the timer is armed for, `None` while idle.
     armed: Option<Instant>,
 }
@@ -810,27 +811,32 @@ struct Alarm {
 impl Alarm {
     fn new() -> Self {
         Alarm {
-            // Never polled before `set` arms it: no registration until there is a deadline.
-            sleep: crate::quiet::Quiet::new(tokio::time::sleep_until(Instant::now())),
+            sleep: None,
             armed: None,
         }
     }
 
-    /// Arms the timer for `deadline` (or leaves it idle); a deadline already armed costs
-    /// nothing.
+    /// Arms the timer for `deadline`, or drops it when there is none; a deadline already
+    /// armed costs nothing.
     fn set(&mut self, deadline: Option<Instant>) {
-        if let Some(d) = deadline
-            && self.armed != Some(d)
-        {
-            self.sleep.inner_mut().reset(d);
+        match (deadline, &mut self.sleep) {
+            (None, _) => self.sleep = None,
+            (Some(d), Some(sleep)) if self.armed != Some(d) => sleep.inner_mut().reset(d),
+            (Some(_), Some(_)) => {}
+            (Some(d), None) => {
+                self.sleep = Some(crate::quiet::Quiet::new(tokio::time::sleep_until(d)));
+            }
         }
         self.armed = deadline;
     }
 
-    /// Resolves once the armed deadline is reached (poll only while one is armed). The
-    /// timer is then unarmed: the same deadline asked for again fires again at once.
+    /// Resolves once the armed deadline is reached (never while none is armed). The timer is
+    /// then unarmed: the same deadline asked for again fires again at once.
     async fn fired(&mut self) {
-        (&mut self.sleep).await;
+        match &mut self.sleep {
+            Some(sleep) => sleep.await,
+            None => std::future::pending().await,
+        }
         self.armed = None;
     }
 }

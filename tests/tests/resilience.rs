@@ -484,12 +484,13 @@ async fn a_subscription_ended_during_an_outage_is_not_restored() {
     client.stop().await;
 }
 
-/// A scripted server of the handshake era whose results are written by hand: `x/out-of-range`
-/// answers JSON that no reader of a value accepts (a number past f64), `x/spaced` a result
-/// with spaces and its members out of order, `tools/call` text with escapes.
-fn hand_written_results() -> StreamConnector {
+/// A scripted server (of the 2026-07-28 era when `modern`, of the handshake era otherwise)
+/// whose results are written by hand: `x/out-of-range` answers JSON that no reader of a value
+/// accepts (a number past f64), `x/spaced` a result with spaces and its members out of order,
+/// `tools/call` text with escapes.
+fn hand_written_results(modern: bool) -> StreamConnector {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    StreamConnector::from_fn(|| async {
+    StreamConnector::from_fn(move || async move {
         let (client, server) = tokio::io::duplex(1 << 16);
         let (sr, mut sw) = tokio::io::split(server);
         tokio::spawn(async move {
@@ -498,6 +499,7 @@ fn hand_written_results() -> StreamConnector {
                 let msg: serde_json::Value = serde_json::from_str(&line).unwrap();
                 let id = msg["id"].to_string();
                 let body = match msg["method"].as_str() {
+                    Some("server/discover") if modern => r#""result":{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{}},"serverInfo":{"name":"hand","version":"1"}}"#.to_owned(),
                     Some("server/discover") => {
                         r#""error":{"code":-32601,"message":"no such method"}"#.to_owned()
                     }
@@ -520,10 +522,18 @@ fn hand_written_results() -> StreamConnector {
 
 #[tokio::test]
 async fn results_are_read_from_their_text_and_an_unreadable_one_is_the_callers_error() {
-    let client = ClientBuilder::new(hand_written_results())
+    // In the modern era the machine reads every result (its `resultType`) before the caller.
+    for modern in [false, true] {
+        results_read_as_sent(modern).await;
+    }
+}
+
+async fn results_read_as_sent(modern: bool) {
+    let client = ClientBuilder::new(hand_written_results(modern))
         .connect()
         .await
         .unwrap();
+    assert_eq!(client.era() == Some(mcp_runtime::Era::Modern), modern);
     // Read as a value whatever its spacing and order.
     let v = client.request("x/spaced", None).await.unwrap();
     assert_eq!(v, json!({"a": "x", "b": [1, 2]}));

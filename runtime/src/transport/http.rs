@@ -623,7 +623,9 @@ impl StreamableLeg {
             let Some(data) = message_of(&event) else {
                 continue; // a priming event, a retry, another event type
             };
-            let answers = self.deliver(one_line(data.as_bytes()), out, true).await;
+            let answers = self
+                .deliver(one_line(data.as_bytes()), out, request.is_some())
+                .await;
             cursor.delivered = true;
             if request.is_some() && answers.as_ref() == request {
                 cursor.answered = true;
