@@ -9,7 +9,7 @@
 //! (checked to be JSON, one copy), and the tree is built only when the machine reads the result
 //! (a handshake, an era's `resultType`, a listen acknowledgement) or a caller asks for a
 //! `Value`; a caller that wants its own type reads it straight from the text
-//! ([`Payload::deserialize`]).
+//! ([`Body::deserialize`]).
 //!
 //! Not a parser of its own: serde_json reads the text, the same way it would have read the
 //! whole frame. Two payloads are equal when their JSON values are, whatever their text.
@@ -75,17 +75,6 @@ impl Payload {
             .unwrap_or(NULL)
     }
 
-    /// The result as a JSON tree, taken.
-    pub fn into_value(self) -> Value {
-        self.into_body().into_value()
-    }
-
-    /// The result read as `T`: straight from the text when no tree was built (no tree at all),
-    /// from the tree otherwise.
-    pub fn deserialize<T: DeserializeOwned>(self) -> Result<T, serde_json::Error> {
-        self.into_body().deserialize()
-    }
-
     /// The tree when one was built, the text otherwise (also when the text does not read as
     /// a tree: its reader then gets the error).
     pub fn into_body(self) -> Body {
@@ -98,14 +87,6 @@ impl Payload {
 }
 
 impl Body {
-    /// The result as a JSON tree (built now from a text).
-    pub fn into_value(self) -> Value {
-        match self {
-            Body::Tree(value) => value,
-            Body::Text(text) => serde_json::from_str(text.get()).unwrap_or(Value::Null),
-        }
-    }
-
     /// The result read as `T` (from the text, or from the tree). Text read as `T` straight
     /// means as a tree would: a text `T` refuses (a member twice, which a tree keeps the last
     /// of) is read again by way of its tree, and only when that fails too is it an error.
@@ -185,15 +166,24 @@ mod tests {
         struct T {
             a: u32,
         }
-        assert_eq!(text(r#"{"a":7}"#).deserialize::<T>().unwrap(), T { a: 7 });
+        assert_eq!(
+            text(r#"{"a":7}"#).into_body().deserialize::<T>().unwrap(),
+            T { a: 7 }
+        );
         let read = text(r#"{"a":7}"#);
         let _ = read.value();
-        assert_eq!(read.deserialize::<T>().unwrap(), T { a: 7 });
-        assert!(text(r#"{"a":"7"}"#).deserialize::<T>().is_err());
-        assert_eq!(text("null").into_value(), Value::Null);
+        assert_eq!(read.into_body().deserialize::<T>().unwrap(), T { a: 7 });
+        assert!(text(r#"{"a":"7"}"#).into_body().deserialize::<T>().is_err());
+        assert_eq!(
+            text("null").into_body().deserialize::<Value>().unwrap(),
+            Value::Null
+        );
         // A member twice reads as a tree would: the last one.
         assert_eq!(
-            text(r#"{"a":1,"a":2}"#).deserialize::<T>().unwrap(),
+            text(r#"{"a":1,"a":2}"#)
+                .into_body()
+                .deserialize::<T>()
+                .unwrap(),
             T { a: 2 }
         );
     }
@@ -204,7 +194,7 @@ mod tests {
         assert_eq!(p.value(), &Value::Null);
         // Read once (as the machine's rows do), handed on as text: the reader's error is the
         // real one, not a `null` result.
-        let e = p.deserialize::<Value>().unwrap_err();
+        let e = p.into_body().deserialize::<Value>().unwrap_err();
         assert!(e.to_string().contains("out of range"), "{e}");
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
         let p = text(&deep);

@@ -81,7 +81,7 @@ pub(crate) struct Frame {
 
 impl Frame {
     /// Reads `frame`'s method and id; a frame that is not a JSON object reads as neither.
-    pub(crate) fn of(frame: &str) -> Frame {
+    fn of(frame: &str) -> Frame {
         #[derive(serde::Deserialize)]
         struct Head {
             id: Option<serde_json::Value>,

@@ -264,13 +264,10 @@ pub(crate) fn is_sse(response: &reqwest::Response) -> bool {
 /// `bytes` as one line: a JSON text's raw line breaks can only be whitespace between tokens
 /// (inside strings they are escaped), so they become spaces.
 pub(crate) fn one_line(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .iter()
-        .map(|&b| if b == b'\n' || b == b'\r' { b' ' } else { b })
-        .collect()
+    into_one_line(bytes.to_vec())
 }
 
-/// [`one_line`] in place: the same bytes, without a copy.
+/// [`one_line`] of bytes already owned, in place: no copy.
 pub(crate) fn into_one_line(mut bytes: Vec<u8>) -> Vec<u8> {
     for b in &mut bytes {
         if *b == b'\n' || *b == b'\r' {
