@@ -73,7 +73,10 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
         let t = Instant::now();
         let client = builder(&cmd).connect().await.expect("connect");
         times.push(t.elapsed().as_secs_f64());
+        // Torn down whole before the next connect, as rmcp's `cancel` does (it waits for the
+        // server's exit): a server still exiting would share the CPU with the next one's start.
         client.stop().await;
+        client.closed().await;
     }
     if connects > 0 {
         let p50 = mcp_bench::pct(&mut times, 0.5);

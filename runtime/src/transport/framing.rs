@@ -1,11 +1,13 @@
 //! Newline-delimited JSON framing (MCP stdio framing), written by hand so that the frame limit
 //! is enforced while reading: a line longer than the limit is never buffered whole.
 //!
-//! Reading: bytes are taken from a [`BufReader`] with `fill_buf`/`consume`, a frame ends at
-//! `\n`, a trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one
-//! line are held (the extra byte leaves room for the `\r` of a `\r\n` ending); a longer line
-//! ends the read with [`ReadFrame::Oversized`]. Every await point is a `fill_buf`, and the
-//! partial line lives in the reader, so [`FrameReader::next_frame`] is cancel-safe.
+//! Reading: bytes are read into the reader's own buffer (never zeroed first: a link's first
+//! frame does not pay for clearing 64 KiB), a frame ends at `\n` (found with `memchr`), a
+//! trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one line are
+//! held (the extra byte leaves room for the `\r` of a `\r\n` ending); a longer line ends the
+//! read with [`ReadFrame::Oversized`]. The one await point is a read into the buffer's free
+//! room, which reads nothing when it does not complete, and the partial line lives in the
+//! reader, so [`FrameReader::next_frame`] is cancel-safe.
 //!
 //! Writing: each frame is followed by `\n`; the caller flushes once per batch.
 //!
@@ -14,9 +16,9 @@
 
 use std::io;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Capacity of the read buffer in front of the link's reader.
+/// Capacity of the read buffer in front of the link's reader (allocated, not zeroed).
 const READ_BUFFER: usize = 64 * 1024;
 
 /// One result of reading the next frame.
@@ -35,7 +37,10 @@ pub enum ReadFrame {
 
 /// Reads newline-delimited frames of at most `max` bytes from a byte stream.
 pub struct FrameReader<R> {
-    inner: BufReader<R>,
+    inner: R,
+    /// Bytes read and not yet taken are `buf[pos..]`; its capacity is [`READ_BUFFER`].
+    buf: Vec<u8>,
+    pos: usize,
     line: Vec<u8>,
     max: usize,
 }
@@ -44,10 +49,30 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// Wraps `reader`; frames longer than `max` bytes (line ending excluded) are rejected.
     pub fn new(reader: R, max: usize) -> Self {
         Self {
-            inner: BufReader::with_capacity(READ_BUFFER, reader),
+            inner: reader,
+            buf: Vec::with_capacity(READ_BUFFER),
+            pos: 0,
             line: Vec::new(),
             max,
         }
+    }
+
+    /// How many bytes are read and not yet taken (`buf[pos..]`), reading more when none are
+    /// left: 0 at the end of input. Cancel-safe: a read that does not complete reads nothing.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.pos >= self.buf.len() {
+            self.buf.clear();
+            self.pos = 0;
+            // Reads into the free room (at most READ_BUFFER bytes: the buffer was emptied)
+            // without zeroing it first.
+            self.inner.read_buf(&mut self.buf).await?;
+        }
+        Ok(self.buf.len() - self.pos)
+    }
+
+    /// Takes `n` bytes of what [`FrameReader::fill`] returned.
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.buf.len());
     }
 
     /// Reads the next frame. Cancel-safe: a partial line is kept for the next call.
@@ -56,7 +81,8 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         // bytes followed by `\r\n` is accepted; the real check happens after stripping `\r`.
         let hold = self.max.saturating_add(1);
         loop {
-            let avail = self.inner.fill_buf().await?;
+            self.fill().await?;
+            let avail = &self.buf[self.pos..];
             if avail.is_empty() {
                 if self.line.is_empty() {
                     return Ok(ReadFrame::Eof);
@@ -65,20 +91,20 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 self.line = Vec::new();
                 return Ok(ReadFrame::Truncated { partial });
             }
-            let newline = avail.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', avail);
             let chunk_len = newline.unwrap_or(avail.len());
             let total = self.line.len() + chunk_len;
             if total > hold {
                 // Give up without buffering the rest of the line.
-                self.inner.consume(chunk_len);
+                self.consume(chunk_len);
                 self.line = Vec::new();
                 return Ok(ReadFrame::Oversized { seen: total });
             }
             self.line.extend_from_slice(&avail[..chunk_len]);
             match newline {
-                None => self.inner.consume(chunk_len),
+                None => self.consume(chunk_len),
                 Some(_) => {
-                    self.inner.consume(chunk_len + 1);
+                    self.consume(chunk_len + 1);
                     if self.line.last() == Some(&b'\r') {
                         self.line.pop();
                     }
@@ -201,6 +227,25 @@ mod tests {
         assert_eq!(reader.next_frame().await.unwrap(), ReadFrame::Eof);
     }
 
+    /// A read given up while a line is half there (the transport's `select!` drops it) loses
+    /// no byte: the next read finishes the same line, and what follows it in the buffer.
+    #[tokio::test]
+    async fn a_read_given_up_midway_loses_nothing() {
+        let (client, mut server) = tokio::io::duplex(64);
+        let mut reader = FrameReader::new(client, 64);
+        server.write_all(b"{\"half\":").await.unwrap();
+        for _ in 0..3 {
+            let gave_up =
+                tokio::time::timeout(std::time::Duration::from_millis(5), reader.next_frame())
+                    .await;
+            assert!(gave_up.is_err(), "a half line read as {gave_up:?}");
+        }
+        server.write_all(b"1}\r\nnext\n").await.unwrap();
+        assert_eq!(reader.next_frame().await.unwrap(), frame("{\"half\":1}"));
+        assert_eq!(reader.next_frame().await.unwrap(), frame("next"));
+        drop(server);
+        assert_eq!(reader.next_frame().await.unwrap(), ReadFrame::Eof);
+    }
     /// The real default limit over a tokio duplex: 16 MiB exactly passes, 16 MiB + 1 does not.
     #[tokio::test]
     async fn sixteen_mib_exact_accepted_one_more_rejected_over_duplex() {
