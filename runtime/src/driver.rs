@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use crate::client::Notifier;
 use crate::feed::{Hub, json_size};
 use crate::handler::{ClientHandler, RequestContext, route};
+use crate::quiet::QuietRx;
 use crate::trace::{Record, TraceSink};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
 use crate::types::{Notification, Progress, ServerInfo, ServerNotification};
@@ -126,10 +127,12 @@ pub(crate) struct Driver {
     /// Keyed by generation (our own counter: a fast hash, no peer chooses a key).
     transports: foldhash::HashMap<u64, TransportHandle>,
     events_tx: mpsc::UnboundedSender<(u64, TransportEvent)>,
-    events_rx: mpsc::UnboundedReceiver<(u64, TransportEvent)>,
+    /// Polled only after a send woke it (as are the handler answers and the commands): the
+    /// driver's `select!` would otherwise poll each empty channel on every turn.
+    events_rx: QuietRx<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
     handler_tx: mpsc::UnboundedSender<(u64, Done)>,
-    handler_rx: mpsc::UnboundedReceiver<(u64, Done)>,
+    handler_rx: QuietRx<(u64, Done)>,
     /// Handler tasks in flight: how to abort each, and its context's cancellation flag.
     server_tasks: HashMap<(u64, TaskKey), (AbortHandle, watch::Sender<bool>)>,
     /// Sends the driver's own notifications (roots changed) and handlers' progress.
@@ -178,10 +181,10 @@ impl Driver {
             transport_config,
             transports: foldhash::HashMap::default(),
             events_tx,
-            events_rx,
+            events_rx: QuietRx::new(events_rx),
             handler,
             handler_tx,
-            handler_rx,
+            handler_rx: QuietRx::new(handler_rx),
             server_tasks: HashMap::new(),
             pending: foldhash::HashMap::default(),
             out,
@@ -198,7 +201,8 @@ impl Driver {
     }
 
     /// Runs until the machine exits and every transport task has ended.
-    pub(crate) async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+    pub(crate) async fn run(mut self, commands: mpsc::UnboundedReceiver<Command>) {
+        let mut commands = QuietRx::new(commands);
         self.turn_now = self.now();
         self.drain();
         self.end_turn();

@@ -8,6 +8,11 @@
 //! woken since the last poll (or when told to, [`Quiet::inner_mut`]); otherwise a poll is one
 //! atomic swap.
 //!
+//! [`QuietRx`] does the same for a channel's receiving end that a `select!` polls on every
+//! turn: an empty channel's poll (budget check, queue read, waker registration, queue read
+//! again) is skipped unless a send woke it since; after a message it is polled again, since
+//! the messages queued behind it woke nothing.
+//!
 //! Correct for any future that keeps the waker contract (it wakes the last waker it was
 //! given when it can make progress, as tokio's and futures' do, cooperative-budget yields
 //! included). Not a scheduler and not a timer: it never wakes anything on its own.
@@ -19,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures_util::task::AtomicWaker;
+use tokio::sync::mpsc::UnboundedReceiver;
 
 /// A future polled only after its own waker was woken (see the module's doc).
 pub(crate) struct Quiet<F> {
@@ -45,16 +51,34 @@ impl Wake for Signal {
     }
 }
 
-impl<F: Future> Quiet<F> {
-    /// Wraps `inner`; its first poll polls `inner`.
-    pub(crate) fn new(inner: F) -> Self {
+impl Signal {
+    /// A signal and the waker that raises it; `woken` starts set, so the first poll goes
+    /// through.
+    fn new() -> (Arc<Signal>, Waker) {
         let signal = Arc::new(Signal {
             woken: AtomicBool::new(true),
             task: AtomicWaker::new(),
         });
+        let waker = Waker::from(Arc::clone(&signal));
+        (signal, waker)
+    }
+
+    /// Registers the polling task, then says whether the inner thing woke since it was last
+    /// polled (and lowers the flag). Registered before the flag is read: a wake between the
+    /// two is seen now, one after it wakes the task again.
+    fn take(&self, cx: &Context<'_>) -> bool {
+        self.task.register(cx.waker());
+        self.woken.swap(false, Ordering::AcqRel)
+    }
+}
+
+impl<F: Future> Quiet<F> {
+    /// Wraps `inner`; its first poll polls `inner`.
+    pub(crate) fn new(inner: F) -> Self {
+        let (signal, waker) = Signal::new();
         Quiet {
             inner: Box::pin(inner),
-            waker: Waker::from(Arc::clone(&signal)),
+            waker,
             signal,
         }
     }
@@ -71,15 +95,47 @@ impl<F: Future> Future for Quiet<F> {
     type Output = F::Output;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // Registered before the flag is read: a wake between the two polls the inner
-        // future now, one after it wakes this task again.
-        self.signal.task.register(cx.waker());
-        if !self.signal.woken.swap(false, Ordering::AcqRel) {
+        if !self.signal.take(cx) {
             return Poll::Pending;
         }
         let this = &mut *self;
         let mut inner_cx = Context::from_waker(&this.waker);
         this.inner.as_mut().poll(&mut inner_cx)
+    }
+}
+
+/// An unbounded channel's receiving end polled only after a send woke it (see the module's
+/// doc). Not a channel of its own: the messages, their order and the end of the channel are
+/// the inner receiver's.
+pub(crate) struct QuietRx<T> {
+    rx: UnboundedReceiver<T>,
+    signal: Arc<Signal>,
+    waker: Waker,
+}
+
+impl<T> QuietRx<T> {
+    /// Wraps `rx`; its first poll polls `rx`.
+    pub(crate) fn new(rx: UnboundedReceiver<T>) -> Self {
+        let (signal, waker) = Signal::new();
+        QuietRx { rx, signal, waker }
+    }
+
+    /// The next message, or `None` once every sender is gone and the queue is empty.
+    pub(crate) async fn recv(&mut self) -> Option<T> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        if !self.signal.take(cx) {
+            return Poll::Pending;
+        }
+        let mut inner_cx = Context::from_waker(&self.waker);
+        let polled = self.rx.poll_recv(&mut inner_cx);
+        if polled.is_ready() {
+            // What was queued behind this message woke nothing: poll again next time.
+            self.signal.woken.store(true, Ordering::Release);
+        }
+        polled
     }
 }
 
@@ -154,6 +210,43 @@ mod tests {
         assert_eq!(quiet.inner_mut().polls.load(Ordering::SeqCst), 1);
         assert!(Pin::new(&mut quiet).poll(&mut cx).is_pending());
         assert_eq!(polls.load(Ordering::SeqCst), 2);
+    }
+
+    /// Every message sent arrives, in order, also those sent while none was awaited and those
+    /// queued behind one taken; an empty channel is not polled again without a send; the end
+    /// of the channel is seen.
+    #[tokio::test]
+    async fn a_quiet_receiver_loses_no_message_and_skips_an_empty_channel() {
+        // A lost wake-up would hang: bounded, it fails instead.
+        tokio::time::timeout(Duration::from_secs(10), quiet_receiver_checks())
+            .await
+            .expect("a message sent was never received");
+    }
+
+    async fn quiet_receiver_checks() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut quiet = QuietRx::new(rx);
+        for i in 0..3 {
+            tx.send(i).unwrap();
+        }
+        assert_eq!(quiet.recv().await, Some(0));
+        assert_eq!(quiet.recv().await, Some(1));
+        // Empty after the last one: the flag is lowered, and polls without a send are skipped.
+        assert_eq!(quiet.recv().await, Some(2));
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(quiet.poll_recv(&mut cx).is_pending());
+        assert!(!quiet.signal.woken.load(Ordering::Acquire));
+        assert!(quiet.poll_recv(&mut cx).is_pending());
+        // A send from another task wakes the one awaiting.
+        let sender = tokio::spawn(async move {
+            tokio::task::yield_now().await;
+            tx.send(3).unwrap();
+            tx.send(4).unwrap();
+        });
+        assert_eq!(quiet.recv().await, Some(3));
+        sender.await.unwrap();
+        assert_eq!(quiet.recv().await, Some(4));
+        assert_eq!(quiet.recv().await, None);
     }
 
     #[tokio::test(start_paused = true)]
