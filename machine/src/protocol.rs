@@ -189,6 +189,9 @@ fn with_meta(params: Option<Value>, write: impl FnOnce(&mut Map<String, Value>))
     Value::Object(obj)
 }
 
+/// The room a request frame starts with, beside its method's length.
+const FRAME_START: usize = 256;
+
 /// A request frame; `progress_token`, when given, is put in `params._meta.progressToken`, and
 /// a modern request's envelope goes into `params._meta` too (its keys are the client's; the
 /// caller's own `_meta` keys are kept).
@@ -211,9 +214,11 @@ pub(crate) fn request(
         })),
     };
     // Written straight out (no map built first), keys in the order a map would sort them.
-    let mut frame = Vec::with_capacity(48 + method.len());
+    // Room for the envelope and small params at once (the buffer is sent and freed; the copy
+    // kept for a resend is made to measure), so it is not grown while the params are written.
+    let mut frame = Vec::with_capacity(FRAME_START + method.len());
     frame.extend_from_slice(b"{\"id\":");
-    frame.extend_from_slice(id.to_string().as_bytes());
+    serde_json::to_writer(&mut frame, &id).expect("a number always serializes");
     frame.extend_from_slice(b",\"jsonrpc\":\"2.0\",\"method\":");
     serde_json::to_writer(&mut frame, method).expect("a string always serializes");
     if let Some(p) = params {
