@@ -389,6 +389,9 @@ mod tests {
             ),
             (u64::MAX, "m\u{1}é", None),
             (0, "ping", Some(json!([]))),
+            (9, "a", None),
+            (10, "b", None),
+            ((1 << 53) + 1, "c", None),
         ];
         for (id, method, params) in cases {
             let mut msg = json!({"jsonrpc": "2.0", "id": id, "method": method});
@@ -397,6 +400,7 @@ mod tests {
             }
             let frame = request(id, method, params, None, None);
             assert_eq!(frame, serde_json::to_vec(&msg).unwrap());
+            assert!(frame.starts_with(format!("{{\"id\":{id},").as_bytes()));
             assert!(!frame.contains(&b'\n'));
         }
     }

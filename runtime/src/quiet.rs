@@ -238,14 +238,24 @@ mod tests {
         assert!(!quiet.signal.woken.load(Ordering::Acquire));
         assert!(quiet.poll_recv(&mut cx).is_pending());
         // A send from another task wakes the one awaiting.
+        let later = tx.clone();
         let sender = tokio::spawn(async move {
             tokio::task::yield_now().await;
-            tx.send(3).unwrap();
-            tx.send(4).unwrap();
+            later.send(3).unwrap();
+            later.send(4).unwrap();
         });
         assert_eq!(quiet.recv().await, Some(3));
         sender.await.unwrap();
         assert_eq!(quiet.recv().await, Some(4));
+        // More queued than a task's cooperative budget lets it take in one go: the receiver
+        // yields part-way (its waker raises the flag) and still takes every one, in order.
+        for i in 0..1000 {
+            tx.send(i).unwrap();
+        }
+        drop(tx);
+        for i in 0..1000 {
+            assert_eq!(quiet.recv().await, Some(i));
+        }
         assert_eq!(quiet.recv().await, None);
     }
 

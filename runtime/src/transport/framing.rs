@@ -1,9 +1,10 @@
 //! Newline-delimited JSON framing (MCP stdio framing), written by hand so that the frame limit
 //! is enforced while reading: a line longer than the limit is never buffered whole.
 //!
-//! Reading: bytes are read into the reader's own buffer (never zeroed first: a link's first
-//! frame does not pay for clearing 64 KiB), a frame ends at `\n` (found with `memchr`), a
-//! trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one line are
+//! Reading: bytes are read into the reader's own buffer, which starts at 4 KiB and doubles
+//! (to 64 KiB) each time a read fills it, zeroed once as it grows (a link of small frames
+//! never clears 64 KiB, and no reader is handed memory to clear again on every read); a frame
+//! ends at `\n` (found with `memchr`), a trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one line are
 //! held (the extra byte leaves room for the `\r` of a `\r\n` ending); a longer line ends the
 //! read with [`ReadFrame::Oversized`]. The one await point is a read into the buffer's free
 //! room, which reads nothing when it does not complete, and the partial line lives in the
@@ -18,8 +19,11 @@ use std::io;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-/// Capacity of the read buffer in front of the link's reader (allocated, not zeroed).
+/// Largest read buffer in front of the link's reader.
 const READ_BUFFER: usize = 64 * 1024;
+
+/// First size of the read buffer; it doubles, up to [`READ_BUFFER`], each time a read fills it.
+const FIRST_READ_BUFFER: usize = 4 * 1024;
 
 /// One result of reading the next frame.
 #[derive(Debug, PartialEq, Eq)]
@@ -38,9 +42,11 @@ pub enum ReadFrame {
 /// Reads newline-delimited frames of at most `max` bytes from a byte stream.
 pub struct FrameReader<R> {
     inner: R,
-    /// Bytes read and not yet taken are `buf[pos..]`; its capacity is [`READ_BUFFER`].
+    /// The read buffer, all of it initialized (zeroed when it grows); bytes read and not yet
+    /// taken are `buf[pos..end]`.
     buf: Vec<u8>,
     pos: usize,
+    end: usize,
     line: Vec<u8>,
     max: usize,
 }
@@ -50,29 +56,34 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     pub fn new(reader: R, max: usize) -> Self {
         Self {
             inner: reader,
-            buf: Vec::with_capacity(READ_BUFFER),
+            buf: Vec::new(),
             pos: 0,
+            end: 0,
             line: Vec::new(),
             max,
         }
     }
 
-    /// How many bytes are read and not yet taken (`buf[pos..]`), reading more when none are
-    /// left: 0 at the end of input. Cancel-safe: a read that does not complete reads nothing.
+    /// How many bytes are read and not yet taken (`buf[pos..end]`), reading more when none
+    /// are left: 0 at the end of input. Cancel-safe: a read that does not complete reads
+    /// nothing.
     async fn fill(&mut self) -> io::Result<usize> {
-        if self.pos >= self.buf.len() {
-            self.buf.clear();
+        if self.pos >= self.end {
+            if self.end == self.buf.len() && self.buf.len() < READ_BUFFER {
+                // The last read filled the buffer (or none was made): more room, zeroed once.
+                let size = (self.buf.len() * 2).clamp(FIRST_READ_BUFFER, READ_BUFFER);
+                self.buf.resize(size, 0);
+            }
             self.pos = 0;
-            // Reads into the free room (at most READ_BUFFER bytes: the buffer was emptied)
-            // without zeroing it first.
-            self.inner.read_buf(&mut self.buf).await?;
+            self.end = 0;
+            self.end = self.inner.read(&mut self.buf).await?;
         }
-        Ok(self.buf.len() - self.pos)
+        Ok(self.end - self.pos)
     }
 
     /// Takes `n` bytes of what [`FrameReader::fill`] returned.
     fn consume(&mut self, n: usize) {
-        self.pos = (self.pos + n).min(self.buf.len());
+        self.pos = (self.pos + n).min(self.end);
     }
 
     /// Reads the next frame. Cancel-safe: a partial line is kept for the next call.
@@ -82,7 +93,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
         let hold = self.max.saturating_add(1);
         loop {
             self.fill().await?;
-            let avail = &self.buf[self.pos..];
+            let avail = &self.buf[self.pos..self.end];
             if avail.is_empty() {
                 if self.line.is_empty() {
                     return Ok(ReadFrame::Eof);
@@ -246,6 +257,45 @@ mod tests {
         drop(server);
         assert_eq!(reader.next_frame().await.unwrap(), ReadFrame::Eof);
     }
+    /// A reader that fails the test if it is ever handed memory it would have to clear.
+    struct NoClearing<R>(R);
+
+    impl<R: AsyncRead + Unpin> AsyncRead for NoClearing<R> {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<io::Result<()>> {
+            assert_eq!(
+                buf.initialized().len(),
+                buf.capacity(),
+                "the reader was handed uninitialized memory"
+            );
+            std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+        }
+    }
+
+    /// Small frames keep the buffer at its first size; a read that fills it doubles it, up
+    /// to the largest; no read is handed memory to clear.
+    #[tokio::test]
+    async fn the_buffer_grows_only_when_reads_fill_it_and_is_never_handed_out_uninitialized() {
+        let small = b"{\"a\":1}\n".repeat(10);
+        let mut reader = FrameReader::new(NoClearing(&small[..]), 1024);
+        for _ in 0..10 {
+            assert_eq!(reader.next_frame().await.unwrap(), frame("{\"a\":1}"));
+        }
+        assert_eq!(reader.buf.len(), FIRST_READ_BUFFER);
+        let mut big = vec![b'x'; 200 * 1024];
+        big.push(b'\n');
+        let mut reader = FrameReader::new(NoClearing(&big[..]), 300 * 1024);
+        match reader.next_frame().await.unwrap() {
+            ReadFrame::Frame(f) => assert_eq!(f.len(), 200 * 1024),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(reader.buf.len(), READ_BUFFER);
+        assert_eq!(reader.next_frame().await.unwrap(), ReadFrame::Eof);
+    }
+
     /// The real default limit over a tokio duplex: 16 MiB exactly passes, 16 MiB + 1 does not.
     #[tokio::test]
     async fn sixteen_mib_exact_accepted_one_more_rejected_over_duplex() {
