@@ -763,10 +763,18 @@ impl Pump {
     async fn run(&mut self, events: &Events) -> End {
         loop {
             if !self.have_credit {
-                match self.credits.acquire().await {
+                // A credit at hand is taken without building a wait (the common case: the
+                // read window is several frames wide).
+                match self.credits.try_acquire() {
                     Ok(permit) => permit.forget(),
-                    // The semaphore is never closed; treat it like a close anyway.
-                    Err(_) => return End::Closed,
+                    Err(tokio::sync::TryAcquireError::Closed) => return End::Closed,
+                    Err(tokio::sync::TryAcquireError::NoPermits) => {
+                        match self.credits.acquire().await {
+                            Ok(permit) => permit.forget(),
+                            // The semaphore is never closed; treat it like a close anyway.
+                            Err(_) => return End::Closed,
+                        }
+                    }
                 }
                 self.have_credit = true;
             }
@@ -785,9 +793,15 @@ impl Pump {
             };
             let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
             self.held = Some(frame);
-            match self.ahead.acquire_many(cost).await {
+            match self.ahead.try_acquire_many(cost) {
                 Ok(permit) => permit.forget(),
-                Err(_) => return End::Closed,
+                Err(tokio::sync::TryAcquireError::Closed) => return End::Closed,
+                Err(tokio::sync::TryAcquireError::NoPermits) => {
+                    match self.ahead.acquire_many(cost).await {
+                        Ok(permit) => permit.forget(),
+                        Err(_) => return End::Closed,
+                    }
+                }
             }
             if let Some(frame) = self.held.take() {
                 self.have_credit = false;
