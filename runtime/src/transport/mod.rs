@@ -42,7 +42,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{Semaphore, TryAcquireError, mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
@@ -748,6 +748,18 @@ fn ahead_cost(len: usize) -> usize {
     len.clamp(1, READ_AHEAD_BYTES)
 }
 
+/// Takes `n` permits of `semaphore` for good: at once when they are at hand (no wait is
+/// built: the common case, the read window being several frames wide), else once they come.
+/// `false` when the semaphore was closed.
+async fn take_permits(semaphore: &Semaphore, n: u32) -> bool {
+    let permit = match semaphore.try_acquire_many(n) {
+        Ok(permit) => Some(permit),
+        Err(TryAcquireError::NoPermits) => semaphore.acquire_many(n).await.ok(),
+        Err(TryAcquireError::Closed) => None,
+    };
+    permit.map(tokio::sync::SemaphorePermit::forget).is_some()
+}
+
 /// The credit-gated read side. Its state lives outside the `run` future, so `run` can be
 /// cancelled and resumed without losing a credit, a partial line or a frame read.
 struct Pump {
@@ -763,18 +775,9 @@ impl Pump {
     async fn run(&mut self, events: &Events) -> End {
         loop {
             if !self.have_credit {
-                // A credit at hand is taken without building a wait (the common case: the
-                // read window is several frames wide).
-                match self.credits.try_acquire() {
-                    Ok(permit) => permit.forget(),
-                    Err(tokio::sync::TryAcquireError::Closed) => return End::Closed,
-                    Err(tokio::sync::TryAcquireError::NoPermits) => {
-                        match self.credits.acquire().await {
-                            Ok(permit) => permit.forget(),
-                            // The semaphore is never closed; treat it like a close anyway.
-                            Err(_) => return End::Closed,
-                        }
-                    }
+                // The semaphore is never closed; treat it like a close anyway.
+                if !take_permits(&self.credits, 1).await {
+                    return End::Closed;
                 }
                 self.have_credit = true;
             }
@@ -793,15 +796,8 @@ impl Pump {
             };
             let cost = u32::try_from(ahead_cost(frame.len())).unwrap_or(u32::MAX);
             self.held = Some(frame);
-            match self.ahead.try_acquire_many(cost) {
-                Ok(permit) => permit.forget(),
-                Err(tokio::sync::TryAcquireError::Closed) => return End::Closed,
-                Err(tokio::sync::TryAcquireError::NoPermits) => {
-                    match self.ahead.acquire_many(cost).await {
-                        Ok(permit) => permit.forget(),
-                        Err(_) => return End::Closed,
-                    }
-                }
+            if !take_permits(&self.ahead, cost).await {
+                return End::Closed;
             }
             if let Some(frame) = self.held.take() {
                 self.have_credit = false;
