@@ -173,6 +173,9 @@ struct Inflight {
 /// State shared by the reader and the request tasks of one connection.
 pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
+    /// The names of the tools `config` offers (`tools/call` checks a name against them; the
+    /// definitions themselves are built only for `tools/list`).
+    pub(crate) tool_names: Vec<String>,
     out: mpsc::UnboundedSender<Out>,
     session: Mutex<Session>,
     inflight: Mutex<Inflight>,
@@ -336,8 +339,13 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
+    let tool_names = catalog::tools(&config)
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
     let shared = Arc::new(Shared {
         config,
+        tool_names,
         out: out_tx,
         session: Mutex::new(Session::default()),
         inflight: Mutex::new(Inflight::default()),
