@@ -171,7 +171,7 @@ fn report(client: &Client, rt: &str, holder: Holder, n: usize, rounds: &[Round])
     let mut rps: Vec<f64> = rounds.iter().map(|r| r.rps).collect();
     rps.sort_by(f64::total_cmp);
     let mid = rps.len() / 2;
-    let median = if rps.len() % 2 == 0 {
+    let median = if rps.len().is_multiple_of(2) {
         (rps[mid - 1] + rps[mid]) / 2.0
     } else {
         rps[mid]
