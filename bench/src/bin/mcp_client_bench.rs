@@ -1,13 +1,15 @@
 //! Echo benchmark of this client, with the same command line and output as the rmcp
 //! benchmark client in shared/peers/rmcp-bench, so both run side by side against one server:
-//! `mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--rt multi|current] --
-//! SERVER CMD` (stdio), or `-- http://HOST:PORT/mcp` (Streamable HTTP).
+//! `mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--rt multi|current]
+//! [--era auto|legacy] -- SERVER CMD` (stdio), or `-- http://HOST:PORT/mcp` (Streamable HTTP).
+//! `--era legacy` skips the 2026-07-28 probe (`server/discover`) before `initialize`: the
+//! connect time without its round trip.
 //! Prints one JSON line for the connect time (median of K connects: spawn or connect, then the
 //! handshake, to ready), one for the sequential run and one for CONC calls in flight.
 
 use std::time::{Duration, Instant};
 
-use mcp_runtime::{Client, ClientBuilder};
+use mcp_runtime::{Client, ClientBuilder, EraMode};
 use serde_json::json;
 
 #[cfg(feature = "count-allocs")]
@@ -39,7 +41,7 @@ async fn echo(client: &Client, i: usize) {
     assert!(!r.failed());
 }
 
-fn builder(cmd: &[String]) -> ClientBuilder {
+fn builder(cmd: &[String], era: EraMode) -> ClientBuilder {
     let builder = if cmd[0].starts_with("http://") || cmd[0].starts_with("https://") {
         ClientBuilder::streamable_http(&cmd[0]).expect("an HTTP URL")
     } else {
@@ -48,6 +50,7 @@ fn builder(cmd: &[String]) -> ClientBuilder {
     builder
         .request_timeout(Duration::from_secs(60))
         .send_queue(4096)
+        .era(era)
 }
 
 /// What to run: calls, calls in flight, warm-up calls, connects, and whether to skip the
@@ -58,6 +61,7 @@ struct Plan {
     warmup: usize,
     connects: usize,
     conc_only: bool,
+    era: EraMode,
 }
 
 async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
@@ -67,11 +71,12 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
         warmup,
         connects,
         conc_only,
+        era,
     } = plan;
     let mut times = Vec::with_capacity(connects);
     for _ in 0..connects {
         let t = Instant::now();
-        let client = builder(&cmd).connect().await.expect("connect");
+        let client = builder(&cmd, era).connect().await.expect("connect");
         times.push(t.elapsed().as_secs_f64());
         // Torn down whole before the next connect, as rmcp's `cancel` does (it waits for the
         // server's exit): a server still exiting would share the CPU with the next one's start.
@@ -85,7 +90,7 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
             p50 * 1e6
         );
     }
-    let client = builder(&cmd).connect().await.expect("connect");
+    let client = builder(&cmd, era).connect().await.expect("connect");
     for i in 0..warmup {
         echo(&client, i).await;
     }
@@ -127,7 +132,7 @@ fn main() {
     let Some(dd) = args.iter().position(|a| a == "--") else {
         eprintln!(
             "usage: mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--conc-only] \
-             [--rt multi|current] -- CMD... | URL"
+             [--rt multi|current] [--era auto|legacy] -- CMD... | URL"
         );
         std::process::exit(2);
     };
@@ -139,6 +144,7 @@ fn main() {
         warmup: 200,
         connects: 0,
         conc_only: false,
+        era: EraMode::Auto,
     };
     let mut rt = "multi".to_string();
     let mut it = args.into_iter();
@@ -151,6 +157,16 @@ fn main() {
             "--connects" => plan.connects = value().parse().expect("--connects K"),
             "--conc-only" => plan.conc_only = true,
             "--rt" => rt = value(),
+            "--era" => {
+                plan.era = match value().as_str() {
+                    "auto" => EraMode::Auto,
+                    "legacy" => EraMode::Legacy,
+                    other => {
+                        eprintln!("--era auto|legacy, not {other}");
+                        std::process::exit(2);
+                    }
+                }
+            }
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2);

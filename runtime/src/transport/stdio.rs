@@ -277,7 +277,7 @@ fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportErro
         }
         BaseEnv::Allowlist => {
             cmd.env_clear();
-            cmd.envs(allowlisted_env(std::env::vars_os()));
+            cmd.envs(allowlisted_env(|name| std::env::var_os(name)));
         }
     }
     cmd.envs(spec.env.iter().map(|(k, v)| (k, v)));
@@ -314,14 +314,17 @@ fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportErro
     })
 }
 
-/// The variables of `vars` a server inherits by default: the names of
-/// [`StdioConnector::DEFAULT_INHERITED_ENV`], except values that are shell functions (start with `()`).
-fn allowlisted_env(vars: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
-    vars.filter(|(k, v)| {
-        DEFAULT_INHERITED_ENV.iter().any(|name| k == name)
-            && !v.as_encoded_bytes().starts_with(b"()")
+/// The variables a server inherits by default: those of
+/// [`StdioConnector::DEFAULT_INHERITED_ENV`] that `lookup` finds, except values that are shell
+/// functions (start with `()`). Each name is looked up on its own: the host's whole
+/// environment is not copied for every spawn (two allocations a variable).
+fn allowlisted_env(
+    lookup: impl Fn(&str) -> Option<OsString>,
+) -> impl Iterator<Item = (&'static str, OsString)> {
+    DEFAULT_INHERITED_ENV.iter().filter_map(move |&name| {
+        let value = lookup(name)?;
+        (!value.as_encoded_bytes().starts_with(b"()")).then_some((name, value))
     })
-    .collect()
 }
 
 /// Stops and reaps one child process. Dropping it kills the process group (see `kill_now`).
@@ -618,6 +621,25 @@ mod tests {
         assert!(
             shown.contains("API_KEY") && !shown.contains("s3cret"),
             "{shown}"
+        );
+    }
+
+    #[test]
+    fn only_allowlisted_variables_that_are_no_shell_functions_are_inherited() {
+        let host = |name: &str| match name {
+            "PATH" => Some(OsString::from("/bin")),
+            "SHELL" => Some(OsString::from("() { evil; }")),
+            "HOME" => Some(OsString::from("/home/me")),
+            "API_KEY" => Some(OsString::from("s3cret")),
+            _ => None,
+        };
+        let inherited: Vec<_> = allowlisted_env(host).collect();
+        assert_eq!(
+            inherited,
+            [
+                ("HOME", OsString::from("/home/me")),
+                ("PATH", OsString::from("/bin"))
+            ]
         );
     }
 
