@@ -173,9 +173,11 @@ struct Inflight {
 /// State shared by the reader and the request tasks of one connection.
 pub(crate) struct Shared {
     pub(crate) config: ServerConfig,
-    /// The names of the tools `config` offers (`tools/call` checks a name against them; the
-    /// definitions themselves are built only for `tools/list`).
-    pub(crate) tool_names: Vec<String>,
+    /// The names of the tools `config` offers, read from the catalog at the first
+    /// `tools/call` (which checks a name against them) and kept: the definitions, JSON
+    /// schemas and all, are not built again for every call. Lazy, as a 2026-07-28 request
+    /// over HTTP gets a connection of its own.
+    tool_names: std::sync::OnceLock<Vec<String>>,
     out: mpsc::UnboundedSender<Out>,
     session: Mutex<Session>,
     inflight: Mutex<Inflight>,
@@ -196,6 +198,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     pub(crate) fn session(&self) -> MutexGuard<'_, Session> {
         lock(&self.session)
+    }
+
+    /// Whether `config` offers a tool named `name`.
+    pub(crate) fn has_tool(&self, name: &str) -> bool {
+        self.tool_names
+            .get_or_init(|| {
+                catalog::tools(&self.config)
+                    .iter()
+                    .filter_map(|t| t["name"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .iter()
+            .any(|t| t == name)
     }
 
     /// Queue a raw line (without its newline).
@@ -339,13 +354,9 @@ where
     W: AsyncWrite + Unpin + Send,
 {
     let (out_tx, out_rx) = mpsc::unbounded_channel();
-    let tool_names = catalog::tools(&config)
-        .iter()
-        .filter_map(|t| t["name"].as_str().map(str::to_owned))
-        .collect();
     let shared = Arc::new(Shared {
         config,
-        tool_names,
+        tool_names: std::sync::OnceLock::new(),
         out: out_tx,
         session: Mutex::new(Session::default()),
         inflight: Mutex::new(Inflight::default()),

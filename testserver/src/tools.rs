@@ -66,7 +66,7 @@ pub(crate) async fn call(shared: &Shared, params: &Value, id: &Value) -> Handled
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("missing tool name"))?;
-    let known = shared.tool_names.iter().any(|t| t == name);
+    let known = shared.has_tool(name);
     if !known || (!shared.config.chaos && CHAOS_TOOLS.contains(&name)) {
         return Err(RpcError::invalid_params(format!("Unknown tool: {name}")));
     }
