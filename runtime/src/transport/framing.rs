@@ -4,11 +4,11 @@
 //! Reading: bytes are read into the reader's own buffer, which starts at 4 KiB and doubles
 //! (to 64 KiB) each time a read fills it, zeroed once as it grows (a link of small frames
 //! never clears 64 KiB, and no reader is handed memory to clear again on every read); a frame
-//! ends at `\n` (found with `memchr`), a trailing `\r` is stripped, empty lines are skipped. At most `max + 1` bytes of one line are
-//! held (the extra byte leaves room for the `\r` of a `\r\n` ending); a longer line ends the
-//! read with [`ReadFrame::Oversized`]. The one await point is a read into the buffer's free
-//! room, which reads nothing when it does not complete, and the partial line lives in the
-//! reader, so [`FrameReader::next_frame`] is cancel-safe.
+//! ends at `\n` (found with `memchr`), a trailing `\r` is stripped, empty lines are skipped.
+//! At most `max + 1` bytes of one line are held (the extra byte leaves room for the `\r` of a
+//! `\r\n` ending); a longer line ends the read with [`ReadFrame::Oversized`]. The one await
+//! point is a read into the buffer, which reads nothing when it does not complete, and the
+//! partial line lives in the reader, so [`FrameReader::next_frame`] is cancel-safe.
 //!
 //! Writing: each frame is followed by `\n`; the caller flushes once per batch.
 //!
@@ -74,6 +74,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
                 let size = (self.buf.len() * 2).clamp(FIRST_READ_BUFFER, READ_BUFFER);
                 self.buf.resize(size, 0);
             }
+            // Emptied before the read: a read dropped halfway leaves nothing to take twice.
             self.pos = 0;
             self.end = 0;
             self.end = self.inner.read(&mut self.buf).await?;
