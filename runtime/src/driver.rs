@@ -683,6 +683,12 @@ impl Driver {
         tracing::info!(target: "mcp::auth", status = challenge.status, "the server asks for authorization");
         let target = Arc::new(std::sync::atomic::AtomicU64::new(generation));
         let task = tokio::spawn(async move {
+            // Whatever ends this task before it reports (a panic in the authorization, an
+            // abort), the machine is told the authorization failed: its slot is never held.
+            let mut report = AuthReport {
+                tx: Some(tx),
+                generation,
+            };
             let result = auth
                 .oauth
                 .on_challenge(
@@ -693,10 +699,33 @@ impl Driver {
                 .await
                 .map(|_| ())
                 .map_err(|e| e.to_string());
-            // The generation is read when the driver takes this (see `run`).
-            let _ = tx.send((generation, Done::Authorized(result)));
+            report.send(result);
         });
         self.auth_task = Some((task.abort_handle(), target));
+    }
+}
+
+/// Reports the end of an authorization task to the driver exactly once: with its result, or,
+/// when the task ends without one (it panicked or was aborted), with a failure.
+struct AuthReport {
+    tx: Option<mpsc::UnboundedSender<(u64, Done)>>,
+    generation: u64,
+}
+
+impl AuthReport {
+    fn send(&mut self, result: Result<(), String>) {
+        if let Some(tx) = self.tx.take() {
+            // The generation is read when the driver takes this (see `run`).
+            let _ = tx.send((self.generation, Done::Authorized(result)));
+        }
+    }
+}
+
+impl Drop for AuthReport {
+    fn drop(&mut self) {
+        self.send(Err(
+            "the authorization ended without an answer (it failed unexpectedly)".into(),
+        ));
     }
 }
 
@@ -878,5 +907,45 @@ fn trace_report(report: &Report) {
             tracing::warn!(target: "mcp::protocol", violation = "unexpected_server_request", ?method, "server request dropped unanswered");
         }
         other => tracing::debug!(target: "mcp::driver", ?other, "report"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 29, defect 3: an authorization that panics (or is aborted) still tells the
+    /// machine it failed, so the authorization slot is freed and the client can authorize
+    /// again.
+    #[tokio::test]
+    async fn an_authorization_task_that_dies_still_reports_a_failure() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(async move {
+            let _report = AuthReport {
+                tx: Some(tx),
+                generation: 7,
+            };
+            panic!("an authorization that panics");
+        });
+        assert!(task.await.unwrap_err().is_panic());
+        let (generation, done) = rx.recv().await.unwrap();
+        assert_eq!(generation, 7);
+        assert!(matches!(done, Done::Authorized(Err(_))));
+        // Reported once: the sender is gone with the task.
+        assert!(rx.recv().await.is_none());
+
+        // An answer is sent once, not followed by a failure at drop.
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut report = AuthReport {
+            tx: Some(tx),
+            generation: 3,
+        };
+        report.send(Ok(()));
+        drop(report);
+        assert!(matches!(
+            rx.recv().await,
+            Some((3, Done::Authorized(Ok(()))))
+        ));
+        assert!(rx.recv().await.is_none());
     }
 }

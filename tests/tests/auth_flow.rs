@@ -908,3 +908,331 @@ fn base64_of(s: &str) -> String {
     }
     out
 }
+
+// ---- The authorization URL policy (issue 29: a hostile server gets nothing) ----
+
+/// A user agent that records what it was asked and never reaches anything itself.
+#[derive(Default)]
+struct Recording {
+    interactive: bool,
+    decline: bool,
+    opened: std::sync::Mutex<Vec<String>>,
+    approved: std::sync::Mutex<Vec<String>>,
+}
+
+impl mcp_runtime::auth::UserAgent for Recording {
+    fn redirect_uri(&self) -> mcp_runtime::auth::flow::AuthFuture<'_, String> {
+        Box::pin(async { Ok(REDIRECT.to_owned()) })
+    }
+
+    fn authorize(&self, url: Url) -> mcp_runtime::auth::flow::AuthFuture<'_, Url> {
+        self.opened.lock().unwrap().push(url.to_string());
+        Box::pin(async { Err(AuthError::UserAgent("recorded only".into())) })
+    }
+
+    fn interactive(&self) -> bool {
+        self.interactive
+    }
+
+    fn approve<'a>(
+        &'a self,
+        _endpoint: &'a Url,
+        issuer: &'a Url,
+    ) -> mcp_runtime::auth::flow::AuthFuture<'a, ()> {
+        self.approved.lock().unwrap().push(issuer.to_string());
+        let decline = self.decline;
+        Box::pin(async move {
+            if decline {
+                Err(AuthError::InteractionRequired {
+                    endpoint: "x".into(),
+                    reason: "declined".into(),
+                })
+            } else {
+                Ok(())
+            }
+        })
+    }
+}
+
+fn recording(agent: Arc<Recording>) -> OAuth {
+    OAuth::builder(agent)
+        .store(Arc::new(MemoryStore::new()))
+        .build()
+}
+
+/// Authorizes against `server` with a recording user agent: the error, the log, what the
+/// user agent was asked to open.
+async fn refused_by_policy(
+    server: Server,
+    request: Option<AuthRequest>,
+) -> (AuthError, Log, Vec<String>) {
+    let (endpoint, log) = start(server).await;
+    let agent = Arc::new(Recording {
+        interactive: true,
+        ..Recording::default()
+    });
+    let oauth = recording(agent.clone());
+    let request = request.unwrap_or_else(|| challenge(&endpoint, None));
+    let err = oauth.authorize(&endpoint, &request).await.unwrap_err();
+    assert!(
+        !paths(&log)
+            .iter()
+            .any(|p| p.ends_with("/token") || p.ends_with("/register")),
+        "nothing registered or redeemed after {err:?}: {:?}",
+        paths(&log)
+    );
+    let opened = agent.opened.lock().unwrap().clone();
+    (err, log, opened)
+}
+
+#[tokio::test]
+async fn an_authorization_endpoint_of_another_scheme_is_never_opened() {
+    for endpoint in [
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "http://as.example/authorize",
+        "smb://attacker/share",
+    ] {
+        let (err, _, opened) = refused_by_policy(
+            Server {
+                as_extra: json!({"authorization_endpoint": endpoint}),
+                ..Server::default()
+            },
+            None,
+        )
+        .await;
+        assert!(
+            matches!(
+                &err,
+                AuthError::UrlRefused {
+                    what: "authorization endpoint",
+                    rule: mcp_runtime::auth::UrlRule::Scheme { .. }
+                        | mcp_runtime::auth::UrlRule::NotAUrl,
+                    ..
+                }
+            ),
+            "{endpoint}: {err:?}"
+        );
+        assert!(opened.is_empty(), "{endpoint}: opened {opened:?}");
+    }
+}
+
+#[tokio::test]
+async fn metadata_on_private_or_link_local_addresses_is_never_fetched() {
+    let (endpoint, _) = start(Server::default()).await;
+    for (metadata, class) in [
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            mcp_runtime::auth::AddressClass::LinkLocal,
+        ),
+        (
+            "https://10.0.0.1/prm",
+            mcp_runtime::auth::AddressClass::Private,
+        ),
+        (
+            "https://[fd00::1]/prm",
+            mcp_runtime::auth::AddressClass::Private,
+        ),
+        (
+            "https://[::ffff:192.168.1.1]/prm",
+            mcp_runtime::auth::AddressClass::Private,
+        ),
+    ] {
+        let header = format!("Bearer resource_metadata=\"{metadata}\"");
+        let request = AuthRequest {
+            challenge: Challenge::parse([header.as_str()]).unwrap(),
+            held_scopes: vec![],
+        };
+        let (oauth, _) = client();
+        let started = std::time::Instant::now();
+        let err = oauth.authorize(&endpoint, &request).await.unwrap_err();
+        assert!(
+            matches!(&err, AuthError::UrlRefused { what: "protected resource metadata", rule: mcp_runtime::auth::UrlRule::Address { class: c, .. }, .. } if *c == class),
+            "{metadata}: {err:?}"
+        );
+        // Refused before any connection is tried (an unroutable address would hang).
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(err.to_string().contains("resolves to the"), "{err}");
+    }
+}
+
+#[tokio::test]
+async fn an_issuer_or_token_endpoint_in_clear_text_is_refused() {
+    // An issuer on plain HTTP off this machine: its metadata is never fetched.
+    let (endpoint, log) = start(Server::default()).await;
+    let prm = "/.well-known/oauth-protected-resource/mcp";
+    let _ = prm;
+    let (oauth, _) = client();
+    let script: scripted_http::Script = Arc::new(|req, _| {
+        if req
+            .path()
+            .starts_with("/.well-known/oauth-protected-resource")
+        {
+            let base = base(req);
+            return Answer::Json(
+                json!({"resource": format!("{base}/mcp"), "authorization_servers": ["http://as.example"]}),
+                vec![],
+            );
+        }
+        Answer::Status(404, vec![])
+    });
+    let (url, log2) = serve(script).await;
+    let endpoint2 = Url::parse(&url).unwrap();
+    let err = oauth
+        .authorize(&endpoint2, &challenge(&endpoint2, None))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            AuthError::UrlRefused {
+                what: "issuer",
+                rule: mcp_runtime::auth::UrlRule::Scheme { .. },
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(paths(&log2).len(), 1, "{:?}", paths(&log2));
+    // A token endpoint in clear text: no code is ever redeemed there.
+    let (err, _, opened) = refused_by_policy(
+        Server {
+            as_extra: json!({"token_endpoint": "http://as.example/token"}),
+            ..Server::default()
+        },
+        None,
+    )
+    .await;
+    assert!(
+        matches!(
+            &err,
+            AuthError::UrlRefused {
+                what: "token endpoint",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(opened.is_empty());
+    drop((endpoint, log));
+}
+
+#[tokio::test]
+async fn a_registration_endpoint_elsewhere_gets_no_post() {
+    let (err, log, _) = refused_by_policy(
+        Server {
+            as_extra: json!({"registration_endpoint": "https://10.9.9.9/register"}),
+            ..Server::default()
+        },
+        None,
+    )
+    .await;
+    assert!(
+        matches!(
+            &err,
+            AuthError::UrlRefused {
+                what: "registration endpoint",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        seen(&log).iter().all(|r| r.method != "POST"),
+        "{:?}",
+        paths(&log)
+    );
+}
+
+#[tokio::test]
+async fn a_huge_expires_in_is_a_token_that_never_expires_not_a_panic() {
+    let (endpoint, _) = start(Server {
+        expires_in: u64::MAX,
+        ..Server::default()
+    })
+    .await;
+    let (oauth, _) = client();
+    let token = oauth
+        .authorize(&endpoint, &challenge(&endpoint, None))
+        .await
+        .unwrap();
+    assert!(
+        token.expires_at.is_some_and(|at| at > 4_000_000_000),
+        "{token:?}"
+    );
+    assert!(!token.expires_within(
+        std::time::SystemTime::now(),
+        std::time::Duration::from_secs(60)
+    ));
+    // The refresh path takes the same sum.
+    let refreshed = oauth.refresh(&endpoint).await.unwrap();
+    assert!(refreshed.expires_at.is_some());
+    assert!(oauth.bearer(&endpoint).await.is_some());
+}
+
+#[tokio::test]
+async fn a_password_in_the_endpoint_url_is_never_shown() {
+    let script: scripted_http::Script = Arc::new(|_, _| Answer::Status(404, vec![]));
+    let (url, _) = serve(script).await;
+    let endpoint = Url::parse(&url.replacen("http://", "http://alice:hunter2@", 1))
+        .unwrap()
+        .join("/mcp?api_key=k3y")
+        .unwrap();
+    let (oauth, _) = client();
+    let err = oauth
+        .authorize(&endpoint, &AuthRequest::default())
+        .await
+        .unwrap_err();
+    let shown = format!("{err} {err:?}");
+    assert!(
+        matches!(err, AuthError::NoResourceMetadata { .. }),
+        "{err:?}"
+    );
+    for secret in ["hunter2", "alice", "k3y"] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+}
+
+#[tokio::test]
+async fn a_user_agent_that_cannot_involve_a_person_fails_at_once_without_discovery() {
+    let (endpoint, log) = start(Server::default()).await;
+    let agent = Arc::new(Recording::default());
+    let oauth = recording(agent.clone());
+    let header = format!(
+        "Bearer resource_metadata=\"{}\"",
+        endpoint
+            .join("/.well-known/oauth-protected-resource/mcp")
+            .unwrap()
+    );
+    let err = oauth
+        .on_challenge(&endpoint, 401, &header)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AuthError::InteractionRequired { .. }),
+        "{err:?}"
+    );
+    assert!(seen(&log).is_empty(), "{:?}", paths(&log));
+    // Declining at the approval: nothing registered, nothing opened.
+    let agent = Arc::new(Recording {
+        interactive: true,
+        decline: true,
+        ..Recording::default()
+    });
+    let oauth = recording(agent.clone());
+    let err = oauth
+        .on_challenge(&endpoint, 401, &header)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AuthError::InteractionRequired { .. }),
+        "{err:?}"
+    );
+    assert_eq!(agent.approved.lock().unwrap().len(), 1);
+    assert!(agent.opened.lock().unwrap().is_empty());
+    assert!(
+        !paths(&log).iter().any(|p| p == "/register"),
+        "{:?}",
+        paths(&log)
+    );
+}

@@ -38,10 +38,15 @@ use super::discovery::{
     ResourceMetadata, ServerMetadata, resource_matches, resource_metadata_urls,
     server_metadata_urls,
 };
+use super::policy::{self, Reachable, UrlRule, redact, redact_str};
 use super::store::{ClientCredentials, MemoryStore, Secret, Token, TokenStore};
 
 /// The most bytes of a metadata document, a registration or a token response read.
 const MAX_BODY: usize = 1 << 20;
+/// Bound on connecting to an authorization URL.
+const CONNECT_BOUND: Duration = Duration::from_secs(10);
+/// Bound on one authorization exchange, its answer read whole.
+const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
 
 /// Why an authorization failed. Never holds a token, a code or a secret.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +155,27 @@ pub enum AuthError {
     /// There is nothing to refresh with.
     #[error("no refresh token")]
     NoRefreshToken,
+    /// A URL a server named (or one built from it) breaks the authorization URL policy
+    /// ([`super::policy`]): nothing was sent to it.
+    #[error("refused the {what} URL {url}: {rule}")]
+    UrlRefused {
+        /// Which URL (`protected resource metadata`, `authorization endpoint`, …).
+        what: &'static str,
+        /// The URL, without user information, query or fragment.
+        url: String,
+        /// The rule it breaks.
+        rule: UrlRule,
+    },
+    /// The server asks for a new authorization and this client's user agent cannot involve a
+    /// person ([`UserAgent::interactive`] is `false`, or it declined in
+    /// [`UserAgent::approve`]); nothing was fetched or registered.
+    #[error("the server {endpoint} needs a new authorization, which needs a person: {reason}")]
+    InteractionRequired {
+        /// The MCP server, without user information, query or fragment.
+        endpoint: String,
+        /// Why no person could be asked.
+        reason: String,
+    },
     /// An HTTP exchange failed (connect, timeout, a body over the bound).
     #[error("HTTP error while authorizing ({what}): {reason}")]
     Http {
@@ -182,8 +208,25 @@ pub trait UserAgent: Send + Sync + 'static {
     fn redirect_uri(&self) -> AuthFuture<'_, String>;
 
     /// Sends the user to `url` and returns the URL the authorization server redirected back
-    /// to (with `code`, `state`, `iss` or `error` in its query).
+    /// to (with `code`, `state`, `iss` or `error` in its query). The flow gives it only URLs
+    /// that passed the URL policy (`https`, or `http` to a loopback host).
     fn authorize(&self, url: Url) -> AuthFuture<'_, Url>;
+
+    /// Whether a person can be involved at all (a browser opened, a prompt answered). `false`
+    /// makes a refused token that cannot be refreshed fail at once with
+    /// [`AuthError::InteractionRequired`], before any discovery. `true` by default.
+    fn interactive(&self) -> bool {
+        true
+    }
+
+    /// Asked once the authorization server `issuer` of the MCP server `endpoint` is known and
+    /// its metadata checked, before registering or sending anyone anywhere: a user agent may
+    /// ask the user whether to log in there ([`AuthError::InteractionRequired`] to decline).
+    /// Agrees by default.
+    fn approve<'a>(&'a self, endpoint: &'a Url, issuer: &'a Url) -> AuthFuture<'a, ()> {
+        let _ = (endpoint, issuer);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A user agent without a user: it GETs the authorization URL itself, without following the
@@ -201,7 +244,7 @@ impl HeadlessUserAgent {
     pub fn new(redirect_uri: impl Into<String>) -> Self {
         HeadlessUserAgent {
             redirect_uri: redirect_uri.into(),
-            http: http_client(),
+            http: http_client(Reachable::ANY),
         }
     }
 }
@@ -213,6 +256,11 @@ impl UserAgent for HeadlessUserAgent {
 
     fn authorize(&self, url: Url) -> AuthFuture<'_, Url> {
         Box::pin(async move {
+            policy::check_scheme(&url).map_err(|rule| AuthError::UrlRefused {
+                what: "authorization",
+                url: redact(&url),
+                rule,
+            })?;
             let response = self
                 .http
                 .get(url)
@@ -250,7 +298,11 @@ struct Settings {
     user_agent: Arc<dyn UserAgent>,
     store: Arc<dyn TokenStore>,
     application_type: &'static str,
-    http: reqwest::Client,
+    /// The HTTP clients of authorization, one per set of reachable address classes (each
+    /// with its resolver under the address rule).
+    clients: std::sync::Mutex<std::collections::HashMap<Reachable, reqwest::Client>>,
+    /// Whether the address rule is off (every class but reserved ones reachable).
+    allow_non_public: bool,
     /// One refresh at a time (concurrent requests of one client wait for it).
     refreshing: tokio::sync::Mutex<()>,
     /// The endpoints whose last refusal was answered with a refresh (a second refusal
@@ -318,6 +370,15 @@ impl OAuthBuilder {
         self
     }
 
+    /// Lets authorization reach loopback, private and link-local addresses even when the MCP
+    /// server is not on one (an authorization server on a company network behind a public
+    /// MCP server). Off by default: such a URL is refused ([`AuthError::UrlRefused`]). The
+    /// scheme rule (`https`, or `http` to a loopback host) still holds.
+    pub fn allow_non_public_addresses(mut self) -> Self {
+        self.settings.allow_non_public = true;
+        self
+    }
+
     /// A web application rather than a native one (the registration's `application_type`).
     pub fn web_application(mut self) -> Self {
         self.settings.application_type = "web";
@@ -353,7 +414,8 @@ impl OAuth {
                 user_agent,
                 store: Arc::new(MemoryStore::new()),
                 application_type: "native",
-                http: http_client(),
+                clients: std::sync::Mutex::default(),
+                allow_non_public: false,
                 refreshing: tokio::sync::Mutex::new(()),
                 refreshed_on_challenge: std::sync::Mutex::default(),
                 refresh_margin: Duration::from_secs(60),
@@ -364,6 +426,34 @@ impl OAuth {
     /// The store of registrations and tokens.
     pub fn store(&self) -> &Arc<dyn TokenStore> {
         &self.inner.store
+    }
+
+    /// The HTTP client of authorization for URLs of the `reachable` classes (built once).
+    fn client(&self, reachable: Reachable) -> reqwest::Client {
+        self.inner
+            .clients
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entry(reachable)
+            .or_insert_with(|| http_client(reachable))
+            .clone()
+    }
+
+    /// What an authorization for the MCP server at `endpoint` may reach: public addresses
+    /// and the classes of the endpoint's own (every class when the address rule is off).
+    async fn guard(&self, endpoint: &Url) -> Guard {
+        let reachable = if self.inner.allow_non_public {
+            Reachable::ANY
+        } else {
+            match policy::addresses(endpoint).await {
+                Ok(ips) => Reachable::beside(ips),
+                Err(_) => Reachable::PUBLIC,
+            }
+        };
+        Guard {
+            reachable,
+            http: self.client(reachable),
+        }
     }
 
     /// The key tokens for the MCP server at `endpoint` are kept under: the endpoint without
@@ -423,8 +513,7 @@ impl OAuth {
             "io.modelcontextprotocol/clientCapabilities": {},
         }}});
         let response = self
-            .inner
-            .http
+            .client(Reachable::ANY)
             .post(endpoint.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(
@@ -487,7 +576,8 @@ impl OAuth {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .remove(&key);
         if !step_up && let Some(held) = &held {
-            let resource = self.resource_metadata(endpoint, &challenge).await?;
+            let guard = self.guard(endpoint).await;
+            let resource = self.resource_metadata(&guard, endpoint, &challenge).await?;
             if !resource.authorization_servers.contains(&held.issuer) {
                 tracing::info!(target: "mcp::auth", issuer = %held.issuer,
                     "the resource is no longer guarded by the token's issuer: authorizing anew");
@@ -514,6 +604,12 @@ impl OAuth {
                 }
             }
         }
+        if !self.inner.user_agent.interactive() {
+            return Err(AuthError::InteractionRequired {
+                endpoint: redact(endpoint),
+                reason: "this client's user agent is not interactive".into(),
+            });
+        }
         let held_scopes = match (step_up, &held) {
             (true, Some(held)) => held.scopes.clone(),
             _ => Vec::new(),
@@ -539,18 +635,32 @@ impl OAuth {
         request: &AuthRequest,
     ) -> Result<Token, AuthError> {
         let s = &self.inner;
-        let resource = self.resource_metadata(endpoint, &request.challenge).await?;
+        let guard = self.guard(endpoint).await;
+        let resource = self
+            .resource_metadata(&guard, endpoint, &request.challenge)
+            .await?;
         let issuer = resource
             .authorization_servers
             .first()
             .cloned()
             .ok_or(AuthError::NoAuthorizationServer)?;
-        let server = self.server_metadata(&issuer).await?;
+        let server = self.server_metadata(&guard, &issuer).await?;
         if !server.supports_s256() {
-            return Err(AuthError::NoPkce { issuer });
+            return Err(AuthError::NoPkce {
+                issuer: redact_str(&issuer),
+            });
         }
+        // Every endpoint the flow will use passes the URL policy before anything is sent.
+        guard
+            .check(&server.authorization_endpoint, "authorization endpoint")
+            .await?;
+        guard
+            .check(&server.token_endpoint, "token endpoint")
+            .await?;
+        let issuer_url = guard.check(&server.issuer, "issuer").await?;
+        s.user_agent.approve(endpoint, &issuer_url).await?;
         let redirect_uri = s.user_agent.redirect_uri().await?;
-        let client = self.client_identity(&server, &redirect_uri).await?;
+        let client = self.client_identity(&guard, &server, &redirect_uri).await?;
         let scopes = choose_scopes(request, &resource, &server);
         let oauth = oauth_client(&server, &client, Some(&redirect_uri))?;
         let (challenge, verifier) = PkceCodeChallenge::new_random_sha256();
@@ -568,7 +678,7 @@ impl OAuth {
             .exchange_code(AuthorizationCode::new(code))
             .set_pkce_verifier(verifier)
             .add_extra_param("resource", resource.resource.clone())
-            .request_async(&Http(s.http.clone()))
+            .request_async(&Http(guard.http.clone()))
             .await
             .map_err(token_error)?;
         let mut token = token_of(&response, &server.issuer, &scopes, None);
@@ -590,7 +700,11 @@ impl OAuth {
             .refresh_token
             .clone()
             .ok_or(AuthError::NoRefreshToken)?;
-        let server = self.server_metadata(&held.issuer).await?;
+        let guard = self.guard(endpoint).await;
+        let server = self.server_metadata(&guard, &held.issuer).await?;
+        guard
+            .check(&server.token_endpoint, "token endpoint")
+            .await?;
         let resource = held.resource.clone();
         let client = self
             .known_identity(&server)
@@ -603,7 +717,7 @@ impl OAuth {
         if let Some(resource) = resource {
             exchange = exchange.add_extra_param("resource", resource);
         }
-        let result = exchange.request_async(&Http(s.http.clone())).await;
+        let result = exchange.request_async(&Http(guard.http.clone())).await;
         match result.map_err(token_error) {
             Ok(response) => {
                 let token = token_of(&response, &server.issuer, &held.scopes, Some(&held));
@@ -622,6 +736,7 @@ impl OAuth {
     /// The protected resource metadata of `endpoint`, checked to be for it.
     async fn resource_metadata(
         &self,
+        guard: &Guard,
         endpoint: &Url,
         challenge: &Challenge,
     ) -> Result<ResourceMetadata, AuthError> {
@@ -633,7 +748,10 @@ impl OAuth {
                 .collect(),
         };
         for url in &urls {
-            let Some(doc) = self.fetch_json(url, "protected resource metadata").await? else {
+            let Some(doc) = self
+                .fetch_json(guard, url, "protected resource metadata")
+                .await?
+            else {
                 continue;
             };
             let Ok(metadata) = serde_json::from_value::<ResourceMetadata>(doc) else {
@@ -641,31 +759,36 @@ impl OAuth {
             };
             if !resource_matches(&metadata.resource, endpoint) {
                 return Err(AuthError::ResourceMismatch {
-                    resource: metadata.resource,
-                    endpoint: endpoint.to_string(),
+                    resource: redact_str(&metadata.resource),
+                    endpoint: redact(endpoint),
                 });
             }
             return Ok(metadata);
         }
         Err(AuthError::NoResourceMetadata {
-            endpoint: endpoint.to_string(),
-            tried: urls.join(", "),
+            endpoint: redact(endpoint),
+            tried: urls
+                .iter()
+                .map(|u| redact_str(u))
+                .collect::<Vec<_>>()
+                .join(", "),
         })
     }
 
     /// The metadata of the authorization server `issuer`, its `issuer` the same string.
-    async fn server_metadata(&self, issuer: &str) -> Result<ServerMetadata, AuthError> {
-        let parsed = Url::parse(issuer).map_err(|_| AuthError::NoServerMetadata {
-            issuer: issuer.to_owned(),
-            tried: String::new(),
-        })?;
+    async fn server_metadata(
+        &self,
+        guard: &Guard,
+        issuer: &str,
+    ) -> Result<ServerMetadata, AuthError> {
+        let parsed = guard.check(issuer, "issuer").await?;
         let urls: Vec<String> = server_metadata_urls(&parsed)
             .into_iter()
             .map(String::from)
             .collect();
         for url in &urls {
             let Some(doc) = self
-                .fetch_json(url, "authorization server metadata")
+                .fetch_json(guard, url, "authorization server metadata")
                 .await?
             else {
                 continue;
@@ -675,15 +798,19 @@ impl OAuth {
             };
             if metadata.issuer != issuer {
                 return Err(AuthError::IssuerMismatch {
-                    expected: issuer.to_owned(),
-                    found: metadata.issuer,
+                    expected: redact_str(issuer),
+                    found: redact_str(&metadata.issuer),
                 });
             }
             return Ok(metadata);
         }
         Err(AuthError::NoServerMetadata {
-            issuer: issuer.to_owned(),
-            tried: urls.join(", "),
+            issuer: redact_str(issuer),
+            tried: urls
+                .iter()
+                .map(|u| redact_str(u))
+                .collect::<Vec<_>>()
+                .join(", "),
         })
     }
 
@@ -691,6 +818,7 @@ impl OAuth {
     /// registered now.
     async fn client_identity(
         &self,
+        guard: &Guard,
         server: &ServerMetadata,
         redirect_uri: &str,
     ) -> Result<ClientCredentials, AuthError> {
@@ -704,7 +832,7 @@ impl OAuth {
                 issuer: issuer.clone(),
             });
         };
-        let credentials = self.register(server, endpoint, redirect_uri).await?;
+        let credentials = self.register(guard, server, endpoint, redirect_uri).await?;
         s.store.set_client(credentials.clone());
         Ok(credentials)
     }
@@ -736,10 +864,12 @@ impl OAuth {
     /// Dynamic client registration (RFC 7591).
     async fn register(
         &self,
+        guard: &Guard,
         server: &ServerMetadata,
         endpoint: &str,
         redirect_uri: &str,
     ) -> Result<ClientCredentials, AuthError> {
+        let endpoint = guard.check(endpoint, "registration endpoint").await?;
         let s = &self.inner;
         let failed = |reason: String| AuthError::Registration {
             issuer: server.issuer.clone(),
@@ -753,7 +883,7 @@ impl OAuth {
             "token_endpoint_auth_method": "none",
             "application_type": s.application_type,
         });
-        let response = s
+        let response = guard
             .http
             .post(endpoint)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
@@ -784,8 +914,14 @@ impl OAuth {
 
     /// A JSON document at `url`: `None` for a 4xx or 5xx or a body that is not JSON (the next
     /// place is tried), an error when the exchange itself fails.
-    async fn fetch_json(&self, url: &str, what: &'static str) -> Result<Option<Value>, AuthError> {
-        let response = match self.inner.http.get(url).send().await {
+    async fn fetch_json(
+        &self,
+        guard: &Guard,
+        url: &str,
+        what: &'static str,
+    ) -> Result<Option<Value>, AuthError> {
+        let url = guard.check(url, what).await?;
+        let response = match guard.http.get(url).send().await {
             Ok(r) => r,
             Err(e) if e.is_builder() => return Ok(None),
             Err(e) => return Err(http_error(what, &e)),
@@ -961,7 +1097,10 @@ fn token_of(
             .refresh_token()
             .map(|r| Secret::new(r.secret().clone()))
             .or_else(|| previous.and_then(|p| p.refresh_token.clone())),
-        expires_at: response.expires_in().map(|d| (now + d).as_secs()),
+        // Saturated: a server's `expires_in` of 2^64-1 s is "never", not an overflow.
+        expires_at: response
+            .expires_in()
+            .map(|d| now.saturating_add(d).as_secs()),
         scopes,
     }
 }
@@ -981,13 +1120,45 @@ fn token_error(e: RequestTokenError<AuthError, BasicErrorResponse>) -> AuthError
     }
 }
 
-/// The HTTP client of authorization: no redirects followed, a timeout on every exchange.
-fn http_client() -> reqwest::Client {
+/// The HTTP client of authorization: no redirects followed, a bound on connecting and on
+/// every exchange (body included), its resolver under the address rule for `reachable`.
+fn http_client(reachable: Reachable) -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(30))
+        .connect_timeout(CONNECT_BOUND)
+        .timeout(EXCHANGE_BOUND)
+        .dns_resolver(policy::resolver(reachable))
         .build()
         .unwrap_or_default()
+}
+
+/// What one authorization request may reach, and the client that reaches only that.
+struct Guard {
+    reachable: Reachable,
+    http: reqwest::Client,
+}
+
+impl Guard {
+    /// `url` parsed and checked against the URL policy ([`policy::check`]).
+    async fn check(&self, url: &str, what: &'static str) -> Result<Url, AuthError> {
+        let parsed = Url::parse(url).map_err(|_| AuthError::UrlRefused {
+            what,
+            url: redact_str(url),
+            rule: UrlRule::NotAUrl,
+        })?;
+        policy::check(&parsed, self.reachable)
+            .await
+            .map_err(|rule| {
+                tracing::warn!(target: "mcp::auth", what, url = %redact(&parsed), %rule,
+                    "an authorization URL was refused");
+                AuthError::UrlRefused {
+                    what,
+                    url: redact(&parsed),
+                    rule,
+                }
+            })?;
+        Ok(parsed)
+    }
 }
 
 /// The `oauth2` crate's HTTP client: ours (its futures are `Send`).

@@ -10,12 +10,14 @@ pub mod challenge;
 pub mod discovery;
 pub mod flow;
 pub mod loopback;
+pub mod policy;
 pub mod store;
 
 pub use challenge::Challenge;
 pub use discovery::{ResourceMetadata, ServerMetadata};
 pub use flow::{AuthError, AuthRequest, HeadlessUserAgent, OAuth, OAuthBuilder, UserAgent};
 pub use loopback::LoopbackUserAgent;
+pub use policy::{AddressClass, UrlRule};
 /// The URL type of this module's API (`reqwest`'s, the `url` crate's).
 pub use reqwest::Url;
 pub use store::{ClientCredentials, FileStore, MemoryStore, Secret, Token, TokenStore};
