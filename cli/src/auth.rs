@@ -4,13 +4,25 @@
 //! the authorization URL (printed on stderr, and opened in a browser when there is a display)
 //! and the redirect taken on a one-shot listener on `127.0.0.1`.
 //!
+//! A browser login starts only in `mcpc login`, or, in another command, on a terminal after
+//! the user said yes to a prompt naming the authorization server's host. A command run
+//! without a terminal that meets a server asking for a new authorization fails at once
+//! (exit 6) with one line saying to run `mcpc --http URL login`; a stored token is still
+//! refreshed silently. Only `https` URLs (`http` only to a loopback host) are ever opened.
+//!
 //! A token never reaches stdout, stderr or a log.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use mcp_runtime::auth::{FileStore, LoopbackUserAgent, OAuth, TokenStore, Url};
+use mcp_runtime::auth::flow::AuthFuture;
+use mcp_runtime::auth::{
+    AuthError, FileStore, LoopbackUserAgent, OAuth, TokenStore, Url, UserAgent,
+};
 use serde_json::json;
 
 use crate::args::Global;
@@ -34,25 +46,132 @@ pub fn store_path() -> PathBuf {
     config.join("mcpc").join("tokens.json")
 }
 
-/// mcpc's OAuth settings: the file store, the loopback listener, the browser.
+/// Set when a command met a server that asks for a new authorization and no person could be
+/// asked (no terminal, or the user said no): the command then ends with [`needs_login`].
+static LOGIN_NEEDED: AtomicBool = AtomicBool::new(false);
+
+/// Whether this run met a server that needs a login it could not do.
+pub fn login_needed() -> bool {
+    LOGIN_NEEDED.load(Ordering::Relaxed)
+}
+
+/// The one line a command ends with when the server needs a login it could not do here.
+pub fn needs_login(g: &Global) -> CliError {
+    let (flag, url) = match (g.http.as_deref(), g.sse.as_deref()) {
+        (Some(url), _) => ("--http", url),
+        (None, Some(url)) => ("--sse", url),
+        (None, None) => ("--http", "URL"),
+    };
+    CliError::new(
+        Exit::Login,
+        "authorization",
+        format!(
+            "the server needs a login: run `mcpc {flag} {} login`",
+            crate::connect::redact_url(url)
+        ),
+    )
+}
+
+/// mcpc's OAuth settings for `mcpc login`: the file store, the loopback listener, the
+/// browser, a wait of [`LOGIN_WAIT`].
 pub fn oauth() -> OAuth {
-    let agent = LoopbackUserAgent::new(LOGIN_WAIT, |url| {
-        // The URL holds no secret (a state and a PKCE challenge only).
-        errln!(
-            "mcpc: open this URL to authorize (waiting up to {} s):",
-            LOGIN_WAIT.as_secs()
-        );
-        errln!("  {}", crate::sanitize::clean_line(url.as_str()));
-        open_browser(url);
-    });
-    OAuth::builder(Arc::new(agent))
+    settings(Arc::new(loopback(LOGIN_WAIT)))
+}
+
+/// mcpc's OAuth settings for every other command: a stored token is used and refreshed; a new
+/// authorization happens only on a terminal, after the user agreed, waiting at most `wait`
+/// (the connect bound) for the redirect.
+pub fn oauth_for_commands(wait: Duration) -> OAuth {
+    settings(Arc::new(CommandAgent {
+        loopback: loopback(wait),
+        terminal: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+    }))
+}
+
+fn settings(agent: Arc<dyn UserAgent>) -> OAuth {
+    OAuth::builder(agent)
         .client_name("mcpc")
         .store(Arc::new(FileStore::open(store_path())) as Arc<dyn TokenStore>)
         .build()
 }
 
-/// Opens `url` in a browser when the machine has a display (never fails the login).
+/// The loopback listener that prints the authorization URL, opens it, and waits `wait`.
+fn loopback(wait: Duration) -> LoopbackUserAgent {
+    LoopbackUserAgent::new(wait, move |url| {
+        // The URL holds no secret (a state and a PKCE challenge only).
+        errln!(
+            "mcpc: open this URL to authorize (waiting up to {} s):",
+            wait.as_secs()
+        );
+        errln!("  {}", crate::sanitize::clean_line(url.as_str()));
+        open_browser(url);
+    })
+}
+
+/// The user agent of commands other than `login`: asks on the terminal before a browser
+/// login, and says it cannot involve a person without one.
+struct CommandAgent {
+    loopback: LoopbackUserAgent,
+    terminal: bool,
+}
+
+impl UserAgent for CommandAgent {
+    fn redirect_uri(&self) -> AuthFuture<'_, String> {
+        self.loopback.redirect_uri()
+    }
+
+    fn authorize(&self, url: Url) -> AuthFuture<'_, Url> {
+        self.loopback.authorize(url)
+    }
+
+    fn interactive(&self) -> bool {
+        if !self.terminal {
+            LOGIN_NEEDED.store(true, Ordering::Relaxed);
+        }
+        self.terminal
+    }
+
+    fn approve<'a>(&'a self, endpoint: &'a Url, issuer: &'a Url) -> AuthFuture<'a, ()> {
+        Box::pin(async move {
+            let question = format!(
+                "mcpc: {} asks you to log in at {}. Open the login page in a browser? [y/N] ",
+                crate::sanitize::clean_line(endpoint.host_str().unwrap_or("the server")),
+                crate::sanitize::clean_line(
+                    issuer.host_str().unwrap_or("its authorization server")
+                ),
+            );
+            let yes = self.terminal
+                && tokio::task::spawn_blocking(move || {
+                    use std::io::Write;
+                    let mut err = std::io::stderr();
+                    let _ = write!(err, "{question}");
+                    let _ = err.flush();
+                    let mut answer = String::new();
+                    std::io::stdin().read_line(&mut answer).is_ok()
+                        && matches!(answer.trim(), "y" | "Y" | "yes" | "Yes" | "YES")
+                })
+                .await
+                .unwrap_or(false);
+            if yes {
+                Ok(())
+            } else {
+                LOGIN_NEEDED.store(true, Ordering::Relaxed);
+                Err(AuthError::InteractionRequired {
+                    endpoint: mcp_runtime::auth::policy::redact(endpoint),
+                    reason: "the user did not agree to log in".into(),
+                })
+            }
+        })
+    }
+}
+
+/// Opens `url` in a browser when the machine has a display (never fails the login). Only an
+/// `https` URL, or an `http` one to a loopback host, is ever handed to the opener.
 fn open_browser(url: &Url) {
+    if mcp_runtime::auth::policy::check_scheme(url).is_err() {
+        errln!("mcpc: not opening that URL in a browser: only https URLs are opened");
+        return;
+    }
     let display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));

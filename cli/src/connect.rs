@@ -121,7 +121,7 @@ pub fn http_builder(
         )
     })?;
     // The token `mcpc login` kept for this server, if any.
-    builder = builder.oauth(crate::auth::oauth());
+    builder = builder.oauth(crate::auth::oauth_for_commands(g.connect_timeout));
     for h in headers {
         // The library's errors never contain the value either.
         builder = builder

@@ -20,6 +20,8 @@ Exit codes:
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)
   5    transport or protocol failure during the call
+  6    the server needs a login that cannot happen here (no terminal, or declined at the
+       prompt): run `mcpc --http URL login`
   129  SIGHUP, 130 interrupted (Ctrl-C), 143 SIGTERM: the call in flight is cancelled on
        the wire and the server is stopped first"
     };
@@ -61,6 +63,9 @@ pub enum Exit {
     Timeout = 4,
     /// 5: transport or protocol failure during the call.
     Transport = 5,
+    /// 6: the server needs a new authorization and no person could be asked here (no
+    /// terminal, or declined): `mcpc --http URL login`.
+    Login = 6,
     /// 129: SIGHUP (128 + 1).
     HangUp = 129,
     /// 130: interrupted by Ctrl-C (SIGINT, 128 + 2).

@@ -91,14 +91,30 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Auth(args::AuthCommand::Status) => auth::status(&g),
         command => {
             let what = command.label();
-            let client = connect::connect(&g, &interrupt, &what).await?;
-            let result = tokio::select! {
-                biased;
-                r = commands::dispatch(&client, &g, command, &interrupt) => r,
-                caught = interrupt.fired() => Err(CliError::signalled(what, caught)),
-            };
-            connect::finish(&client).await;
-            result
+            let result = async {
+                let client = connect::connect(&g, &interrupt, &what).await?;
+                let result = tokio::select! {
+                    biased;
+                    r = commands::dispatch(&client, &g, command, &interrupt) => r,
+                    caught = interrupt.fired() => Err(CliError::signalled(what, caught)),
+                };
+                connect::finish(&client).await;
+                result
+            }
+            .await;
+            // A server that asked for a login no person could do here: one line saying how.
+            match result {
+                Err(e)
+                    if auth::login_needed()
+                        && !matches!(
+                            e.exit,
+                            Exit::Usage | Exit::Interrupted | Exit::Terminated | Exit::HangUp
+                        ) =>
+                {
+                    Err(auth::needs_login(&g))
+                }
+                other => other,
+            }
         }
     }
 }

@@ -376,12 +376,17 @@ fn a_kept_token_is_sent_to_its_server_and_never_shown() {
 fn a_server_that_wants_authorization_says_how_to_log_in() {
     let (url, _) = serve_with(|_, _| (401, None));
     let store = std::env::temp_dir().join(format!("mcpc-no-store-{}.json", std::process::id()));
-    let run = mcpc_with_store(&store, &["--http", &url, "--connect-timeout", "5", "ping"]);
-    assert_eq!(run.code, 3, "{run:?}");
+    let started = std::time::Instant::now();
+    let run = mcpc_with_store(&store, &["--http", &url, "--connect-timeout", "20", "ping"]);
+    // No terminal: no browser, no prompt, no discovery; at once, exit 6, one line.
+    assert_eq!(run.code, 6, "{run:?}");
     assert!(
-        run.stderr.contains(&format!(
-            "the server wants authorization: mcpc --http {url} login"
-        )),
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{run:?}"
+    );
+    assert_eq!(
+        run.stderr.trim(),
+        format!("mcpc: authorization: the server needs a login: run `mcpc --http {url} login`"),
         "{run:?}"
     );
     assert!(!store.exists(), "nothing written without a login");

@@ -208,16 +208,18 @@ impl ClientBuilder {
     /// # drop(client); Ok(()) }
     /// ```
     pub fn http(url: &str) -> Result<Self> {
-        let connector = crate::transport::AutoHttpConnector::new(url)
-            .map_err(|e| http_error(format!("http: {url}"), e))?;
+        let connector = crate::transport::AutoHttpConnector::new(url).map_err(|e| {
+            http_error(format!("http: {}", crate::auth::policy::redact_str(url)), e)
+        })?;
         Ok(Self::new_http(HttpSetup::Auto(Box::new(connector))))
     }
 
     /// A builder for a Streamable HTTP server at `url`, without the fallback of
     /// [`ClientBuilder::http`]. Fails only on a URL that is not `http(s)`.
     pub fn streamable_http(url: &str) -> Result<Self> {
-        let connector = crate::transport::HttpConnector::new(url)
-            .map_err(|e| http_error(format!("http: {url}"), e))?;
+        let connector = crate::transport::HttpConnector::new(url).map_err(|e| {
+            http_error(format!("http: {}", crate::auth::policy::redact_str(url)), e)
+        })?;
         Ok(Self::new_http(HttpSetup::Streamable(connector)))
     }
 
@@ -228,7 +230,7 @@ impl ClientBuilder {
     /// `http(s)`.
     pub fn sse(url: &str) -> Result<Self> {
         let connector = crate::transport::SseConnector::new(url)
-            .map_err(|e| http_error(format!("sse: {url}"), e))?;
+            .map_err(|e| http_error(format!("sse: {}", crate::auth::policy::redact_str(url)), e))?;
         Ok(Self::new_http(HttpSetup::Sse(connector)).era(EraMode::Legacy))
     }
 

@@ -185,7 +185,7 @@ impl Connector for HttpConnector {
     }
 
     fn describe(&self) -> String {
-        format!("http: {}", self.endpoint)
+        format!("http: {}", crate::auth::policy::redact(&self.endpoint))
     }
 }
 

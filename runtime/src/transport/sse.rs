@@ -155,7 +155,7 @@ impl Connector for SseConnector {
     }
 
     fn describe(&self) -> String {
-        format!("sse: {}", self.url)
+        format!("sse: {}", crate::auth::policy::redact(&self.url))
     }
 }
 
