@@ -171,6 +171,11 @@ pub struct Config {
     pub relisten_delay: Duration,
     /// How long a listen must stay acknowledged for its end to count as a fresh start (60 s).
     pub listen_stable: Duration,
+    /// How long a session must stay ready for the backoff sequence to start again from its
+    /// minimum when it ends (60 s), for a session in which no call was answered. Being ready
+    /// proves nothing: a server that drops every session right after its handshake is met
+    /// with growing delays, not a new session every second.
+    pub session_stable: Duration,
     /// How many authorizations (HTTP with OAuth) are asked for in a row without a call
     /// answered in between (3); past it, a refusal for want of authorization is the answer.
     /// A backoff delay makes it whole again (the next attempt may authorize).
@@ -216,6 +221,7 @@ impl Default for Config {
             max_relistens: 3,
             relisten_delay: Duration::from_secs(1),
             listen_stable: Duration::from_secs(60),
+            session_stable: Duration::from_secs(60),
             max_authorizations: 3,
             read_window: 32,
         }

@@ -84,6 +84,9 @@ pub(crate) struct Core {
     pub(crate) outbox: VecDeque<Vec<u8>>,
     /// Sessions initialized again at once since a call was last answered.
     pub(crate) reinits: u32,
+    /// When the session last made ready became ready, until the next backoff delay is
+    /// scheduled (`note_ready`; `session_stable` is measured from it).
+    pub(crate) ready_at: Option<Duration>,
     /// The listens of a 2026-07-28 connection (`subscriptions/listen`).
     pub(crate) listens: Listens,
     /// An authorization asked of the driver is under way (for this generation).
@@ -122,6 +125,7 @@ impl Core {
             session: Session::default(),
             outbox: VecDeque::new(),
             reinits: 0,
+            ready_at: None,
             listens: Listens::default(),
             authorizing: false,
             authorizations: 0,
@@ -1912,7 +1916,18 @@ impl Handlers for Ctx<'_> {
         self.core.backoff.reset();
     }
 
+    fn note_ready(&mut self) {
+        self.core.ready_at = Some(self.core.now);
+    }
+
     fn schedule_backoff(&mut self) {
+        // The session last made ready proved itself by staying up: a fresh sequence.
+        if let Some(at) = self.core.ready_at.take()
+            && self.core.now.saturating_sub(at) >= self.core.config.session_stable
+            && !mutant!(self.core, StableNeverResets)
+        {
+            self.core.backoff.reset();
+        }
         // A new attempt after the delay may authorize again (an authorization server that was
         // down, a login the user abandoned): the budget bounds authorizations in a row within
         // an attempt, the backoff delay the rate of attempts.

@@ -78,4 +78,6 @@ pub enum Mutant {
     ResendBeforeAuth,
     /// Every frame taken gives the whole read window back instead of one credit.
     WindowOnEveryCredit,
+    /// A session that stayed up for `session_stable` does not restart the backoff sequence.
+    StableNeverResets,
 }

@@ -197,6 +197,8 @@ pub fn model_config(bounds: &Bounds) -> Config {
         max_relistens: 1,
         relisten_delay: Duration::from_secs(1),
         listen_stable: Duration::from_secs(90),
+        // As long as the listen's: a long silence in ready reaches it within the bound.
+        session_stable: Duration::from_secs(90),
         era: bounds.era,
         probe_timeout: bounds.probe_timeout.unwrap_or(defaults.probe_timeout),
         // Two authorizations in a row: a third refusal is past the budget within the bound.
@@ -1730,6 +1732,11 @@ impl Harness {
                     }
                 }
                 Action::AbortServerRequests { generation } => record.aborted.push(*generation),
+                Action::Reply {
+                    outcome: Ok(_),
+                    call,
+                    ..
+                } if call.0 < u64::from(NOTIFY_BASE) => record.answered_ok += 1,
                 _ => {}
             }
             if let Some(log) = log.as_deref_mut() {
@@ -1822,7 +1829,28 @@ impl Harness {
         {
             n.ghost.violations |= violation::STOP_REPLY;
         }
-        // Backoff bounds: each new reconnect delay is min·2^n capped, ±20 %.
+        // The session proved itself, or may have: the backoff sequence may restart. Only
+        // while ready on the live generation: a server frame of it that answered a caller
+        // with a result proves it (the sequence must restart: `backoff_hi`); any other frame
+        // of it may be taken for a proof (an answer to a request of the client's own, an
+        // error: the sequence may restart, `backoff_lo`). Being ready proves nothing.
+        let (ready_before, ready_after) = (w.m.state() == State::Ready, n.m.state() == State::Ready);
+        if let Move::Frame(fg, frame) = mv
+            && fg == w.m.generation()
+            && ready_before
+            && ready_after
+        {
+            n.ghost.backoff_lo = 0;
+            if record.answered_ok > 0 && matches!(frame, ServerFrame::Answer(_)) {
+                n.ghost.backoff_hi = 0;
+            }
+        }
+        if ready_after && !ready_before {
+            n.ghost.ready_since = Some(n.m.now());
+        }
+        // Backoff bounds: each new reconnect delay is min·2^n capped, ±20 %, n counting the
+        // delays since the sequence last restarted: after a proof, or when the session last
+        // made ready stayed up for `session_stable`.
         let reconnect = |m: &Machine| {
             m.armed_timers()
                 .into_iter()
@@ -1833,14 +1861,30 @@ impl Harness {
             && reconnect(&w.m) != Some(at)
         {
             let c = n.m.config();
-            let factor = 1u32 << n.ghost.backoff_n.min(20);
-            let base = c.backoff_min.saturating_mul(factor).min(c.backoff_max);
+            if let Some(since) = n.ghost.ready_since.take()
+                && n.m.now().saturating_sub(since) >= c.session_stable
+            {
+                n.ghost.backoff_lo = 0;
+                n.ghost.backoff_hi = 0;
+                n.ghost.seen |= seen::STABLE_RESTART;
+            }
+            let base = |k: u32| {
+                c.backoff_min
+                    .saturating_mul(1u32 << k.min(20))
+                    .min(c.backoff_max)
+            };
             let delay = at.saturating_sub(n.m.now());
             let pct = c.backoff_jitter_pct;
-            if delay < base * (100 - pct) / 100 || delay > base * (100 + pct) / 100 {
+            if delay < base(n.ghost.backoff_lo) * (100 - pct) / 100
+                || delay > base(n.ghost.backoff_hi) * (100 + pct) / 100
+            {
                 n.ghost.violations |= violation::BACKOFF_BOUNDS;
             }
-            n.ghost.backoff_n += 1;
+            if n.ghost.backoff_hi >= 1 && n.ghost.backoff_lo >= 1 && ready_before {
+                n.ghost.seen |= seen::UNPROVEN_SESSION_BACKOFF;
+            }
+            n.ghost.backoff_lo += 1;
+            n.ghost.backoff_hi += 1;
         }
         // A server that dies of the probe: in auto, unless the server was last found modern
         // (and has not refused `initialize` as a modern one since), it is spawned again at once
@@ -1902,7 +1946,6 @@ impl Harness {
         }
         if n.m.state() == State::Ready {
             n.ghost.seen |= seen::READY;
-            n.ghost.backoff_n = 0;
             if n.m.generation() >= 2 {
                 n.ghost.seen |= seen::RECONNECT_READY;
             }
@@ -1932,6 +1975,8 @@ pub struct StepLog {
     pub request_outcomes: Vec<(RequestId, SendOutcome)>,
     /// Generations whose handler requests were all aborted.
     pub aborted: Vec<u64>,
+    /// Callers answered with a result.
+    pub answered_ok: usize,
 }
 
 impl StepLog {
@@ -1944,6 +1989,7 @@ impl StepLog {
         self.server_requests.extend(other.server_requests);
         self.request_outcomes.extend(other.request_outcomes);
         self.aborted.extend(other.aborted);
+        self.answered_ok += other.answered_ok;
     }
 
     /// The error code of the response to server request `id` sent in this step, or `Some(0)`
@@ -2565,7 +2611,7 @@ impl Harness {
                 }
                 State::Initializing | State::Probing => Some(now),
                 State::Backoff => {
-                    let factor = 1u32 << n.ghost.backoff_n.min(20);
+                    let factor = 1u32 << n.ghost.backoff_hi.min(20);
                     let base = c.backoff_min.saturating_mul(factor).min(c.backoff_max);
                     let most = base * (100 + c.backoff_jitter_pct) / 100;
                     Some(now.saturating_add(most))
@@ -3554,13 +3600,19 @@ impl Model for Harness {
             Property::<Self>::sometimes(RUN_GUARDS[36].0, |_, w| {
                 w.ghost.seen & RUN_GUARDS[36].1 != 0
             }),
+            Property::<Self>::sometimes(RUN_GUARDS[37].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[37].1 != 0
+            }),
+            Property::<Self>::sometimes(RUN_GUARDS[38].0, |_, w| {
+                w.ghost.seen & RUN_GUARDS[38].1 != 0
+            }),
         ]
     }
 }
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 37] = [
+pub const RUN_GUARDS: [(&str, u64); 39] = [
     (
         "two full reconnect cycles reach ready",
         seen::SECOND_RECONNECT_READY,
@@ -3681,5 +3733,13 @@ pub const RUN_GUARDS: [(&str, u64); 37] = [
     (
         "a call refused again after an authorization is answered with the error",
         seen::AUTH_REFUSED_AGAIN,
+    ),
+    (
+        "a session that stayed up restarts the backoff sequence",
+        seen::STABLE_RESTART,
+    ),
+    (
+        "a session that proved nothing is followed by a grown delay",
+        seen::UNPROVEN_SESSION_BACKOFF,
     ),
 ];

@@ -87,7 +87,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[InitBadVersion, InitError, Duplicate, Oversized]),
                 ..BASE
             },
-            pinned_unique: 2216876,
+            pinned_unique: 2633961,
         },
         Configuration {
             name: "server-traffic",
@@ -112,7 +112,7 @@ pub fn configurations() -> Vec<Configuration> {
                 ]),
                 ..BASE
             },
-            pinned_unique: 2994142,
+            pinned_unique: 3047967,
         },
         Configuration {
             name: "send-retry",
@@ -124,7 +124,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[SendFailed, Duplicate]),
                 ..BASE
             },
-            pinned_unique: 2234458,
+            pinned_unique: 2249312,
         },
         Configuration {
             name: "server-crash",
@@ -141,7 +141,7 @@ pub fn configurations() -> Vec<Configuration> {
                 ]),
                 ..BASE
             },
-            pinned_unique: 936781,
+            pinned_unique: 994358,
         },
         Configuration {
             name: "three-callers",
@@ -151,7 +151,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Duplicate]),
                 ..BASE
             },
-            pinned_unique: 538065,
+            pinned_unique: 541364,
         },
         Configuration {
             name: "session",
@@ -165,7 +165,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Duplicate]),
                 ..BASE
             },
-            pinned_unique: 500992,
+            pinned_unique: 513328,
         },
         Configuration {
             name: "session-expiry",
@@ -179,7 +179,7 @@ pub fn configurations() -> Vec<Configuration> {
                 init_timeout: Some(Duration::from_secs(30)),
                 ..BASE
             },
-            pinned_unique: 3682816,
+            pinned_unique: 3761498,
         },
         Configuration {
             name: "negotiation",
@@ -193,7 +193,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Sampling, BadResultType, Duplicate]),
                 ..BASE
             },
-            pinned_unique: 1256592,
+            pinned_unique: 1342592,
         },
         Configuration {
             name: "modern-forced",
@@ -208,7 +208,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Malformed, Unknown, Oversized, Log, Ping, SendFailed]),
                 ..BASE
             },
-            pinned_unique: 1892626,
+            pinned_unique: 2116614,
         },
         Configuration {
             name: "mrtr",
@@ -219,7 +219,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[InputRequired, InputError, Duplicate, Reissue]),
                 ..BASE
             },
-            pinned_unique: 1049929,
+            pinned_unique: 1063801,
         },
         // A read window of 2 (the runtime's is 32): a second frame may arrive before the
         // machine gave the first one's credit back, also after a row that closed the transport
@@ -235,7 +235,7 @@ pub fn configurations() -> Vec<Configuration> {
                 read_window: 2,
                 ..BASE
             },
-            pinned_unique: 1751782,
+            pinned_unique: 1863499,
         },
         Configuration {
             name: "tentative",
@@ -247,7 +247,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[InitError, Oversized, SendFailed]),
                 ..BASE
             },
-            pinned_unique: 80225,
+            pinned_unique: 81585,
         },
         // Modern calls refused for their headers (-32020): the tools are listed again, once
         // for every call waiting, and the calls sent again.
@@ -279,7 +279,7 @@ pub fn configurations() -> Vec<Configuration> {
                 servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
                 ..BASE
             },
-            pinned_unique: 1191160,
+            pinned_unique: 1220242,
         },
         // 2026-07-28 listens: a subscriber whose resource joins the listen, and an
         // unsubscriber; acknowledgements that keep or leave out the resource, tagged
@@ -299,7 +299,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[SendFailed]),
                 ..BASE
             },
-            pinned_unique: 3787645,
+            pinned_unique: 3791221,
         },
         // Authorization (HTTP with OAuth): the probe, `initialize` or a call refused for want
         // of authorization (401) any number of times; authorizations that end with a token or
@@ -315,7 +315,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Auth]),
                 ..BASE
             },
-            pinned_unique: 1122574,
+            pinned_unique: 1135254,
         },
         // Authorization meets the session rules and the tentative verdict: a call kept across
         // a session expiry while the new session's `initialize` is refused for want of
@@ -332,7 +332,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Auth]),
                 ..BASE
             },
-            pinned_unique: 184262,
+            pinned_unique: 188754,
         },
         // A server that ends listen after listen: reopened within the cap, given up past it,
         // and, after a long silence with one acknowledged, counted afresh.

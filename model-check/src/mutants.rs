@@ -68,12 +68,31 @@ pub fn hand_written() -> Vec<Case> {
             }),
         },
         Case {
-            name: "table: backoff not reset on ready".into(),
+            name: "table: backoff not restarted when a call is answered".into(),
             variant: without(
+                S::Ready,
+                E::Response,
+                Some(GuardId::IsLiveResponse),
+                A::ResetBackoff,
+            ),
+        },
+        Case {
+            name: "table: backoff restarted at the handshake (a session that proved nothing)"
+                .into(),
+            variant: edit(
                 S::Ready,
                 E::SendOk,
                 Some(GuardId::IsInitializedSend),
-                A::ResetBackoff,
+                |a| a.insert(0, A::ResetBackoff),
+            ),
+        },
+        Case {
+            name: "table: backoff restarted when a modern server is discovered".into(),
+            variant: edit(
+                S::Probing,
+                E::Response,
+                Some(GuardId::IsDiscoverAccepted),
+                |a| a.insert(0, A::ResetBackoff),
             ),
         },
         Case {
@@ -346,6 +365,10 @@ pub fn hand_written() -> Vec<Case> {
         (
             "handlers: every frame taken gives the whole read window back (read-window)",
             Mutant::WindowOnEveryCredit,
+        ),
+        (
+            "handlers: a session that stayed up does not restart the backoff sequence",
+            Mutant::StableNeverResets,
         ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {

@@ -640,6 +640,10 @@ pub mod seen {
     pub const AUTH_FAILED_ANSWERED: u64 = 1 << 37;
     /// A call refused again after an authorization was answered with the error.
     pub const AUTH_REFUSED_AGAIN: u64 = 1 << 38;
+    /// A session that stayed up for `session_stable` restarted the backoff sequence.
+    pub const STABLE_RESTART: u64 = 1 << 39;
+    /// A ready session that proved nothing was followed by a grown backoff delay.
+    pub const UNPROVEN_SESSION_BACKOFF: u64 = 1 << 40;
 }
 
 /// Ghost history.
@@ -659,8 +663,15 @@ pub struct Ghost {
     pub cancels: SortedSet<RequestId>,
     /// `notifications/initialized` sent per generation.
     pub initialized: SortedMap<u64, u8>,
-    /// Reconnect delays scheduled since the last ready.
-    pub backoff_n: u32,
+    /// Reconnect delays scheduled since the backoff sequence last restarted for sure (a
+    /// caller answered with a result by the live ready session, or that session stayed up
+    /// for `session_stable`): the most the machine's count may be.
+    pub backoff_hi: u32,
+    /// The same since it last may have restarted (any frame of the live ready session): the
+    /// least the machine's count may be.
+    pub backoff_lo: u32,
+    /// When the machine last entered ready, until the next reconnect delay is scheduled.
+    pub ready_since: Option<Duration>,
     /// The subscription is live: acknowledged, and no unsubscribe was asked since it was asked.
     pub sub_live: bool,
     /// An unsubscribe was asked.
