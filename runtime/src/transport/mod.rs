@@ -55,7 +55,10 @@ pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
 pub use tool_headers::ToolHeaderRegistry;
 pub(crate) use web::WebOptions;
-pub use web::{RESERVED_HEADERS, RESERVED_PREFIX};
+pub use web::{
+    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_HEADER_TIMEOUT, NoAnswer, RESERVED_HEADERS,
+    RESERVED_PREFIX,
+};
 
 /// Default frame limit: 16 MiB. A frame of exactly this many bytes is accepted.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
