@@ -403,8 +403,11 @@ async fn a_black_hole_connect_fails_within_the_connect_bound() {
     assert!(took < Duration::from_secs(3), "failed after {took:?}");
 }
 
+/// How a `tools/call` POST is answered, given the request's id.
+type CallReply = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
 /// The answers to a request's POST that hold no response to it.
-fn no_responses() -> Vec<(&'static str, Arc<dyn Fn(&Value) -> Reply + Send + Sync>)> {
+fn no_responses() -> Vec<(&'static str, CallReply)> {
     vec![
         (
             "an empty 200",
@@ -433,7 +436,7 @@ fn no_responses() -> Vec<(&'static str, Arc<dyn Fn(&Value) -> Reply + Send + Syn
 
 /// A call to a server of `era` whose `tools/call` is answered `call` fails at once with the
 /// made-up error naming the POST.
-async fn fails_at_once(era: EraMode, what: &str, call: Arc<dyn Fn(&Value) -> Reply + Send + Sync>) {
+async fn fails_at_once(era: EraMode, what: &str, call: CallReply) {
     let reply = move |id: &Value| call(id);
     let script = match era {
         EraMode::Modern => modern_server(reply),
