@@ -31,6 +31,8 @@ struct Seen {
     method: String,
     body: Value,
     at: Instant,
+    /// When the client closed the connection of a request left unanswered.
+    closed: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Seen {
@@ -112,6 +114,7 @@ async fn serve(script: Script) -> (String, Log) {
                     method,
                     body: serde_json::from_slice(&body).unwrap_or(Value::Null),
                     at: Instant::now(),
+                    closed: Arc::default(),
                 };
                 log.lock().unwrap().push(req.clone());
                 match script(&req) {
@@ -120,8 +123,14 @@ async fn serve(script: Script) -> (String, Log) {
                         let _ = w.shutdown().await;
                     }
                     Reply::Hang => {
-                        // Holds the connection (and reads nothing more) until the test ends.
-                        std::future::pending::<()>().await;
+                        // Holds the connection until the client closes it (or the test ends).
+                        let mut buf = [0; 256];
+                        while let Ok(n) = r.read(&mut buf).await {
+                            if n == 0 {
+                                break;
+                            }
+                        }
+                        *req.closed.lock().unwrap() = Some(Instant::now());
                     }
                 }
             });
@@ -511,4 +520,39 @@ async fn an_oversized_response_header_says_hypers_cause() {
         "{shown}"
     );
     assert!(!shown.contains("127.0.0.1"), "the URL is left out: {shown}");
+}
+
+#[tokio::test]
+async fn a_cancelled_call_whose_post_is_never_answered_leaves_no_connection_behind() {
+    // Each call the server never answers times out and is cancelled; its POST (a connection
+    // and a task of the link) ends with the cancellation instead of living as long as the link.
+    let script = handshake_server(accepted, no_get, |_| Reply::Hang);
+    let (url, log) = serve(script).await;
+    let client = builder(&url, EraMode::Legacy)
+        .request_timeout(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        let e = client
+            .call_tool("t", json!({}))
+            .await
+            .expect_err("never answered");
+        assert!(matches!(e, Error::Timeout { .. }), "{e:?}");
+    }
+    wait_for_posts(&log, "notifications/cancelled", 3).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let open = || {
+        log.lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.rpc_method() == Some("tools/call"))
+            .filter(|r| r.closed.lock().unwrap().is_none())
+            .count()
+    };
+    while open() > 0 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(open(), 0, "POSTs of cancelled calls still open");
+    client.stop().await;
 }

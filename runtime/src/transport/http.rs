@@ -23,6 +23,9 @@
 //!   that is neither JSON nor SSE, JSON that answers something else) gets at once a made-up
 //!   error response ([`mcp_machine::headers::HTTP_REFUSED`]: "the server answered the POST of
 //!   tools/call with HTTP 200 and no response"), the same as in the 2026-07-28 era;
+//! - a request's `POST` (and its stream) ends once the `notifications/cancelled` naming it was
+//!   posted: nobody waits for its answer any more, and a server that never answers keeps no
+//!   connection per cancelled call;
 //! - the `Mcp-Session-Id` of the `initialize` answer (visible ASCII only, else the link fails)
 //!   is sent on every later request, and `MCP-Protocol-Version` once the handshake chose one;
 //! - a POST's SSE stream that breaks or ends before the response to the POST's request is
@@ -69,6 +72,7 @@ use tokio::sync::oneshot;
 
 use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError, Received};
 use super::modern::{self, ModernPosts};
+use super::pending::Pending;
 use super::sse::SseConnector;
 use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
@@ -174,6 +178,7 @@ impl HttpConnector {
             web: self.web.clone(),
             session: Mutex::new(Session::default()),
             modern: ModernPosts::new(self.tool_headers.clone()),
+            pending: Pending::default(),
         })
     }
 }
@@ -414,6 +419,8 @@ struct StreamableLeg {
     session: Mutex<Session>,
     /// Its frames of the 2026-07-28 era.
     modern: ModernPosts,
+    /// Its request POSTs of the handshake era, ended by the cancellation posted for them.
+    pending: Pending,
 }
 
 fn lock(s: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
@@ -474,7 +481,7 @@ impl StreamableLeg {
         frame: String,
         head: Frame,
         out: Out,
-        mut received: Received,
+        received: Received,
     ) -> Result<(), PostError> {
         if let Some(value) = modern::parse(&frame) {
             return self
@@ -485,6 +492,33 @@ impl StreamableLeg {
         if self.modern.intercepts(&frame, head.method.as_deref()) {
             return Ok(());
         }
+        if let Some(id) = head.request.clone() {
+            // Ended once its cancellation was posted: nobody waits for its answer any more.
+            let mut started = self.pending.start(&id);
+            return tokio::select! {
+                biased;
+                () = started.aborted() => Ok(()),
+                result = self.post_handshake(frame, head, out, received) => result,
+            };
+        }
+        let cancellation =
+            (head.method.as_deref() == Some("notifications/cancelled")).then(|| frame.clone());
+        let result = self.post_handshake(frame, head, out, received).await;
+        if let Some(cancellation) = cancellation {
+            self.pending.cancelled(&cancellation);
+        }
+        result
+    }
+
+    /// POSTs one frame of the handshake era and forwards what comes back; fires `received`
+    /// once the server has it.
+    async fn post_handshake(
+        self: &Arc<Self>,
+        frame: String,
+        head: Frame,
+        out: Out,
+        mut received: Received,
+    ) -> Result<(), PostError> {
         // The request whose response the answer must bring (none for notifications).
         let Frame { method, request } = head;
         let initialize = method.as_deref() == Some("initialize");

@@ -29,6 +29,7 @@ mod bridge;
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
 mod modern;
+mod pending;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
