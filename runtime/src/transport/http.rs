@@ -652,10 +652,9 @@ impl StreamableLeg {
                 .await;
             return Ok(());
         }
-        let message = into_one_line(body);
-        let answered = modern::answers(&message, id);
-        self.deliver(message, &out, false).await;
-        if !answered {
+        // Read once, by `deliver`, for the id it answers.
+        let answered = self.deliver(into_one_line(body), &out, true).await;
+        if answered.as_ref() != Some(id) {
             self.deliver(modern::no_response(id, method, status), &out, false)
                 .await;
         }

@@ -140,7 +140,7 @@ pub(crate) fn no_response(id: &Value, method: &str, status: StatusCode) -> Vec<u
 }
 
 /// Whether `message` is a JSON-RPC response (a result or an error) to the request `id`.
-pub(crate) fn answers(message: &[u8], id: &Value) -> bool {
+fn answers(message: &[u8], id: &Value) -> bool {
     /// `true` for a member that is present, whatever its value (`null` included).
     fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
         serde::de::IgnoredAny::deserialize(d).map(|_| true)
