@@ -656,6 +656,74 @@ mod tests {
     }
 
     #[test]
+    fn a_chain_says_each_cause_once_and_stays_short() {
+        #[derive(Debug)]
+        struct Layer(String, Option<Box<Layer>>);
+        impl fmt::Display for Layer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Layer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|l| l as _)
+            }
+        }
+        let layer = |text: &str, source: Option<Layer>| Layer(text.into(), source.map(Box::new));
+        let e = layer(
+            "error sending request",
+            Some(layer(
+                "client error (SendRequest)",
+                Some(layer("SendRequest", None)),
+            )),
+        );
+        assert_eq!(
+            chain(&e),
+            "error sending request: client error (SendRequest)"
+        );
+        let long = layer("x", Some(layer(&"é".repeat(600), None)));
+        let shown = chain(&long);
+        assert!(
+            shown.len() <= 1024 + '…'.len_utf8() && shown.ends_with('…'),
+            "{}",
+            shown.len()
+        );
+    }
+
+    #[test]
+    fn bounds_read_well() {
+        assert_eq!(fmt_bound(Duration::from_millis(300)), "300 ms");
+        assert_eq!(fmt_bound(Duration::from_secs(10)), "10 s");
+        assert_eq!(fmt_bound(Duration::from_millis(2500)), "2.5 s");
+        let e = NoAnswer {
+            exchange: "POST of notifications/initialized".into(),
+            bound: Duration::from_secs(10),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the server did not answer the POST of notifications/initialized within 10 s"
+        );
+    }
+
+    #[test]
+    fn the_header_bound_is_for_prompt_answers_and_the_http_timeout_for_all() {
+        let mut o = WebOptions::new(Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            o.bound(Wait::Prompt("GET")),
+            Some(DEFAULT_HTTP_HEADER_TIMEOUT)
+        );
+        assert_eq!(o.bound(Wait::Call("POST of tools/call")), None);
+        o.http_timeout = Some(Duration::from_secs(3));
+        assert_eq!(o.bound(Wait::Prompt("GET")), Some(Duration::from_secs(3)));
+        assert_eq!(o.bound(Wait::Call("POST")), Some(Duration::from_secs(3)));
+        o.http_timeout = Some(Duration::from_secs(60));
+        assert_eq!(
+            o.bound(Wait::Prompt("GET")),
+            Some(DEFAULT_HTTP_HEADER_TIMEOUT)
+        );
+    }
+
+    #[test]
     fn header_values_with_line_breaks_are_refused_and_never_shown() {
         let mut o = WebOptions::new(Duration::from_secs(1)).unwrap();
         for bad in ["a\r\nx-evil: 1", "a\nb", "a\rb", "nul\0"] {
