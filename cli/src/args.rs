@@ -72,12 +72,15 @@ pub struct Global {
     #[arg(long, global = true, value_enum)]
     pub era: Option<Era>,
 
-    /// Per-call timeout in seconds.
+    /// Per-call timeout in seconds. Over HTTP, half of it (at most 10 s) bounds the answer to
+    /// what a server answers at once (a notification's POST, a GET): a server that never
+    /// answers one fails the call as the connection lost (exit 5) rather than timed out.
     #[arg(long, global = true, value_name = "SECS", default_value = "30", value_parser = parse_secs)]
     pub timeout: Duration,
 
     /// Bound on starting the server and its handshake, in seconds (a server that installs
-    /// itself first, like `npx -y …`, may need long).
+    /// itself first, like `npx -y …`, may need long). Over HTTP it also bounds opening each
+    /// connection (at most 10 s).
     #[arg(long, global = true, value_name = "SECS", default_value = "60", value_parser = parse_secs)]
     pub connect_timeout: Duration,
 

@@ -1,8 +1,16 @@
 //! Starting the server (`--stdio`) or reaching it (`--http`) and ending it: the client builder
 //! from the global options (`-H` headers checked first, see [`crate::headers`]), the wait
 //! for the handshake (a spinner on stderr at a terminal after 1.5 s; on timeout an error that
-//! names the bound, the flag and the server's last stderr line), and a stop that mcpc bounds so
-//! that it exits soon after its answer whatever the server does.
+//! names what went unanswered, the bound, the flag and, for a `--stdio` server, its last stderr
+//! line), and a stop that mcpc bounds so that it exits soon after its answer whatever the
+//! server does.
+//!
+//! The bounds go down to the HTTP transports: each HTTP connection is opened within
+//! `--connect-timeout`, at most 10 s (the library's default); the exchanges a server answers
+//! at once (the `POST` of a notification or of a response, a `GET`, the `DELETE`) get their
+//! answer's headers within half of `--timeout`, at most 10 s (the library's rule), so that a
+//! notification the server never answers fails the call behind it as the connection lost
+//! (exit 5, naming the notification) before the call would time out.
 //!
 //! The server's environment is the runtime's allowlist (`HOME`, `LOGNAME`, `PATH`, `SHELL`,
 //! `TERM`, `USER`) plus `--env K=V`, or everything with `--inherit-env`. Its shutdown grace
@@ -120,6 +128,12 @@ pub fn http_builder(
             format!("not a usable URL ({})", clean_line(&e.to_string())),
         )
     })?;
+    // Each connection within --connect-timeout, at most the library's 10 s: a black-hole
+    // address fails as such rather than as a handshake that timed out.
+    builder = builder.http_connect_timeout(
+        g.connect_timeout
+            .min(mcp_runtime::transport::DEFAULT_HTTP_CONNECT_TIMEOUT),
+    );
     // The token `mcpc login` kept for this server, if any.
     builder = builder.oauth(crate::auth::oauth_for_commands(g.connect_timeout));
     for h in headers {
@@ -238,20 +252,35 @@ impl Drop for Spinner {
     }
 }
 
-/// Why connecting failed, in one sentence (with the server's last stderr line).
-fn connect_failure(g: &Global, last_error: Option<Failure>) -> String {
-    let stderr = capture::last_server_stderr();
+/// Why connecting failed, in one sentence: for a bound run out, what went unanswered in the
+/// `phase` the connection was in (`server/discover` while probing, `initialize` in the
+/// handshake); with the server's last stderr line for a `--stdio` server (an HTTP server has
+/// none).
+fn connect_failure(g: &Global, last_error: Option<Failure>, phase: ConnState) -> String {
+    let stdio = g.http.is_none() && g.sse.is_none();
+    let stderr = capture::last_server_stderr().filter(|_| stdio);
     if let Some(Failure::InitTimeout { .. }) = last_error {
         let secs = g.connect_timeout.as_secs_f64();
-        return format!(
-            "no answer to initialize within {secs} s (the --connect-timeout bound; a server \
-             that installs itself first, like `npx -y …`, may need more: --connect-timeout \
-             SECS); {}",
-            match stderr {
+        let unanswered = match phase {
+            ConnState::Probing => "no answer to server/discover",
+            ConnState::Initializing => "no answer to initialize",
+            _ if stdio => "the server did not start",
+            _ => "no connection to the server",
+        };
+        let mut why = format!("{unanswered} within {secs} s (the --connect-timeout bound; ");
+        if stdio {
+            why.push_str(
+                "a server that installs itself first, like `npx -y …`, may need more: \
+                 --connect-timeout SECS); ",
+            );
+            why.push_str(&match stderr {
                 Some(line) => format!("the server's last stderr line: {line}"),
                 None => "the server wrote nothing on stderr".to_owned(),
-            }
-        );
+            });
+        } else {
+            why.push_str("more: --connect-timeout SECS)");
+        }
+        return why;
     }
     let unauthorized = matches!(
         &last_error,
@@ -297,8 +326,16 @@ pub async fn connect_built(
     let start = Instant::now();
     let mut spinner = Spinner::new();
     let mut tick = tokio::time::interval(Duration::from_millis(250));
+    // The last phase seen before the end: what a timeout went unanswered in.
+    let mut phase = ConnState::Starting;
     loop {
         let state = *states.borrow_and_update();
+        if matches!(
+            state,
+            ConnState::Starting | ConnState::Probing | ConnState::Initializing
+        ) {
+            phase = state;
+        }
         match state {
             ConnState::Ready => {
                 spinner.clear();
@@ -312,7 +349,7 @@ pub async fn connect_built(
                 return Err(CliError::new(
                     Exit::Connect,
                     format!("could not connect to `{line}`"),
-                    connect_failure(g, last_error),
+                    connect_failure(g, last_error, phase),
                 ));
             }
             _ => {
@@ -372,12 +409,28 @@ mod tests {
         let failure = mcp_runtime::Failure::InitTimeout {
             after: Duration::from_millis(2500),
         };
-        let why = connect_failure(&g, Some(failure));
+        let why = connect_failure(&g, Some(failure.clone()), ConnState::Initializing);
         assert!(
             why.starts_with("no answer to initialize within 2.5 s"),
             "{why}"
         );
         assert!(why.contains("--connect-timeout SECS"), "{why}");
+        assert!(why.contains("stderr"), "a --stdio server's stderr: {why}");
+        // An HTTP server has no stderr; a modern one is probed, never initialized.
+        let g = global(&[
+            "--http",
+            "http://127.0.0.1:9/mcp",
+            "--connect-timeout",
+            "2.5",
+        ]);
+        let why = connect_failure(&g, Some(failure), ConnState::Probing);
+        assert!(
+            why.starts_with("no answer to server/discover within 2.5 s"),
+            "{why}"
+        );
+        assert!(why.contains("--connect-timeout SECS"), "{why}");
+        assert!(!why.contains("stderr"), "{why}");
+        assert!(!why.contains("npx"), "{why}");
     }
 
     #[test]

@@ -19,7 +19,8 @@ Exit codes:
   3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)
-  5    transport or protocol failure during the call
+  5    transport or protocol failure during the call (an HTTP answer without the
+       call's response or refusing it, in either era, included)
   6    the server needs a login that cannot happen here (no terminal, or declined at the
        prompt): run `mcpc --http URL login`
   129  SIGHUP, 130 interrupted (Ctrl-C), 143 SIGTERM: the call in flight is cancelled on
@@ -61,7 +62,8 @@ pub enum Exit {
     Connect = 3,
     /// 4: the call timed out.
     Timeout = 4,
-    /// 5: transport or protocol failure during the call.
+    /// 5: transport or protocol failure during the call (an HTTP answer that holds no
+    /// response, or refuses the POST, as the transport reports it in either era).
     Transport = 5,
     /// 6: the server needs a new authorization and no person could be asked here (no
     /// terminal, or declined): `mcpc --http URL login`.
@@ -130,6 +132,14 @@ impl CliError {
     pub fn call(what: impl Into<String>, e: &mcp_runtime::Error) -> Self {
         use mcp_runtime::Error as E;
         let exit = match e {
+            // Made up by the HTTP transport, not the server's answer: a 2xx without the
+            // response, a refused POST (2026-07-28), a stream lost.
+            E::Server { code, .. }
+                if *code == mcp_runtime::transport::HTTP_REFUSED
+                    || *code == mcp_runtime::transport::STREAM_LOST =>
+            {
+                Exit::Transport
+            }
             // The server's answer (or what it asked for) ended the call.
             E::Server { .. }
             | E::MissingCapability { .. }
@@ -189,6 +199,13 @@ mod tests {
             data: None,
         };
         assert_eq!(CliError::call("x", &server).exit.code(), 1);
+        let made_up = mcp_runtime::Error::Server {
+            code: mcp_runtime::transport::HTTP_REFUSED,
+            message: "the server answered the POST of tools/call with HTTP 200 and no response"
+                .into(),
+            data: None,
+        };
+        assert_eq!(CliError::call("x", &made_up).exit.code(), 5);
         let lost = mcp_runtime::Error::ConnectionLost(mcp_runtime::Failure::Transport(
             mcp_runtime::TransportError::Eof,
         ));

@@ -119,6 +119,9 @@ pub struct ClientBuilder {
     validate_output: bool,
     /// Who authorizes the connection when the server asks ([`ClientBuilder::oauth`]).
     authorizer: Option<crate::driver::Authorizer>,
+    /// Whether [`ClientBuilder::http_header_timeout`] was given (else the header bound
+    /// follows the request timeout).
+    header_timeout_set: bool,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -162,6 +165,7 @@ impl ClientBuilder {
             http: None,
             validate_output: true,
             authorizer: None,
+            header_timeout_set: false,
         }
     }
 
@@ -260,8 +264,9 @@ impl ClientBuilder {
         }
     }
 
-    /// HTTP: bounds connecting plus receiving the response headers of each HTTP request (no
-    /// bound by default); not the length of an SSE stream, and distinct from
+    /// HTTP: bounds connecting plus receiving the response headers of each HTTP request, the
+    /// `POST` of a request included (no bound by default: a server may answer a request's
+    /// `POST` only once the call is done); not the length of an SSE stream, and distinct from
     /// [`ClientBuilder::request_timeout`]. Ignored, with a warning, by a builder that is not
     /// an HTTP one.
     pub fn http_timeout(mut self, timeout: Duration) -> Self {
@@ -269,11 +274,58 @@ impl ClientBuilder {
             web.http_timeout = Some(timeout);
             Ok(())
         });
-        if edited.is_none() {
-            tracing::warn!(target: "mcp::builder", option = "http_timeout", transport = %self.connector.describe(),
-                "an HTTP option on a builder that is not HTTP is ignored");
-        }
+        self.warn_unless_http(edited, "http_timeout");
         self
+    }
+
+    /// HTTP: bounds opening the connection of each HTTP request: DNS, TCP and TLS
+    /// ([`crate::transport::DEFAULT_HTTP_CONNECT_TIMEOUT`], 10 s). Past it the request fails
+    /// with [`crate::TransportError::Connect`] of kind `TimedOut` (the first connect: a
+    /// [`Error::Connect`]; later ones: the table reconnects). Ignored, with a warning, by a
+    /// builder that is not an HTTP one.
+    pub fn http_connect_timeout(mut self, timeout: Duration) -> Self {
+        let edited = self.edit_http(&|web| web.set_connect_timeout(timeout));
+        self.warn_unless_http(edited, "http_connect_timeout");
+        self
+    }
+
+    /// HTTP: bounds the response headers of the exchanges a server answers at once: the `POST`
+    /// of a notification or of a response, a `GET`, the `DELETE` (the `POST` of a request is
+    /// bounded by [`ClientBuilder::http_timeout`] only). By default the smaller of
+    /// [`crate::transport::DEFAULT_HTTP_HEADER_TIMEOUT`] (10 s) and half the request timeout,
+    /// so that a call held back behind a notification the server does not answer fails as
+    /// [`Error::ConnectionLost`] naming that notification, before its own timeout (a call with
+    /// a shorter timeout of its own may still time out first). Past it the connection fails
+    /// with [`crate::TransportError::Io`] of kind `TimedOut`, whose source is a
+    /// [`crate::transport::NoAnswer`], and the client reconnects. Ignored, with a warning, by
+    /// a builder that is not an HTTP one.
+    pub fn http_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout_set = true;
+        let edited = self.edit_http(&|web| {
+            web.header_timeout = timeout;
+            Ok(())
+        });
+        self.warn_unless_http(edited, "http_header_timeout");
+        self
+    }
+
+    /// Warns when an HTTP option was given to a builder that is not an HTTP one.
+    fn warn_unless_http(
+        &self,
+        edited: Option<std::result::Result<(), crate::TransportError>>,
+        option: &str,
+    ) {
+        match edited {
+            None => {
+                tracing::warn!(target: "mcp::builder", option, transport = %self.connector.describe(),
+                    "an HTTP option on a builder that is not HTTP is ignored");
+            }
+            Some(Err(e)) => {
+                tracing::warn!(target: "mcp::builder", option, error = %e,
+                    "an HTTP option could not be applied");
+            }
+            Some(Ok(())) => {}
+        }
     }
 
     /// HTTP: authorize with OAuth 2.1 ([`crate::auth::OAuth`]): every request to the server's
@@ -467,10 +519,19 @@ impl ClientBuilder {
         self
     }
 
-    /// Default per-call timeout (30 s).
+    /// Default per-call timeout (30 s). Over HTTP, unless
+    /// [`ClientBuilder::http_header_timeout`] was given, the header bound follows it (the
+    /// smaller of 10 s and half of it).
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.request_timeout = timeout;
         self.update_ttl();
+        if !self.header_timeout_set {
+            let bound = crate::transport::DEFAULT_HTTP_HEADER_TIMEOUT.min(timeout / 2);
+            let _ = self.edit_http(&|web| {
+                web.header_timeout = bound;
+                Ok(())
+            });
+        }
         self
     }
 

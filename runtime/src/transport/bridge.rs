@@ -24,7 +24,7 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::{Closer, Delivery, Link, TransportError};
@@ -51,15 +51,48 @@ impl From<TransportError> for PostError {
     }
 }
 
+/// Tells the bridge that the server has a frame posted in order (the headers of its answer
+/// came), so the frames after it may go out while the rest of its answer is read. A post that
+/// ends tells it as well; a `Received` dropped without [`Received::fire`] tells nothing.
+pub(crate) struct Received(Option<oneshot::Sender<()>>);
+
+impl Received {
+    /// A signal, and what the bridge waits on.
+    fn new() -> (Self, oneshot::Receiver<()>) {
+        let (tx, rx) = oneshot::channel();
+        (Received(Some(tx)), rx)
+    }
+
+    /// A signal nobody waits for (a frame not posted in order).
+    pub(crate) fn none() -> Self {
+        Received(None)
+    }
+
+    /// The server has the frame: the frames after it may go out.
+    pub(crate) fn fire(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
 /// One HTTP transport's way of sending frames and receiving messages.
 pub(crate) trait Leg: Send + Sync + 'static {
-    /// Sends one frame (read as `head`); forwards what comes back through `out`.
-    fn post(self: Arc<Self>, frame: String, head: Frame, out: Out)
-    -> BoxFut<Result<(), PostError>>;
+    /// Sends one frame (read as `head`); forwards what comes back through `out`. A frame
+    /// posted in order may fire `received` once the server has it (its answer's headers came),
+    /// so that the next frames need not wait for the rest of its answer.
+    fn post(
+        self: Arc<Self>,
+        frame: String,
+        head: Frame,
+        out: Out,
+        received: Received,
+    ) -> BoxFut<Result<(), PostError>>;
     /// Teardown after the link ended (`DELETE` of a session), given why it ended.
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()>;
-    /// Whether `frame` must be posted to the end before the next frame is posted (its
-    /// answer is quick), so that the server sees the frames in the order they were sent:
+    /// Whether `frame` must be posted until the server has it (its post ended, or fired its
+    /// [`Received`]) before the next frame is posted (its answer is quick, and bounded by the
+    /// header bound), so that the server sees the frames in the order they were sent:
     /// `notifications/initialized` before the first request, a cancellation after its
     /// request. Other frames are posted concurrently.
     fn in_order(&self, frame: &Frame) -> bool;
@@ -178,13 +211,22 @@ impl Bridge {
         Arc::clone(&lock(&self.leg))
     }
 
-    async fn post_line(self: Arc<Self>, frame: String, head: Frame, initialize: bool) {
+    async fn post_line(
+        self: Arc<Self>,
+        frame: String,
+        head: Frame,
+        initialize: bool,
+        received: Received,
+    ) {
         // Kept for the legacy leg only while the link may still fall back to it (a fallback
         // is only ever taken away, never given, after the link opened).
         let again = lock(&self.fallback)
             .is_some()
             .then(|| (frame.clone(), head.clone()));
-        let result = self.leg().post(frame, head, self.out.clone()).await;
+        let result = self
+            .leg()
+            .post(frame, head, self.out.clone(), received)
+            .await;
         let pending = lock(&self.fallback).clone();
         let reason = match (result, pending) {
             (Ok(()), None) => return,
@@ -208,7 +250,10 @@ impl Bridge {
                     Ok(leg) => {
                         fallback.decided(true);
                         *lock(&self.leg) = Arc::clone(&leg);
-                        match leg.post(frame, head, self.out.clone()).await {
+                        match leg
+                            .post(frame, head, self.out.clone(), Received::none())
+                            .await
+                        {
                             Ok(()) => return,
                             Err(PostError::Fail(e) | PostError::Fallback(e)) => e,
                         }
@@ -426,25 +471,41 @@ impl Work {
         }
     }
 
-    /// Hands one frame to the leg: posted alongside the others, or to the end first when the
-    /// leg wants it in order (the link's other work goes on meanwhile).
+    /// Hands one frame to the leg: posted alongside the others, or, when the leg wants it in
+    /// order, first until the server has it (the post ended, or the leg fired its
+    /// [`Received`]: the rest of its answer is then read alongside the others). The link's
+    /// other work goes on meanwhile. The wait is as long as the leg's bound on the answer's
+    /// headers (the header bound), past which the post fails and with it the link.
     async fn take(&mut self, line: String) {
         let head = Frame::of(&line);
         self.bridge.leg().admit(&line);
         let initialize = head.method.as_deref() == Some("initialize");
         let in_order = self.bridge.leg().in_order(&head);
-        let post = Arc::clone(&self.bridge).post_line(line, head, initialize);
-        if in_order {
-            let mut post = std::pin::pin!(post);
+        let (received, released) = if in_order {
+            let (received, released) = Received::new();
+            (received, Some(released))
+        } else {
+            (Received::none(), None)
+        };
+        let mut post: BoxFut<()> =
+            Box::pin(Arc::clone(&self.bridge).post_line(line, head, initialize, received));
+        if let Some(released) = released {
+            // A signal dropped unfired releases nothing: the post's end does.
+            let released = async move {
+                if released.await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let mut released = std::pin::pin!(released);
             loop {
                 tokio::select! {
-                    () = &mut post => break,
+                    () = &mut post => return,
+                    () = &mut released => break,
                     () = self.step() => {}
                 }
             }
-        } else {
-            self.posts.push(Box::pin(post));
         }
+        self.posts.push(post);
     }
 }
 

@@ -12,9 +12,20 @@
 //! - every `POST` carries `Accept: application/json, text/event-stream`; `202` answers (to our
 //!   notifications and responses) carry nothing; SSE events without data (priming events) are
 //!   skipped, but their `id` and `retry` are kept;
-//! - notifications and responses are posted one after the other, each until its answer, so the
-//!   server sees them in order (`notifications/initialized` before the next request, a
-//!   cancellation after its request); requests are posted concurrently;
+//! - notifications and responses are posted one after the other, each until the headers of its
+//!   answer, so the server sees them in order (`notifications/initialized` before the next
+//!   request, a cancellation after its request); requests are posted concurrently. The headers
+//!   are awaited within the header bound ([`HttpConnector::header_timeout`], 10 s): a server
+//!   that does not answer a notification in time ends the link with [`TransportError::Io`] of
+//!   kind `TimedOut` naming it ([`super::NoAnswer`]), so the requests behind it fail as the
+//!   connection lost (and the table reconnects) rather than wait for good;
+//! - the `POST` of a request whose `2xx` answer holds no response to it (no body, `202`, a body
+//!   that is neither JSON nor SSE, JSON that answers something else) gets at once a made-up
+//!   error response ([`mcp_machine::headers::HTTP_REFUSED`]: "the server answered the POST of
+//!   tools/call with HTTP 200 and no response"), the same as in the 2026-07-28 era;
+//! - a request's `POST` (and its stream) ends once the `notifications/cancelled` naming it was
+//!   posted: nobody waits for its answer any more, and a server that never answers keeps no
+//!   connection per cancelled call;
 //! - the `Mcp-Session-Id` of the `initialize` answer (visible ASCII only, else the link fails)
 //!   is sent on every later request, and `MCP-Protocol-Version` once the handshake chose one;
 //! - a POST's SSE stream that breaks or ends before the response to the POST's request is
@@ -27,7 +38,10 @@
 //! - after `notifications/initialized`, a standalone `GET` stream carries what the server sends
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
 //!   opened again with `Last-Event-ID` after the same wait, at most [`GET_STREAM_ATTEMPTS`]
-//!   times in a row without a message;
+//!   times in a row without a message. The frames after `initialized` wait for its answer (so
+//!   that what the server sends on it first is not lost) at most twice as long as the server
+//!   took to answer `initialized`, between 50 ms and 2 s: a server that never answers the `GET`
+//!   holds the first request back no longer than its own answers take;
 //! - a `404` to a request carrying the session id (or a `400` whose body names the session,
 //!   as some servers answer an unknown session) ends the link with
 //!   [`TransportError::SessionExpired`], listing the requests refused so (they never ran: the
@@ -56,12 +70,13 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError};
+use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError, Received};
 use super::modern::{self, ModernPosts};
+use super::pending::Pending;
 use super::sse::SseConnector;
 use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
-    SseError, SseEvents, WebOptions, into_one_line, is_sse, message_of, one_line, parse_url,
+    SseError, SseEvents, Wait, WebOptions, into_one_line, is_sse, message_of, one_line, parse_url,
     read_capped, reconnect_wait, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
@@ -78,9 +93,11 @@ pub const GET_STREAM_ATTEMPTS: u32 = 5;
 pub const RESUME_ATTEMPTS: u32 = 5;
 /// Default bound on the `DELETE` at close.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
-/// How long the frames after `notifications/initialized` wait for the standalone GET stream
+/// The most the frames after `notifications/initialized` wait for the standalone GET stream
 /// to open (its response headers), so that what the server sends on it first is not lost.
 const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
+/// The least they wait for it (when the server answered `initialized` faster than half this).
+const GET_STREAM_OPEN_MIN: Duration = Duration::from_millis(50);
 /// How much of a `400` body is read to tell "unknown session" from other bad requests.
 const UNKNOWN_SESSION_BODY: usize = 4096;
 
@@ -161,6 +178,7 @@ impl HttpConnector {
             web: self.web.clone(),
             session: Mutex::new(Session::default()),
             modern: ModernPosts::new(self.tool_headers.clone()),
+            pending: Pending::default(),
         })
     }
 }
@@ -233,6 +251,23 @@ impl AutoHttpConnector {
     pub fn http_timeout(mut self, timeout: Duration) -> Self {
         let _ = self.edit_web(&|web| {
             web.http_timeout = Some(timeout);
+            Ok(())
+        });
+        self
+    }
+
+    /// Bound on opening each connection (10 s); see [`HttpConnector::connect_timeout`].
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.http = self.http.connect_timeout(timeout);
+        self.sse = self.sse.connect_timeout(timeout);
+        self
+    }
+
+    /// Bound on the response headers of the exchanges answered at once (10 s); see
+    /// [`HttpConnector::header_timeout`].
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        let _ = self.edit_web(&|web| {
+            web.header_timeout = timeout;
             Ok(())
         });
         self
@@ -384,6 +419,8 @@ struct StreamableLeg {
     session: Mutex<Session>,
     /// Its frames of the 2026-07-28 era.
     modern: ModernPosts,
+    /// Its request POSTs of the handshake era, ended by the cancellation posted for them.
+    pending: Pending,
 }
 
 fn lock(s: &Mutex<Session>) -> std::sync::MutexGuard<'_, Session> {
@@ -401,16 +438,17 @@ impl Leg for StreamableLeg {
         frame: String,
         head: Frame,
         out: Out,
+        received: Received,
     ) -> BoxFut<Result<(), PostError>> {
-        Box::pin(async move { self.post_frame(frame, head, out).await })
+        Box::pin(async move { self.post_frame(frame, head, out, received).await })
     }
 
     fn close(self: Arc<Self>, ended: Option<TransportError>) -> BoxFut<()> {
         Box::pin(async move { self.delete(ended).await })
     }
 
-    /// Notifications and responses (answered `202` at once); a request's answer can take as
-    /// long as the call.
+    /// Notifications and responses (answered `202` at once, within the header bound); a
+    /// request's answer can take as long as the call.
     fn in_order(&self, frame: &Frame) -> bool {
         !frame.is_request()
     }
@@ -437,12 +475,13 @@ impl StreamableLeg {
         req
     }
 
-    /// POSTs one frame and forwards what comes back.
+    /// POSTs one frame and forwards what comes back; fires `received` once the server has it.
     async fn post_frame(
         self: &Arc<Self>,
         frame: String,
         head: Frame,
         out: Out,
+        received: Received,
     ) -> Result<(), PostError> {
         if let Some(value) = modern::parse(&frame) {
             return self
@@ -453,6 +492,33 @@ impl StreamableLeg {
         if self.modern.intercepts(&frame, head.method.as_deref()) {
             return Ok(());
         }
+        if let Some(id) = head.request.clone() {
+            // Ended once its cancellation was posted: nobody waits for its answer any more.
+            let mut started = self.pending.start(&id);
+            return tokio::select! {
+                biased;
+                () = started.aborted() => Ok(()),
+                result = self.post_handshake(frame, head, out, received) => result,
+            };
+        }
+        let cancellation =
+            (head.method.as_deref() == Some("notifications/cancelled")).then(|| frame.clone());
+        let result = self.post_handshake(frame, head, out, received).await;
+        if let Some(cancellation) = cancellation {
+            self.pending.cancelled(&cancellation);
+        }
+        result
+    }
+
+    /// POSTs one frame of the handshake era and forwards what comes back; fires `received`
+    /// once the server has it.
+    async fn post_handshake(
+        self: &Arc<Self>,
+        frame: String,
+        head: Frame,
+        out: Out,
+        mut received: Received,
+    ) -> Result<(), PostError> {
         // The request whose response the answer must bring (none for notifications).
         let Frame { method, request } = head;
         let initialize = method.as_deref() == Some("initialize");
@@ -461,6 +527,15 @@ impl StreamableLeg {
             lock(&self.session).initialize_id = request.clone();
         }
         let had_session = lock(&self.session).id.is_some();
+        let exchange = format!("POST of {}", method.as_deref().unwrap_or("a response"));
+        // A request's answer may come only once the call is done; anything else is answered
+        // at once.
+        let wait = if request.is_some() {
+            Wait::Call(&exchange)
+        } else {
+            Wait::Prompt(&exchange)
+        };
+        let started = tokio::time::Instant::now();
         let response = self
             .web
             .send(
@@ -468,6 +543,7 @@ impl StreamableLeg {
                     .header(ACCEPT, "application/json, text/event-stream")
                     .header(CONTENT_TYPE, "application/json")
                     .body(frame),
+                wait,
             )
             .await?;
         let status = response.status();
@@ -536,20 +612,51 @@ impl StreamableLeg {
         {
             // What the server sends on its own may go only to the GET stream (and be dropped
             // while none is open): the frames after `initialized` wait until it is open, or
-            // refused, or for GET_STREAM_OPEN_WAIT at most.
-            let _ = tokio::time::timeout(GET_STREAM_OPEN_WAIT, opened).await;
+            // refused, at most twice as long as the server took to answer `initialized`
+            // (between GET_STREAM_OPEN_MIN and GET_STREAM_OPEN_WAIT), so that a GET the server
+            // never answers does not hold them back longer than its own answers do.
+            let wait = started
+                .elapsed()
+                .saturating_mul(2)
+                .clamp(GET_STREAM_OPEN_MIN, GET_STREAM_OPEN_WAIT);
+            let _ = tokio::time::timeout(wait, opened).await;
         }
+        // The server has the frame: the next ones may go while its answer is read.
+        received.fire();
+        let method = method.as_deref().unwrap_or("a response");
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+            if let Some(id) = &request {
+                // A request's answer must hold its response: it would be waited for in vain.
+                self.deliver(modern::no_response(id, method, status), &out, false)
+                    .await;
+            }
             return Ok(());
         }
         if is_sse(&response) {
             self.forward_post_stream(response, request.as_ref(), &out)
                 .await?;
-        } else {
-            let body = read_capped(response, self.web.max_frame_bytes).await?;
+            return Ok(());
+        }
+        let body = read_capped(response, self.web.max_frame_bytes).await?;
+        let Some(id) = &request else {
             if !body.iter().all(u8::is_ascii_whitespace) {
                 self.deliver(into_one_line(body), &out, false).await;
             }
+            return Ok(());
+        };
+        // A request's JSON answer holds its response; an empty body, one that is not JSON (an
+        // SSE stream served as `application/json`), or JSON that answers something else, fail
+        // the request at once, as in the 2026-07-28 era.
+        if serde_json::from_slice::<IgnoredAny>(&body).is_err() {
+            self.deliver(modern::no_response(id, method, status), &out, false)
+                .await;
+            return Ok(());
+        }
+        // Read once, by `deliver`, for the id it answers.
+        let answered = self.deliver(into_one_line(body), &out, true).await;
+        if answered.as_ref() != Some(id) {
+            self.deliver(modern::no_response(id, method, status), &out, false)
+                .await;
         }
         Ok(())
     }
@@ -643,7 +750,9 @@ impl StreamableLeg {
         if let Some(id) = last_id {
             get = get.header(LAST_EVENT_HEADER, id);
         }
-        self.web.send(get).await
+        self.web
+            .send(get, Wait::Prompt("GET of an event stream"))
+            .await
     }
 
     /// Forwards a POST's SSE answer, resuming it while the response to `request` is missing.
@@ -795,7 +904,11 @@ impl StreamableLeg {
         if let Some(version) = version {
             delete = delete.header(VERSION_HEADER, version);
         }
-        match self.web.send(delete).await {
+        match self
+            .web
+            .send(delete, Wait::Prompt("DELETE of the session"))
+            .await
+        {
             Ok(r) => {
                 tracing::debug!(target: "mcp::http", status = r.status().as_u16(), "session deleted")
             }

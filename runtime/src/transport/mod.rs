@@ -29,6 +29,7 @@ mod bridge;
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
 mod modern;
+mod pending;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
@@ -55,7 +56,10 @@ pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
 pub use tool_headers::ToolHeaderRegistry;
 pub(crate) use web::WebOptions;
-pub use web::{RESERVED_HEADERS, RESERVED_PREFIX};
+pub use web::{
+    DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_HEADER_TIMEOUT, NoAnswer, RESERVED_HEADERS,
+    RESERVED_PREFIX,
+};
 
 /// Default frame limit: 16 MiB. A frame of exactly this many bytes is accepted.
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
@@ -95,6 +99,7 @@ pub enum TransportEvent {
     Down(TransportError),
 }
 
+pub use mcp_machine::headers::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
 pub use mcp_machine::{IoCause, SendOutcome, TransportError};
 
 /// Transport settings, shared by every generation.

@@ -9,7 +9,9 @@
 //! - a non-2xx answer never ends the link: the JSON-RPC response to the request in its body
 //!   (read up to the frame limit) is delivered as it is, else an error response with
 //!   [`headers::HTTP_REFUSED`] is made up for the request; so is one for a 2xx answer that is
-//!   neither JSON nor SSE, or that does not hold the response;
+//!   neither JSON nor SSE, or that does not hold the response ([`no_response`]: "the server
+//!   answered the POST of tools/call with HTTP 200 and no response", at once, as the handshake
+//!   era's path does);
 //! - an SSE answer that ends or breaks before the response is not resumed: an error response
 //!   with [`headers::STREAM_LOST`] is made up, and the table's `can_reissue` row sends the
 //!   call again under a new id (a bounded number of times);
@@ -31,7 +33,9 @@ use tokio::sync::oneshot;
 
 use super::bridge::{Out, PostError};
 use super::tool_headers::ToolHeaderRegistry;
-use super::web::{SseError, SseEvents, WebOptions, is_sse, message_of, one_line, read_capped};
+use super::web::{
+    SseError, SseEvents, Wait, WebOptions, is_sse, message_of, one_line, read_capped,
+};
 
 /// The frame as JSON when it is modern; `None` (without parsing it) when it cannot be.
 pub(crate) fn parse(frame: &str) -> Option<Value> {
@@ -115,6 +119,22 @@ fn refused(id: &Value, status: StatusCode) -> Vec<u8> {
         id,
         HTTP_REFUSED,
         message,
+        Some(json!({"httpStatus": status.as_u16()})),
+    )
+}
+
+/// The [`HTTP_REFUSED`] response made up for the request `id` (of `method`) whose POST was
+/// answered `status`, a success, with no response to it: an empty body, a body that is neither
+/// JSON nor SSE (an SSE stream served as `application/json`, say), or JSON that answers
+/// something else. Both eras make up the same one.
+pub(crate) fn no_response(id: &Value, method: &str, status: StatusCode) -> Vec<u8> {
+    error_response(
+        id,
+        HTTP_REFUSED,
+        format!(
+            "the server answered the POST of {method} with HTTP {} and no response",
+            status.as_u16()
+        ),
         Some(json!({"httpStatus": status.as_u16()})),
     )
 }
@@ -259,7 +279,20 @@ impl ModernPosts {
         let id = value.get("id").filter(|_| !method.is_empty());
         let Some(id) = id else {
             // A notification (or a stray response): posted, its answer carries nothing.
-            let response = web.send(self.request(web, endpoint, frame, &value)).await?;
+            let exchange = format!(
+                "POST of {}",
+                if method.is_empty() {
+                    "a response"
+                } else {
+                    method
+                }
+            );
+            let response = web
+                .send(
+                    self.request(web, endpoint, frame, &value),
+                    Wait::Prompt(&exchange),
+                )
+                .await?;
             if !response.status().is_success() {
                 tracing::debug!(target: "mcp::http", status = response.status().as_u16(),
                     "a modern notification was refused");
@@ -291,12 +324,11 @@ impl ModernPosts {
             }
         };
         let request = self.request(web, endpoint, frame, &value);
-        let list = method == "tools/list";
         tokio::select! {
             // Aborted before it started: nothing is sent.
             biased;
             () = aborted => Ok(()),
-            result = self.exchange(web, request, id, list, out) => result,
+            result = self.exchange(web, request, id, method, out) => result,
         }
     }
 
@@ -338,16 +370,19 @@ impl ModernPosts {
         req.body(frame)
     }
 
-    /// Sends the POST of the request `id` and delivers its response, or one made up.
+    /// Sends the POST of the request `id` (of `method`) and delivers its response, or one
+    /// made up.
     async fn exchange(
         &self,
         web: &WebOptions,
         request: reqwest::RequestBuilder,
         id: &Value,
-        list: bool,
+        method: &str,
         out: &Out,
     ) -> Result<(), PostError> {
-        let response = web.send(request).await?;
+        let list = method == "tools/list";
+        let exchange = format!("POST of {method}");
+        let response = web.send(request, Wait::Call(&exchange)).await?;
         let status = response.status();
         if let Some(refusal) = web.auth_refusal(&response, id) {
             out.deliver(refusal).await;
@@ -370,7 +405,7 @@ impl ModernPosts {
         let body = read_capped(response, web.max_frame_bytes).await?;
         if serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             // Neither JSON nor SSE (an empty 202 included): the request would wait forever.
-            out.deliver(refused(id, status)).await;
+            out.deliver(no_response(id, method, status)).await;
             return Ok(());
         }
         let message = one_line(&body);
@@ -380,7 +415,7 @@ impl ModernPosts {
         }
         out.deliver(message).await;
         if !answered {
-            out.deliver(refused(id, status)).await;
+            out.deliver(no_response(id, method, status)).await;
         }
         Ok(())
     }

@@ -9,7 +9,9 @@
 //! [`super::http`] (so the frame limit, credits and "exactly one `Down`" hold):
 //! - each frame is `POST`ed to the endpoint (`Content-Type: application/json`), one after the
 //!   other so the server sees them in order; any 2xx (`202` expected) is fine, anything else
-//!   ends the link with [`TransportError::Http`];
+//!   ends the link with [`TransportError::Http`]; the answer is awaited within the header bound
+//!   ([`SseConnector::header_timeout`], requests included: the server answers `202` at once),
+//!   past which the link ends naming the POST;
 //! - answers and server messages arrive on the stream as `message` events, one message each;
 //!   an event over the frame limit ends the link with [`TransportError::Oversized`] (it is
 //!   never buffered whole);
@@ -27,9 +29,9 @@ use std::time::Duration;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
-use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError};
+use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError, Received};
 use super::web::{
-    SseError, SseEvents, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
+    SseError, SseEvents, Wait, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
@@ -84,6 +86,7 @@ impl SseConnector {
                     .client
                     .get(self.url.clone())
                     .header(ACCEPT, "text/event-stream"),
+                Wait::Prompt("GET of the SSE stream"),
             )
             .await?;
         let status = response.status();
@@ -205,13 +208,20 @@ struct LegacyLeg {
 }
 
 impl Leg for LegacyLeg {
+    /// Every POST waits for its answer within the header bound: the server answers `202` at
+    /// once, requests included (their answers come on the stream).
     fn post(
         self: Arc<Self>,
         frame: String,
-        _head: Frame,
+        head: Frame,
         _out: Out,
+        _received: Received,
     ) -> BoxFut<Result<(), PostError>> {
         Box::pin(async move {
+            let exchange = format!(
+                "POST of {} to the message endpoint",
+                head.method.as_deref().unwrap_or("a response")
+            );
             let response = self
                 .web
                 .send(
@@ -220,6 +230,7 @@ impl Leg for LegacyLeg {
                         .post(self.endpoint.clone())
                         .header(CONTENT_TYPE, "application/json")
                         .body(frame),
+                    Wait::Prompt(&exchange),
                 )
                 .await?;
             let status = response.status();

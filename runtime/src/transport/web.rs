@@ -1,7 +1,20 @@
 //! What the HTTP transports ([`super::http`], [`super::sse`]) share: the HTTP client and its
-//! options (static headers, the per-request timeout, the frame limit), sending one request
-//! with that timeout, reading a body or an SSE stream without buffering past the frame limit,
-//! and the wait before opening a stream again.
+//! options (static headers, the bounds, the frame limit), sending one request within its
+//! bound, reading a body or an SSE stream without buffering past the frame limit, and the wait
+//! before opening a stream again.
+//!
+//! The bounds of every HTTP request:
+//! - connecting (DNS, TCP, TLS) takes at most the connect bound
+//!   ([`DEFAULT_HTTP_CONNECT_TIMEOUT`], 10 s): a black-hole address fails with
+//!   [`TransportError::Connect`] of kind `TimedOut`;
+//! - an exchange whose answer comes at once (the `POST` of a notification or of a response, a
+//!   `GET`, the `DELETE`) gets its response headers within the header bound
+//!   ([`DEFAULT_HTTP_HEADER_TIMEOUT`], 10 s), else the link ends with
+//!   [`TransportError::Io`] of kind `TimedOut` whose source is a [`NoAnswer`] naming the
+//!   exchange ("the server did not answer the POST of notifications/initialized within 10 s");
+//! - the `POST` of a request has no header bound by default (a server may answer it with JSON
+//!   only once the call is done: the MCP request timeout bounds the call); the HTTP timeout,
+//!   when set, bounds every request, that one included (and the header bound too, when shorter).
 //!
 //! Not a transport: it opens no link and decides nothing.
 
@@ -38,6 +51,51 @@ pub const RESERVED_HEADERS: &[&str] = &[
 /// case): a static header may not take such a name.
 pub const RESERVED_PREFIX: &str = "mcp-param-";
 
+/// Default bound on opening the connection of an HTTP request (DNS, TCP, TLS): 10 s.
+pub const DEFAULT_HTTP_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Default bound on the response headers of an HTTP exchange whose answer comes at once (the
+/// `POST` of a notification or of a response, a `GET`, the `DELETE`): 10 s. Not applied to the
+/// `POST` of a request, whose answer may come only once the call is done.
+pub const DEFAULT_HTTP_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An HTTP request whose response headers did not come within its bound: the source of the
+/// [`TransportError::Io`] (kind `TimedOut`) that ends the link. It names the exchange (`POST of
+/// notifications/initialized`, `GET of the event stream`) and the bound; nothing else (no URL,
+/// no header).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the server did not answer the {exchange} within {}", fmt_bound(*.bound))]
+#[non_exhaustive]
+pub struct NoAnswer {
+    /// The exchange that got no answer ("POST of notifications/initialized").
+    pub exchange: String,
+    /// The bound that ran out.
+    pub bound: Duration,
+}
+
+/// "300 ms", "10 s", "2.5 s".
+pub(crate) fn fmt_bound(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else if d.subsec_millis() == 0 {
+        format!("{} s", d.as_secs())
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// What an HTTP request waits for, which says its bound; with the exchange's name for the
+/// error that reports a bound run out ("POST of notifications/initialized").
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Wait<'a> {
+    /// An answer that comes at once (the `POST` of a notification or of a response, a `GET`,
+    /// the `DELETE`): the header bound, or the HTTP timeout when shorter.
+    Prompt(&'a str),
+    /// The `POST` of a request, whose answer may come only once the call is done: only the
+    /// HTTP timeout, when one is set.
+    Call(&'a str),
+}
+
 /// The longest wait between two attempts to open a stream when the server gave no `retry`.
 const MAX_WAIT: Duration = Duration::from_secs(30);
 /// The first wait when the server gave no `retry`.
@@ -52,8 +110,13 @@ pub(crate) struct WebOptions {
     pub(crate) max_frame_bytes: usize,
     /// Bound on the teardown request at close (`DELETE`).
     pub(crate) grace: Duration,
-    /// Bound on connecting plus receiving the response headers of each request.
+    /// Bound on connecting plus receiving the response headers of each request, the `POST` of
+    /// a request included (none by default).
     pub(crate) http_timeout: Option<Duration>,
+    /// Bound on connecting (DNS, TCP, TLS); the client was built with it.
+    connect_timeout: Duration,
+    /// Bound on the response headers of an exchange whose answer comes at once.
+    pub(crate) header_timeout: Duration,
     /// The MCP endpoint (the key of its tokens, and the origin a token may go to).
     pub(crate) endpoint: Option<reqwest::Url>,
     /// Where the bearer token of the endpoint comes from, when the client is authorized.
@@ -68,6 +131,8 @@ impl fmt::Debug for WebOptions {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("grace", &self.grace)
             .field("http_timeout", &self.http_timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("header_timeout", &self.header_timeout)
             .field("oauth", &self.oauth.is_some())
             .finish_non_exhaustive()
     }
@@ -75,26 +140,38 @@ impl fmt::Debug for WebOptions {
 
 impl WebOptions {
     /// The defaults: no redirects followed, proxies from the environment (`HTTP_PROXY`,
-    /// `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`: reqwest's default), no static header, no
-    /// per-request timeout.
+    /// `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`: reqwest's default), no static header, the
+    /// default connect and header bounds, no HTTP timeout.
     pub(crate) fn new(grace: Duration) -> Result<Self, TransportError> {
-        let client = reqwest::Client::builder()
-            // A redirect could carry our headers (the session id, a token) elsewhere.
-            .redirect(reqwest::redirect::Policy::none())
-            // A listen's stream may stay quiet for hours: a peer that vanished (no FIN, no
-            // RST) is found by TCP keepalive rather than by a timeout on a legitimate silence.
-            .tcp_keepalive(Duration::from_secs(30))
-            .build()
-            .map_err(|e| TransportError::Connect(IoCause::new(std::io::Error::other(e))))?;
         Ok(WebOptions {
-            client,
+            client: build_client(DEFAULT_HTTP_CONNECT_TIMEOUT)?,
             headers: HeaderMap::new(),
             max_frame_bytes: super::DEFAULT_MAX_FRAME_BYTES,
             grace,
             http_timeout: None,
+            connect_timeout: DEFAULT_HTTP_CONNECT_TIMEOUT,
+            header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
             endpoint: None,
             oauth: None,
         })
+    }
+
+    /// Bounds connecting (DNS, TCP, TLS) by `bound`: the client is built again with it.
+    pub(crate) fn set_connect_timeout(&mut self, bound: Duration) -> Result<(), TransportError> {
+        self.client = build_client(bound)?;
+        self.connect_timeout = bound;
+        Ok(())
+    }
+
+    /// The bound on the response headers of a request that waits for `wait`.
+    fn bound(&self, wait: Wait<'_>) -> Option<Duration> {
+        match wait {
+            Wait::Prompt(_) => Some(
+                self.http_timeout
+                    .map_or(self.header_timeout, |t| t.min(self.header_timeout)),
+            ),
+            Wait::Call(_) => self.http_timeout,
+        }
     }
 
     /// Adds (or replaces) a static header. The value is never shown in an error, a log or a
@@ -121,12 +198,15 @@ impl WebOptions {
         Ok(())
     }
 
-    /// Sends `request`, bounding connect plus response headers by the per-request timeout.
+    /// Sends `request`, bounding connect plus response headers by the bound of what it waits
+    /// for (see the module's documentation); a bound run out is a [`TransportError::Io`] of
+    /// kind `TimedOut` whose source is a [`NoAnswer`] naming the exchange.
     /// A request to the endpoint's origin carries the endpoint's bearer token when the client
     /// is authorized ([`crate::auth::OAuth::bearer`]); a request anywhere else never does.
     pub(crate) async fn send(
         &self,
         request: reqwest::RequestBuilder,
+        wait: Wait<'_>,
     ) -> Result<reqwest::Response, TransportError> {
         let mut request = request.headers(self.headers.clone());
         if let (Some(oauth), Some(endpoint)) = (&self.oauth, &self.endpoint)
@@ -146,16 +226,19 @@ impl WebOptions {
             }
         }
         let send = request.send();
-        let response = match self.http_timeout {
+        let response = match self.bound(wait) {
             Some(bound) => tokio::time::timeout(bound, send).await.map_err(|_| {
+                let exchange = match wait {
+                    Wait::Prompt(what) | Wait::Call(what) => what.to_owned(),
+                };
                 TransportError::Io(IoCause::new(std::io::Error::new(
                     std::io::ErrorKind::TimedOut,
-                    format!("no HTTP response within {bound:?}"),
+                    NoAnswer { exchange, bound },
                 )))
             })?,
             None => send.await,
         };
-        response.map_err(connect_error)
+        response.map_err(|e| request_error(e, self.connect_timeout))
     }
 
     /// The made-up AUTH_REQUIRED answer for the request `id` when `response` refused it for
@@ -215,13 +298,38 @@ macro_rules! web_options {
                 Ok(self)
             }
 
-            /// Bounds connecting plus receiving the response headers of each HTTP request
-            /// (none by default); not the length of an SSE stream, and not the MCP request
-            /// timeout. A request over it ends the link with [`TransportError::Io`] of kind
-            /// `TimedOut`. A server that answers a POST with JSON only once the call is done
-            /// needs a bound above its longest call.
+            /// Bounds connecting plus receiving the response headers of each HTTP request,
+            /// the `POST` of a request included (none by default); not the length of an SSE
+            /// stream, and not the MCP request timeout. A request over it ends the link with
+            /// [`TransportError::Io`] of kind `TimedOut`. A server that answers a POST with
+            /// JSON only once the call is done needs a bound above its longest call.
             pub fn http_timeout(mut self, timeout: std::time::Duration) -> Self {
                 self.web.http_timeout = Some(timeout);
+                self
+            }
+
+            /// Bounds opening the connection of each HTTP request: DNS, TCP and TLS
+            /// ([`DEFAULT_HTTP_CONNECT_TIMEOUT`](crate::transport::DEFAULT_HTTP_CONNECT_TIMEOUT),
+            /// 10 s). Past it the request fails with [`TransportError::Connect`] of kind
+            /// `TimedOut`.
+            pub fn connect_timeout(mut self, timeout: std::time::Duration) -> Self {
+                if let Err(e) = self.web.set_connect_timeout(timeout) {
+                    tracing::warn!(target: "mcp::http", error = %e,
+                        "the HTTP client could not be built with the connect bound: kept as it was");
+                }
+                self
+            }
+
+            /// Bounds the response headers of the exchanges whose answer comes at once: the
+            /// `POST` of a notification or of a response, a `GET`, the `DELETE`
+            /// ([`DEFAULT_HTTP_HEADER_TIMEOUT`](crate::transport::DEFAULT_HTTP_HEADER_TIMEOUT),
+            /// 10 s; the HTTP timeout instead when shorter). Not the `POST` of a request. An
+            /// exchange over it ends the link with [`TransportError::Io`] of kind `TimedOut`,
+            /// whose source is a [`NoAnswer`](crate::transport::NoAnswer) naming it; so a
+            /// notification the server never answers holds the requests after it back for
+            /// that long at most.
+            pub fn header_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.web.header_timeout = timeout;
                 self
             }
 
@@ -285,8 +393,7 @@ pub(crate) async fn read_capped(
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk =
-            chunk.map_err(|e| TransportError::Io(IoCause::new(std::io::Error::other(e))))?;
+        let chunk = chunk.map_err(body_error)?;
         if body.len() + chunk.len() > max {
             return Err(TransportError::Oversized {
                 seen: body.len() + chunk.len(),
@@ -298,17 +405,127 @@ pub(crate) async fn read_capped(
     Ok(body)
 }
 
-/// A `reqwest` error as a transport error, without the URL (its query could hold a secret).
-pub(crate) fn connect_error(e: reqwest::Error) -> TransportError {
-    let e = e.without_url();
-    if e.is_connect() {
-        TransportError::Connect(IoCause::new(std::io::Error::new(
-            std::io::ErrorKind::ConnectionRefused,
-            e,
-        )))
-    } else {
-        TransportError::Io(IoCause::new(std::io::Error::other(e)))
+/// The HTTP client of the transports, connecting within `connect`.
+fn build_client(connect: Duration) -> Result<reqwest::Client, TransportError> {
+    reqwest::Client::builder()
+        // A redirect could carry our headers (the session id, a token) elsewhere.
+        .redirect(reqwest::redirect::Policy::none())
+        // A listen's stream may stay quiet for hours: a peer that vanished (no FIN, no
+        // RST) is found by TCP keepalive rather than by a timeout on a legitimate silence.
+        .tcp_keepalive(Duration::from_secs(30))
+        .connect_timeout(connect)
+        .build()
+        .map_err(|e| {
+            TransportError::Connect(IoCause::new(std::io::Error::other(RequestFailed::new(e))))
+        })
+}
+
+/// A failed request (connect, TLS, a broken or malformed answer): its message is its whole
+/// chain of causes, as reqwest's own message ("error sending request") says nothing of why;
+/// its source is the reqwest error (without the URL).
+#[derive(Debug)]
+struct RequestFailed {
+    message: String,
+    source: reqwest::Error,
+}
+
+impl RequestFailed {
+    fn new(e: reqwest::Error) -> Self {
+        let source = e.without_url();
+        RequestFailed {
+            message: chain(&source),
+            source,
+        }
     }
+}
+
+impl fmt::Display for RequestFailed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RequestFailed {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+/// An error and its causes in one line, outermost first, joined by `: ` (a cause its outer
+/// error already spells out is not repeated); at most 8 causes and 1024 characters.
+pub(crate) fn chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    let mut depth = 0;
+    while let Some(c) = cause {
+        depth += 1;
+        if depth > 8 {
+            break;
+        }
+        let part = c.to_string();
+        if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = c.source();
+    }
+    if text.len() > 1024 {
+        let mut end = 1024;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+/// The kind of the first `io::Error` among the causes of `e`.
+fn io_kind(e: &(dyn std::error::Error + 'static)) -> Option<std::io::ErrorKind> {
+    let mut cause = Some(e);
+    while let Some(c) = cause {
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return Some(io.kind());
+        }
+        cause = c.source();
+    }
+    None
+}
+
+/// A `reqwest` error as a transport error, with its causes and without the URL (its query
+/// could hold a secret): a connect failure is [`TransportError::Connect`] (kind `TimedOut`
+/// when the connect bound `connect` ran out), anything else [`TransportError::Io`].
+pub(crate) fn request_error(e: reqwest::Error, connect: Duration) -> TransportError {
+    let failed = RequestFailed::new(e);
+    let kind = io_kind(&failed.source);
+    if failed.source.is_connect() {
+        let timed_out = failed.source.is_timeout() || kind == Some(std::io::ErrorKind::TimedOut);
+        let error = if timed_out {
+            let message = format!("could not connect within {} ({failed})", fmt_bound(connect));
+            let failed = RequestFailed { message, ..failed };
+            std::io::Error::new(std::io::ErrorKind::TimedOut, failed)
+        } else {
+            std::io::Error::new(
+                kind.unwrap_or(std::io::ErrorKind::ConnectionRefused),
+                failed,
+            )
+        };
+        TransportError::Connect(IoCause::new(error))
+    } else {
+        let kind = if failed.source.is_timeout() {
+            std::io::ErrorKind::TimedOut
+        } else {
+            kind.unwrap_or(std::io::ErrorKind::Other)
+        };
+        TransportError::Io(IoCause::new(std::io::Error::new(kind, failed)))
+    }
+}
+
+/// A `reqwest` error met while reading a body, with its causes and without the URL.
+pub(crate) fn body_error(e: reqwest::Error) -> TransportError {
+    let failed = RequestFailed::new(e);
+    let kind = io_kind(&failed.source).unwrap_or(std::io::ErrorKind::Other);
+    TransportError::Io(IoCause::new(std::io::Error::new(kind, failed)))
 }
 
 /// Why reading an SSE stream stopped before its end.
@@ -436,6 +653,74 @@ mod tests {
         assert!(first >= FIRST_WAIT && first <= FIRST_WAIT.mul_f64(1.2));
         let late = reconnect_wait(None, 40);
         assert!(late >= MAX_WAIT && late <= MAX_WAIT.mul_f64(1.2));
+    }
+
+    #[test]
+    fn a_chain_says_each_cause_once_and_stays_short() {
+        #[derive(Debug)]
+        struct Layer(String, Option<Box<Layer>>);
+        impl fmt::Display for Layer {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl std::error::Error for Layer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|l| l as _)
+            }
+        }
+        let layer = |text: &str, source: Option<Layer>| Layer(text.into(), source.map(Box::new));
+        let e = layer(
+            "error sending request",
+            Some(layer(
+                "client error (SendRequest)",
+                Some(layer("SendRequest", None)),
+            )),
+        );
+        assert_eq!(
+            chain(&e),
+            "error sending request: client error (SendRequest)"
+        );
+        let long = layer("x", Some(layer(&"é".repeat(600), None)));
+        let shown = chain(&long);
+        assert!(
+            shown.len() <= 1024 + '…'.len_utf8() && shown.ends_with('…'),
+            "{}",
+            shown.len()
+        );
+    }
+
+    #[test]
+    fn bounds_read_well() {
+        assert_eq!(fmt_bound(Duration::from_millis(300)), "300 ms");
+        assert_eq!(fmt_bound(Duration::from_secs(10)), "10 s");
+        assert_eq!(fmt_bound(Duration::from_millis(2500)), "2.5 s");
+        let e = NoAnswer {
+            exchange: "POST of notifications/initialized".into(),
+            bound: Duration::from_secs(10),
+        };
+        assert_eq!(
+            e.to_string(),
+            "the server did not answer the POST of notifications/initialized within 10 s"
+        );
+    }
+
+    #[test]
+    fn the_header_bound_is_for_prompt_answers_and_the_http_timeout_for_all() {
+        let mut o = WebOptions::new(Duration::from_secs(1)).unwrap();
+        assert_eq!(
+            o.bound(Wait::Prompt("GET")),
+            Some(DEFAULT_HTTP_HEADER_TIMEOUT)
+        );
+        assert_eq!(o.bound(Wait::Call("POST of tools/call")), None);
+        o.http_timeout = Some(Duration::from_secs(3));
+        assert_eq!(o.bound(Wait::Prompt("GET")), Some(Duration::from_secs(3)));
+        assert_eq!(o.bound(Wait::Call("POST")), Some(Duration::from_secs(3)));
+        o.http_timeout = Some(Duration::from_secs(60));
+        assert_eq!(
+            o.bound(Wait::Prompt("GET")),
+            Some(DEFAULT_HTTP_HEADER_TIMEOUT)
+        );
     }
 
     #[test]
