@@ -1830,10 +1830,11 @@ impl Harness {
             n.ghost.violations |= violation::STOP_REPLY;
         }
         // The session proved itself, or may have: the backoff sequence may restart. Only
-        // while ready on the live generation: a server frame of it that answered a caller
-        // with a result proves it (the sequence must restart: `backoff_hi`); any other frame
-        // of it may be taken for a proof (an answer to a request of the client's own, an
-        // error: the sequence may restart, `backoff_lo`). Being ready proves nothing.
+        // while ready on the live generation: a result of it that answered a caller, or a
+        // restore of the session, and was not dropped as late or unknown, proves it (the
+        // sequence must restart: `backoff_hi`); any other frame of it may be taken for a
+        // proof (an error, an answer to another request of the client's own: the sequence
+        // may restart, `backoff_lo`). Being ready proves nothing.
         let (ready_before, ready_after) = (w.m.state() == State::Ready, n.m.state() == State::Ready);
         if let Move::Frame(fg, frame) = mv
             && fg == w.m.generation()
@@ -1841,7 +1842,19 @@ impl Harness {
             && ready_after
         {
             n.ghost.backoff_lo = 0;
-            if record.answered_ok > 0 && matches!(frame, ServerFrame::Answer(_)) {
+            let dropped = record
+                .reports
+                .iter()
+                .any(|r| matches!(*r, "late" | "unknown"));
+            let proves = match frame {
+                ServerFrame::Answer(id) => {
+                    !dropped
+                        && (record.answered_ok > 0
+                            || w.ghost.owners.get(&id) == Some(&Owner::Restore(fg)))
+                }
+                _ => false,
+            };
+            if proves {
                 n.ghost.backoff_hi = 0;
             }
         }
