@@ -148,12 +148,17 @@ impl Waiting {
     /// Serves connections until one brings the redirect; that request's URL. The connections
     /// still open are dropped when it returns or is dropped (the [`JoinSet`] aborts them).
     async fn wait(self, listener: TcpListener) -> Result<Url, AuthError> {
-        let (found, mut redirect) = mpsc::channel::<Url>(1);
+        let (found, mut redirect) = mpsc::channel::<(Url, TcpStream)>(1);
         let mut connections = JoinSet::new();
         let mut open: VecDeque<AbortHandle> = VecDeque::new();
         loop {
             tokio::select! {
-                Some(url) = redirect.recv() => return Ok(url),
+                Some((url, mut stream)) = redirect.recv() => {
+                    // Answered here, not by its task: a task of the set may be dropped
+                    // (for a newer connection, or when the wait ends) at any await.
+                    self.answer(&mut stream, Page::Done).await;
+                    return Ok(url);
+                }
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         if open.len() >= MAX_CONNECTIONS
@@ -183,9 +188,9 @@ impl Waiting {
         }
     }
 
-    /// One connection: its request answered, and its URL sent to `found` when it is the
-    /// redirect.
-    async fn serve(self, mut stream: TcpStream, found: mpsc::Sender<Url>) {
+    /// One connection: its request answered; or, when it is the redirect, its URL and itself
+    /// sent to `found` (to be answered there).
+    async fn serve(self, mut stream: TcpStream, found: mpsc::Sender<(Url, TcpStream)>) {
         let head = match tokio::time::timeout(self.bound, read_head(&mut stream)).await {
             Ok(Ok(head)) => head,
             Ok(Err(Head::TooLarge)) => {
@@ -197,9 +202,13 @@ impl Waiting {
         };
         match self.judge(&head) {
             Ok(url) => {
-                self.answer(&mut stream, Page::Done).await;
-                // A second good redirect (a reload) finds the channel full: the first counts.
-                let _ = found.try_send(url);
+                // A second good redirect (a reload) may find the channel full: the first
+                // counts, and the second is answered as the first will be.
+                if let Err(mpsc::error::TrySendError::Full((_, mut stream))) =
+                    found.try_send((url, stream))
+                {
+                    self.answer(&mut stream, Page::Done).await;
+                }
             }
             Err(page) => self.answer(&mut stream, page).await,
         }
