@@ -467,7 +467,8 @@ mod tests {
         assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
         let back = waiting.await.unwrap().unwrap();
         assert_eq!(back.query(), Some("code=c1&state=s1"));
-        assert!(started.elapsed() < Duration::from_secs(2));
+        // Without concurrency, the wait's 5 s would run out first.
+        assert!(started.elapsed() < Duration::from_secs(4));
     }
 
     #[tokio::test]
@@ -546,9 +547,13 @@ mod tests {
                 Ok(Ok(_)) => panic!("an answer to a slow loris"),
                 Err(_) => {}
             }
-            assert!(started.elapsed() < Duration::from_secs(3), "never dropped");
+            assert!(started.elapsed() < Duration::from_secs(4), "never dropped");
         };
-        assert!(dropped >= bound && dropped < bound * 3, "{dropped:?}");
+        // Load may delay it a little, never by seconds (without a bound: never dropped).
+        assert!(
+            dropped >= bound && dropped < bound + Duration::from_secs(2),
+            "{dropped:?}"
+        );
         // The wait went on.
         assert!(!waiting.is_finished());
         get(&redirect, "code=c1&state=s1").await;
