@@ -2,6 +2,7 @@
 //! against arbitrary input and panics (the fuzzer's crash) when an invariant breaks. The targets
 //! themselves only pass the fuzzer's bytes here.
 
+pub mod auth;
 pub mod frame;
 pub mod headers;
 pub mod lines;

@@ -1,17 +1,21 @@
 //! What the client keeps between authorizations: its registration at each authorization
 //! server (by issuer) and its tokens for each MCP server (by canonical resource URI), behind
 //! [`TokenStore`]. [`MemoryStore`] keeps them for the process's life; [`FileStore`] in one
-//! JSON file readable by its owner only (`0600`), written whole and renamed into place.
+//! JSON file readable by its owner only (`0600`), shared by the user's processes: each change
+//! is merged, under a lock, into what the file holds (see [`mod@file`]).
 //!
 //! Secrets are [`Secret`]s: their `Debug` and `Display` never show the value.
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+pub mod file;
+
+pub use file::FileStore;
 
 /// A credential (a token, a client secret): shown as `***` by `Debug` and `Display`; its
 /// value only through [`Secret::expose`].
@@ -157,126 +161,6 @@ impl TokenStore for MemoryStore {
     }
 }
 
-/// A store in one JSON file, readable and writable by its owner only. Every change rewrites
-/// the whole file (a temporary file in the same directory, `0600`, renamed over it). A file
-/// that cannot be read or parsed is treated as empty (and a warning logged, without its
-/// contents); a write that fails is logged and the change kept in memory.
-#[derive(Debug)]
-pub struct FileStore {
-    path: PathBuf,
-    contents: Mutex<Contents>,
-}
-
-impl FileStore {
-    /// The store in `path` (created on the first change, with its directory).
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        let path = path.into();
-        let contents = read(&path);
-        FileStore {
-            path,
-            contents: Mutex::new(contents),
-        }
-    }
-
-    /// Where the store is kept.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Applies `change` and writes the file.
-    fn change(&self, change: impl FnOnce(&mut Contents)) {
-        let mut contents = self.contents.lock().unwrap_or_else(|e| e.into_inner());
-        change(&mut contents);
-        if let Err(e) = write(&self.path, &contents) {
-            tracing::warn!(target: "mcp::auth", path = %self.path.display(), error = %e,
-                "could not write the token store");
-        }
-    }
-
-    fn get<T>(&self, f: impl FnOnce(&Contents) -> T) -> T {
-        f(&self.contents.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl TokenStore for FileStore {
-    fn client(&self, issuer: &str) -> Option<ClientCredentials> {
-        self.get(|c| c.clients.get(issuer).cloned())
-    }
-    fn set_client(&self, credentials: ClientCredentials) {
-        self.change(|c| {
-            c.clients.insert(credentials.issuer.clone(), credentials);
-        });
-    }
-    fn token(&self, resource: &str) -> Option<Token> {
-        self.get(|c| c.tokens.get(resource).cloned())
-    }
-    fn set_token(&self, resource: &str, token: Token) {
-        self.change(|c| {
-            c.tokens.insert(resource.to_owned(), token);
-        });
-    }
-    fn remove_token(&self, resource: &str) {
-        self.change(|c| {
-            c.tokens.remove(resource);
-        });
-    }
-}
-
-fn read(path: &Path) -> Contents {
-    match std::fs::read(path) {
-        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
-            tracing::warn!(target: "mcp::auth", path = %path.display(),
-                "the token store is not valid JSON ({}); starting empty", json_error_kind(&e));
-            Contents::default()
-        }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Contents::default(),
-        Err(e) => {
-            tracing::warn!(target: "mcp::auth", path = %path.display(), error = %e,
-                "could not read the token store; starting empty");
-            Contents::default()
-        }
-    }
-}
-
-fn write(path: &Path, contents: &Contents) -> std::io::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    if let Some(dir) = dir {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(&tmp)?;
-    #[cfg(unix)]
-    {
-        // An existing temporary file keeps its mode through `open`: set it.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    let bytes = serde_json::to_vec_pretty(contents).map_err(std::io::Error::other)?;
-    file.write_all(&bytes)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, path)
-}
-
-/// A short name for a JSON error's kind, without the input it quotes.
-fn json_error_kind(e: &serde_json::Error) -> &'static str {
-    match e.classify() {
-        serde_json::error::Category::Io => "an I/O error",
-        serde_json::error::Category::Syntax => "a syntax error",
-        serde_json::error::Category::Data => "unexpected data",
-        serde_json::error::Category::Eof => "cut short",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,34 +195,5 @@ mod tests {
         assert!(t.expires_within(at(2_000), Duration::ZERO));
         assert_eq!(t.expires_in(at(990)), Some(Duration::from_secs(10)));
         assert_eq!(t.expires_in(at(2_000)), Some(Duration::ZERO));
-    }
-
-    #[test]
-    fn a_file_store_is_owner_only_and_survives_a_reopen() {
-        let dir = std::env::temp_dir().join(format!("mcp-store-{}", std::process::id()));
-        let path = dir.join("sub").join("tokens.json");
-        let store = FileStore::open(&path);
-        assert_eq!(store.token("r"), None);
-        store.set_client(ClientCredentials {
-            issuer: "https://as.example".into(),
-            client_id: "c1".into(),
-            client_secret: Some(Secret::new("s1")),
-            token_endpoint_auth_method: None,
-        });
-        store.set_token("r", token("https://as.example"));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        let again = FileStore::open(&path);
-        assert_eq!(again.token("r"), Some(token("https://as.example")));
-        assert_eq!(again.client("https://as.example").unwrap().client_id, "c1");
-        again.remove_token("r");
-        assert_eq!(FileStore::open(&path).token("r"), None);
-        std::fs::write(&path, "{not json").unwrap();
-        assert_eq!(FileStore::open(&path).token("r"), None);
-        let _ = std::fs::remove_dir_all(dir);
     }
 }
