@@ -8,3 +8,4 @@ pub mod headers;
 pub mod lines;
 pub mod session;
 pub mod spec;
+pub mod sse;

@@ -1835,7 +1835,8 @@ impl Harness {
         // sequence must restart: `backoff_hi`); any other frame of it may be taken for a
         // proof (an error, an answer to another request of the client's own: the sequence
         // may restart, `backoff_lo`). Being ready proves nothing.
-        let (ready_before, ready_after) = (w.m.state() == State::Ready, n.m.state() == State::Ready);
+        let (ready_before, ready_after) =
+            (w.m.state() == State::Ready, n.m.state() == State::Ready);
         if let Move::Frame(fg, frame) = mv
             && fg == w.m.generation()
             && ready_before

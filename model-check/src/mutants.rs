@@ -79,12 +79,9 @@ pub fn hand_written() -> Vec<Case> {
         Case {
             name: "table: backoff restarted at the handshake (a session that proved nothing)"
                 .into(),
-            variant: edit(
-                S::Ready,
-                E::SendOk,
-                Some(GuardId::IsInitializedSend),
-                |a| a.insert(0, A::ResetBackoff),
-            ),
+            variant: edit(S::Ready, E::SendOk, Some(GuardId::IsInitializedSend), |a| {
+                a.insert(0, A::ResetBackoff)
+            }),
         },
         Case {
             name: "table: backoff restarted when a modern server is discovered".into(),

@@ -30,18 +30,18 @@
 //!   is sent on every later request, and `MCP-Protocol-Version` once the handshake chose one;
 //! - a POST's SSE stream that breaks or ends before the response to the POST's request is
 //!   resumed with `GET` and `Last-Event-ID` (the last event id seen), after the server's
-//!   `retry` (the last one seen; else 1 s doubling), plus up to 20 % jitter, at most
-//!   [`RESUME_ATTEMPTS`] times in a row without a delivered message (an end without progress
-//!   does not reset the count). Without an event id, or once the attempts are spent, the link
-//!   ends with [`TransportError::StreamLost`]: a call is never left waiting on
-//!   a stream that is gone;
+//!   `retry` (the last one seen, never under [`MIN_RETRY`]; else 1 s doubling), plus up to 20 %
+//!   jitter, at most [`RESUME_ATTEMPTS`] times in a row without a delivered message (an end
+//!   without progress does not reset the count) and [`RESUMES_PER_REQUEST`] times in all.
+//!   Without an event id, or once the attempts are spent, the link ends with
+//!   [`TransportError::StreamLost`]: a call is never left waiting on a stream that is gone;
 //! - after `notifications/initialized`, a standalone `GET` stream carries what the server sends
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
-//!   opened again with `Last-Event-ID` after the same wait, at most [`GET_STREAM_ATTEMPTS`]
-//!   times in a row without a message. The frames after `initialized` wait for its answer (so
-//!   that what the server sends on it first is not lost) at most twice as long as the server
-//!   took to answer `initialized`, between 50 ms and 2 s: a server that never answers the `GET`
-//!   holds the first request back no longer than its own answers take;
+//!   opened again with `Last-Event-ID` after the same wait (the same floor), at most
+//!   [`GET_STREAM_ATTEMPTS`] times in a row without a message. The frames after `initialized`
+//!   wait for its answer (so that what the server sends on it first is not lost) at most twice
+//!   as long as the server took to answer `initialized`, between 50 ms and 2 s: a server that
+//!   never answers the `GET` holds the first request back no longer than its own answers take;
 //! - a `404` to a request carrying the session id (or a `400` whose body names the session,
 //!   as some servers answer an unknown session) ends the link with
 //!   [`TransportError::SessionExpired`], listing the requests refused so (they never ran: the
@@ -91,6 +91,10 @@ const LAST_EVENT_HEADER: &str = "last-event-id";
 pub const GET_STREAM_ATTEMPTS: u32 = 5;
 /// How often in a row a POST's broken SSE stream is resumed without bringing a message.
 pub const RESUME_ATTEMPTS: u32 = 5;
+/// How often in all a POST's SSE stream is resumed, messages or not: a server that sends a
+/// message and breaks the stream each time cannot keep a request resuming for ever.
+pub const RESUMES_PER_REQUEST: u32 = 20;
+pub use super::web::MIN_RETRY;
 /// Default bound on the `DELETE` at close.
 const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 /// The most the frames after `notifications/initialized` wait for the standalone GET stream
@@ -403,6 +407,20 @@ struct Cursor {
     delivered: bool,
     /// Whether the response awaited arrived.
     answered: bool,
+}
+
+impl Cursor {
+    /// Takes the last event id and `retry` of `events` (a stream's own id survives only in
+    /// it until the stream ends).
+    fn note(&mut self, events: &SseEvents) {
+        let id = events.last_event_id();
+        if self.last_id.as_deref() != id {
+            self.last_id = id.map(str::to_owned);
+        }
+        if let Some(retry) = events.retry() {
+            self.retry = Some(retry);
+        }
+    }
 }
 
 /// A message's id when it is a response (an id and no method).
@@ -720,26 +738,22 @@ impl StreamableLeg {
         request: Option<&Value>,
         out: &Out,
     ) -> Result<(), SseError> {
-        while let Some(event) = events.next().await? {
-            if let Some(id) = &event.id {
-                cursor.last_id = Some(id.clone()).filter(|id| !id.is_empty());
-            }
-            if let Some(ms) = event.retry {
-                cursor.retry = Some(Duration::from_millis(ms));
-            }
-            let Some(data) = message_of(&event) else {
-                continue; // a priming event, a retry, another event type
+        loop {
+            let next = events.next().await;
+            cursor.note(events);
+            let Some(event) = next? else {
+                return Ok(());
             };
-            let answers = self
-                .deliver(one_line(data.as_bytes()), out, request.is_some())
-                .await;
+            let Some(message) = message_of(event) else {
+                continue; // a priming event, another event type
+            };
+            let answers = self.deliver(message, out, request.is_some()).await;
             cursor.delivered = true;
             if request.is_some() && answers.as_ref() == request {
                 cursor.answered = true;
                 return Ok(());
             }
         }
-        Ok(())
     }
 
     /// Opens a GET stream, resuming after `last_id` when given.
@@ -767,6 +781,7 @@ impl StreamableLeg {
         let mut stream = Some(SseEvents::new(response, max));
         let mut why = String::new();
         let mut attempts = 0;
+        let mut resumed = 0;
         loop {
             if let Some(mut events) = stream.take() {
                 let result = self.forward(&mut events, &mut cursor, request, out).await;
@@ -796,6 +811,12 @@ impl StreamableLeg {
                     "{why} before the response; gave up after {RESUME_ATTEMPTS} attempts to resume it"
                 )));
             }
+            resumed += 1;
+            if resumed > RESUMES_PER_REQUEST {
+                return Err(stream_lost(format!(
+                    "{why} before the response; gave up after resuming it {RESUMES_PER_REQUEST} times (the limit per request)"
+                )));
+            }
             tokio::time::sleep(reconnect_wait(cursor.retry, attempts)).await;
             tracing::debug!(target: "mcp::http", attempts, "resuming a response stream");
             let response = match self.get(Some(&last_id)).await {
@@ -815,7 +836,7 @@ impl StreamableLeg {
                     reason: "to the GET resuming a response stream".into(),
                 });
             }
-            stream = Some(SseEvents::new(response, max));
+            stream = Some(SseEvents::new(response, max).resuming(&last_id));
         }
     }
 
@@ -869,7 +890,8 @@ impl StreamableLeg {
                 }
                 _ => {}
             }
-            let mut events = SseEvents::new(response, self.web.max_frame_bytes);
+            let mut events = SseEvents::new(response, self.web.max_frame_bytes)
+                .resuming(cursor.last_id.as_deref().unwrap_or(""));
             if let Err(SseError::Invalid(e)) =
                 self.forward(&mut events, &mut cursor, None, &out).await
             {

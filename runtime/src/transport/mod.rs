@@ -26,6 +26,8 @@
 
 mod bridge;
 #[doc(hidden)]
+pub mod event_stream; // pub for fuzz/ only: not part of the API
+#[doc(hidden)]
 pub mod framing; // pub for fuzz/ only: not part of the API
 pub mod http;
 mod modern;

@@ -434,10 +434,9 @@ impl ModernPosts {
         let why = loop {
             match events.next().await {
                 Ok(Some(event)) => {
-                    let Some(data) = message_of(&event) else {
-                        continue; // a priming event, a retry, another event type
+                    let Some(message) = message_of(event) else {
+                        continue; // a priming event, another event type
                     };
-                    let message = one_line(data.as_bytes());
                     let answered = answers(&message, id);
                     if answered && list {
                         self.tools.record_response(&message);

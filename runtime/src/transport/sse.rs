@@ -31,7 +31,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE};
 
 use super::bridge::{self, BoxFut, Frame, Leg, Out, PostError, Received};
 use super::web::{
-    SseError, SseEvents, Wait, WebOptions, is_sse, message_of, one_line, parse_url, web_options,
+    SseError, SseEvents, Wait, WebOptions, is_sse, message_of, parse_url, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
@@ -166,9 +166,9 @@ impl Connector for SseConnector {
 async fn endpoint_event(events: &mut SseEvents) -> Result<String, TransportError> {
     loop {
         match events.next().await {
-            Ok(Some(event)) if event.event.as_deref() == Some("endpoint") => {
-                if let Some(data) = event.data.filter(|d| !d.trim().is_empty()) {
-                    return Ok(data);
+            Ok(Some(event)) if event.kind() == "endpoint" => {
+                if !event.data.trim().is_empty() {
+                    return Ok(event.data);
                 }
             }
             Ok(Some(_)) => {
@@ -189,8 +189,8 @@ async fn forward(mut events: SseEvents, out: Out) {
     loop {
         match events.next().await {
             Ok(Some(event)) => {
-                if let Some(data) = message_of(&event)
-                    && !out.deliver(one_line(data.as_bytes())).await
+                if let Some(message) = message_of(event)
+                    && !out.deliver(message).await
                 {
                     return;
                 }

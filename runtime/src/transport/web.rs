@@ -19,15 +19,13 @@
 //! Not a transport: it opens no link and decides nothing.
 
 use std::fmt;
-use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures_util::{Stream, StreamExt, TryStreamExt};
+use bytes::{Buf, Bytes};
+use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use sse_stream::Sse;
 
+use super::event_stream::{Event, EventStream, EventStreamError};
 use super::{IoCause, TransportError};
 
 /// Headers the HTTP transports set themselves (lower case); a static header may not replace
@@ -100,6 +98,9 @@ pub(crate) enum Wait<'a> {
 const MAX_WAIT: Duration = Duration::from_secs(30);
 /// The first wait when the server gave no `retry`.
 const FIRST_WAIT: Duration = Duration::from_secs(1);
+/// The shortest wait between two attempts to open a stream, whatever `retry` the server gave:
+/// `retry: 0` would otherwise have a stream that breaks resumed hundreds of times a second.
+pub const MIN_RETRY: Duration = Duration::from_millis(250);
 
 /// The HTTP client and the options every request of an HTTP transport uses.
 #[derive(Clone)]
@@ -533,95 +534,103 @@ pub(crate) fn body_error(e: reqwest::Error) -> TransportError {
 pub(crate) enum SseError {
     /// The connection broke: the stream may be resumed.
     Broken(TransportError),
-    /// The stream broke the rules (an event over the frame limit, a malformed line): it is
-    /// not resumed.
+    /// The stream broke the rules (an event over the frame limit): it is not resumed.
     Invalid(TransportError),
 }
 
-type Events = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
-
-/// The events of an SSE answer, read without buffering an event past the frame limit (plus
-/// room for its field names).
+/// The events of an SSE answer, parsed by the WHATWG rules ([`EventStream`]) as the body
+/// arrives: what is held is the event being built and the unfinished line, never more than the
+/// frame limit (plus room for field names); comments and events already handed out count for
+/// nothing. Keeps the stream's last event id and `retry` for resuming it.
 pub(crate) struct SseEvents {
-    events: Events,
-    /// Bytes read since the last event was handed out.
-    pending: Arc<AtomicUsize>,
+    response: reqwest::Response,
+    parser: EventStream,
+    /// What is left of the body's last chunk.
+    chunk: Bytes,
     max: usize,
 }
 
 impl SseEvents {
-    /// Reads the SSE stream of `response`; an event may not grow past `max` bytes.
+    /// Reads the SSE stream of `response`; an event's data may not pass `max` bytes.
     pub(crate) fn new(response: reqwest::Response, max: usize) -> Self {
-        let pending = Arc::new(AtomicUsize::new(0));
-        let counted = {
-            let pending = Arc::clone(&pending);
-            response
-                .bytes_stream()
-                .map_err(std::io::Error::other)
-                .map(move |chunk| {
-                    let chunk = chunk?;
-                    let seen = pending.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
-                    if seen > max.saturating_add(4096) {
-                        Err(std::io::Error::other("an SSE event over the frame limit"))
-                    } else {
-                        Ok(chunk)
-                    }
-                })
-        };
         SseEvents {
-            events: Box::pin(sse_stream::SseStream::from_bytes_stream(counted)),
-            pending,
+            response,
+            parser: EventStream::new(max),
+            chunk: Bytes::new(),
             max,
         }
     }
 
-    /// The next event; `Ok(None)` at the stream's normal end.
-    pub(crate) async fn next(&mut self) -> Result<Option<Sse>, SseError> {
-        match self.events.next().await {
-            None => Ok(None),
-            Some(Ok(event)) => {
-                self.pending.store(0, Ordering::Relaxed);
-                Ok(Some(event))
+    /// The stream resumes one whose last event id was `id`: events without an `id` keep it.
+    pub(crate) fn resuming(mut self, id: &str) -> Self {
+        self.parser = self.parser.resuming(id);
+        self
+    }
+
+    /// The last event id the stream set (the one it resumed after, else none); `None` when
+    /// empty.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        Some(self.parser.last_event_id()).filter(|id| !id.is_empty())
+    }
+
+    /// The wait the server asked for before a stream is opened again (its last valid `retry`);
+    /// [`reconnect_wait`] puts a floor under it.
+    pub(crate) fn retry(&self) -> Option<Duration> {
+        self.parser.retry().map(Duration::from_millis)
+    }
+
+    /// The next event; `Ok(None)` at the stream's normal end (an event it cuts short is
+    /// dropped). Cancel-safe: a call dropped while waiting for the body loses nothing.
+    pub(crate) async fn next(&mut self) -> Result<Option<Event>, SseError> {
+        loop {
+            if !self.chunk.is_empty() {
+                let mut rest = &self.chunk[..];
+                let parsed = self.parser.feed(&mut rest);
+                let used = self.chunk.len() - rest.len();
+                self.chunk.advance(used);
+                match parsed {
+                    Ok(Some(event)) => return Ok(Some(event)),
+                    Ok(None) => {}
+                    Err(EventStreamError::Oversized { seen, .. }) => {
+                        return Err(SseError::Invalid(TransportError::Oversized {
+                            seen,
+                            max: self.max,
+                        }));
+                    }
+                }
             }
-            Some(Err(e)) => {
-                let seen = self.pending.load(Ordering::Relaxed);
-                Err(match e {
-                    _ if seen > self.max => SseError::Invalid(TransportError::Oversized {
-                        seen,
-                        max: self.max,
-                    }),
-                    sse_stream::Error::Body(e) => SseError::Broken(TransportError::Io(
-                        IoCause::new(std::io::Error::other(e.to_string())),
-                    )),
-                    e => SseError::Invalid(TransportError::Io(IoCause::new(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("malformed SSE stream: {e}"),
-                    )))),
-                })
+            match self.response.chunk().await {
+                Ok(Some(chunk)) => self.chunk = chunk,
+                Ok(None) => return Ok(None),
+                Err(e) => {
+                    return Err(SseError::Broken(TransportError::Io(IoCause::new(
+                        std::io::Error::other(e.without_url()),
+                    ))));
+                }
             }
         }
     }
 }
 
-/// Whether an event carries a message: it has data (a priming event has none) and is of the
-/// `message` type (the default).
-pub(crate) fn message_of(event: &Sse) -> Option<&str> {
-    let data = event.data.as_deref().filter(|d| !d.trim().is_empty())?;
-    if event.event.as_deref().is_some_and(|e| e != "message") {
+/// The message an event carries, as one line: it has data (a priming event has none) and is
+/// of the `message` type (the default).
+pub(crate) fn message_of(event: Event) -> Option<Vec<u8>> {
+    if event.kind() != "message" || event.data.trim().is_empty() {
         return None;
     }
-    Some(data)
+    Some(into_one_line(event.data.into_bytes()))
 }
 
 /// The wait before attempt `attempt` (1, 2, …) to open a stream again: the server's `retry`
-/// when it gave one, else 1 s doubling up to 30 s; plus 0–20 % jitter (never less than what
-/// the server asked for).
+/// when it gave one (never less than [`MIN_RETRY`]), else 1 s doubling up to 30 s; plus 0–20 %
+/// jitter (never less than what the server asked for).
 pub(crate) fn reconnect_wait(retry: Option<Duration>, attempt: u32) -> Duration {
-    let base = retry.unwrap_or_else(|| {
-        FIRST_WAIT
+    let base = match retry {
+        Some(retry) => retry.max(MIN_RETRY),
+        None => FIRST_WAIT
             .saturating_mul(1 << attempt.saturating_sub(1).min(5))
-            .min(MAX_WAIT)
-    });
+            .min(MAX_WAIT),
+    };
     base.mul_f64(1.0 + fastrand::f64() * 0.2)
 }
 
@@ -638,6 +647,19 @@ mod tests {
         let v: serde_json::Value = serde_json::from_slice(&line).unwrap();
         assert_eq!(v["a"], "x\ny");
         assert_eq!(v["b"], serde_json::json!([1, 2]));
+    }
+
+    #[test]
+    fn the_servers_retry_has_a_floor() {
+        for retry in [0, 1, 249] {
+            for attempt in 1..=3 {
+                let w = reconnect_wait(Some(Duration::from_millis(retry)), attempt);
+                assert!(w >= MIN_RETRY && w <= MIN_RETRY.mul_f64(1.2), "{w:?}");
+            }
+        }
+        // The longest `retry` a stream can carry: a long wait, not a panic.
+        let w = reconnect_wait(Some(Duration::from_millis(u64::MAX)), 1);
+        assert!(w >= Duration::from_millis(u64::MAX));
     }
 
     #[test]
