@@ -100,6 +100,12 @@ impl UserAgent for LoopbackUserAgent {
     /// one).
     fn authorize(&self, url: Url) -> AuthFuture<'_, Url> {
         Box::pin(async move {
+            // Only an https URL (http only to a loopback host) is ever shown or opened.
+            super::policy::check_scheme(&url).map_err(|rule| AuthError::UrlRefused {
+                what: "authorization",
+                url: super::policy::redact(&url),
+                rule,
+            })?;
             let state = only_state(&url).ok_or_else(|| {
                 AuthError::UserAgent("the authorization URL has no single state".into())
             })?;
@@ -625,5 +631,26 @@ mod tests {
                 .unwrap();
             assert_eq!(length, body.len());
         }
+    }
+
+    #[tokio::test]
+    async fn a_url_of_another_scheme_is_never_shown() {
+        let shown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = Arc::clone(&shown);
+        let agent = LoopbackUserAgent::new(Duration::from_secs(1), move |_| {
+            seen.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        agent.redirect_uri().await.unwrap();
+        for bad in [
+            "file:///etc/passwd?state=s",
+            "http://as.example/authorize?state=s",
+        ] {
+            let err = agent.authorize(Url::parse(bad).unwrap()).await.unwrap_err();
+            assert!(
+                matches!(err, AuthError::UrlRefused { .. }),
+                "{bad}: {err:?}"
+            );
+        }
+        assert!(!shown.load(std::sync::atomic::Ordering::Relaxed));
     }
 }

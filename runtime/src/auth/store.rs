@@ -91,7 +91,7 @@ impl Token {
             return false;
         };
         let now = now.duration_since(UNIX_EPOCH).unwrap_or_default();
-        now + margin >= Duration::from_secs(at)
+        now.saturating_add(margin) >= Duration::from_secs(at)
     }
 
     /// How long until it expires, from `now` (zero when past); `None` when unknown.
