@@ -63,9 +63,10 @@ pub enum Fault {
     /// `retry: abc`, a message split over repeated `data:` fields, lines ended by a lone CR,
     /// `data:` without its space), then the real answer.
     LenientSse,
-    /// `retry-zero`: the SSE answer is a priming event (an event id, `retry: 0`), then the
-    /// connection is cut; every resumption (`GET` with `Last-Event-ID`) is answered the same
-    /// way, whichever fault count is left: the answer never comes.
+    /// `retry-zero`: the SSE answer is a priming event (an event id, `retry: 0`) and one log
+    /// notification (progress, so worth resuming), then the connection is cut: the answer
+    /// never comes. Every `GET` (the standalone stream and every
+    /// resumption, with `Last-Event-ID` or not) is answered the same way, not counted.
     RetryZero,
     /// `stuck-notification[:all]`: the `POST` of `notifications/initialized` (with `all`: of
     /// every notification) is handed to the session and never answered; not counted.

@@ -755,12 +755,14 @@ fn pad_headers(response: &mut Response<Body>, cut: Option<Cut>) {
     }
 }
 
-/// The answer of `retry-zero`: a priming event (an id, `retry: 0`), then the connection is
-/// cut.
+/// The answer of `retry-zero`: a priming event (an id, `retry: 0`), one log notification
+/// (so that the stream made progress, and is worth resuming), then the connection is cut.
 fn retry_zero() -> Response<Body> {
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = tx.send(Chunk::Data(Bytes::from_static(
-        b"id: retry-zero\nretry: 0\ndata: \n\n",
+        b"id: retry-zero-0\nretry: 0\ndata: \n\n\
+          id: retry-zero-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\
+          \"params\":{\"level\":\"debug\",\"logger\":\"retry-zero\",\"data\":\"again\"}}\n\n",
     )));
     let _ = tx.send(Chunk::Abort);
     sse(rx)
@@ -915,7 +917,8 @@ fn get(state: &State, req: &Request<Incoming>) -> Option<Response<Body>> {
         .headers()
         .get("last-event-id")
         .and_then(|v| v.to_str().ok());
-    if state.config.fault == Some(Fault::RetryZero) && last.is_some() {
+    if state.config.fault == Some(Fault::RetryZero) {
+        // The standalone stream and every resumption: never counted.
         return Some(retry_zero());
     }
     let Some(id) = session_id(req) else {
