@@ -283,6 +283,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_listed_name_parses() {
+        for listed in Fault::NAMES {
+            let code = if listed.starts_with("redirect") {
+                "307"
+            } else {
+                "503"
+            };
+            let sample = listed
+                .replace("[:N]", "")
+                .replace("[:all]", "")
+                .replace("MS", "5")
+                .replace("CODE", code)
+                .replace("BYTES", "10")
+                .replace("KIND", "expires-max");
+            assert!(Fault::from_name(&sample).is_some(), "{listed}: {sample}");
+        }
+        for (kind, name) in AuthKind::ALL {
+            assert_eq!(AuthKind::from_name(name), Some(kind));
+            assert_eq!(kind.name(), name);
+        }
+    }
+
+    #[test]
     fn names_round_trip() {
         for f in [
             Fault::Slow(Duration::from_millis(300)),
