@@ -208,9 +208,9 @@ impl Sandbox {
         Sandbox { dir }
     }
 
-    /// The token store mcpc uses in this sandbox.
+    /// The token store mcpc uses in this sandbox (in a directory mcpc creates).
     pub fn store(&self) -> PathBuf {
-        self.dir.join("tokens.json")
+        self.dir.join("store").join("tokens.json")
     }
 
     /// What mcpc asked the fake opener to open, one line each.
@@ -286,6 +286,8 @@ pub struct Run<'a> {
     interrupt_after: Option<Duration>,
     /// Called with each stderr line as it comes (a test "browser").
     on_stderr: Option<LineHook<'a>>,
+    /// Called with mcpc's pid once it runs.
+    after_spawn: Option<Box<dyn FnOnce(u32) + 'a>>,
 }
 
 impl<'a> Run<'a> {
@@ -297,7 +299,14 @@ impl<'a> Run<'a> {
             limit,
             interrupt_after: None,
             on_stderr: None,
+            after_spawn: None,
         }
+    }
+
+    /// Calls `f` with mcpc's pid as soon as it is spawned.
+    pub fn after_spawn(mut self, f: impl FnOnce(u32) + 'a) -> Self {
+        self.after_spawn = Some(Box::new(f));
+        self
     }
 
     /// Interrupts mcpc (SIGINT, Ctrl-C) after `after`.
@@ -323,6 +332,9 @@ impl<'a> Run<'a> {
         self.sandbox.apply(&mut cmd);
         let mut child = cmd.spawn().expect("mcpc starts");
         let pid = child.id();
+        if let Some(f) = self.after_spawn.take() {
+            f(pid);
+        }
         let mut out_pipe = child.stdout.take().expect("stdout");
         let out_reader = std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -437,4 +449,57 @@ pub fn http_get(url: &str) -> Option<(u16, Option<String>)> {
         line.clear();
     }
     Some((status?, location))
+}
+
+/// The value of query parameter `name` of `url`, percent-decoded (`+` is a space).
+pub fn query_param(url: &str, name: &str) -> Option<String> {
+    let query = url.split_once('?')?.1;
+    query.split('&').find_map(|kv| {
+        let (k, v) = kv.split_once('=')?;
+        (k == name).then(|| percent_decode(v))
+    })
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = (bytes[i] == b'%' && i + 2 < bytes.len())
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok())
+            .flatten()
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+            (b'+', None) => out.push(b' '),
+            (b, None) => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The test browser: given the authorization URL mcpc printed (followed only on
+/// `http://127.0.0.1`), asks it and brings its redirect back to mcpc's listener (also on
+/// `http://127.0.0.1`). What happened, for the failure messages.
+pub fn browse(authorize: &str) -> Vec<String> {
+    let mut log = Vec::new();
+    if !authorize.starts_with("http://127.0.0.1:") {
+        log.push(format!("not followed: {authorize}"));
+        return log;
+    }
+    let back = http_get(authorize);
+    log.push(format!("authorize: {back:?}"));
+    if let Some((302, Some(to))) = back {
+        if to.starts_with("http://127.0.0.1:") {
+            log.push(format!("callback: {:?}", http_get(&to)));
+        } else {
+            log.push(format!("callback not followed: {to}"));
+        }
+    }
+    log
 }

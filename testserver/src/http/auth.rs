@@ -254,9 +254,10 @@ async fn main_resource_metadata(state: &State, kind: AuthKind, path: &str) -> Re
         }
         AuthKind::PasswordUrl => text(StatusCode::NOT_FOUND, "no metadata here"),
         AuthKind::HttpIssuer => ok_json(resource_metadata_naming(state, &state.http_issuer())),
-        AuthKind::FileEndpoint | AuthKind::PrivateMetadata | AuthKind::ExpiresMax => {
-            ok_json(resource_metadata_naming(state, &state.main_base()))
-        }
+        AuthKind::FileEndpoint
+        | AuthKind::PrivateMetadata
+        | AuthKind::ExpiresMax
+        | AuthKind::Grant => ok_json(resource_metadata_naming(state, &state.main_base())),
     }
 }
 

@@ -122,11 +122,15 @@ pub enum AuthKind {
     /// `password-url`: the challenge names no metadata and none is found at the well-known
     /// places (`404`): for an endpoint URL carrying `user:password@`, whose errors name it.
     PasswordUrl,
+    /// `grant`: a whole grant flow that works, tokens valid for an hour: the baseline of the
+    /// others (and the server of what a client's own side must survive: its login listener,
+    /// its token store).
+    Grant,
 }
 
 impl AuthKind {
     /// Every kind with its name, as `auth:KIND` takes it.
-    pub const ALL: [(AuthKind, &'static str); 8] = [
+    pub const ALL: [(AuthKind, &'static str); 9] = [
         (AuthKind::FileEndpoint, "file-endpoint"),
         (AuthKind::PrivateMetadata, "private-metadata"),
         (AuthKind::HttpIssuer, "http-issuer"),
@@ -135,6 +139,7 @@ impl AuthKind {
         (AuthKind::RedirectMetadata, "redirect-metadata"),
         (AuthKind::ExpiresMax, "expires-max"),
         (AuthKind::PasswordUrl, "password-url"),
+        (AuthKind::Grant, "grant"),
     ];
 
     /// The kind called `name`.
