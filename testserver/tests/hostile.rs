@@ -440,6 +440,12 @@ async fn auth_kinds_mislead_as_documented() {
     let r = tokio::time::timeout(NOTHING, http.get(format!("{base}{prm_path}")).send()).await;
     assert!(r.is_err());
 
+    let grant = start(Fault::Auth(AuthKind::Grant)).await;
+    let base = grant.url().trim_end_matches("/mcp").to_owned();
+    let token = http.post(format!("{base}/token")).send().await.unwrap();
+    let token: Value = serde_json::from_slice(&token.bytes().await.unwrap()).unwrap();
+    assert_eq!(token["expires_in"], 3600);
+
     let huge = start(Fault::Auth(AuthKind::HugeMetadata)).await;
     let base = huge.url().trim_end_matches("/mcp").to_owned();
     let r = http.get(format!("{base}{prm_path}")).send().await.unwrap();
