@@ -615,6 +615,9 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
                 .map(|f| format!(" (chaos: {})", f.name()))
                 .unwrap_or_default()
         );
+        if let Some(other) = server.other_url() {
+            eprintln!("{prog}: the other origin (it records what reaches it) is at {other}");
+        }
         server.run().await;
         0
     })
