@@ -36,6 +36,11 @@
 //! path, the others are served in sessions as above. A legacy server's sessionless
 //! `server/discover` gets `400` (no session id) as any request, unless [`crate::Probe`] says
 //! otherwise: `silent` never answers, `die` cuts the connection, `garbage` answers `{}`.
+//!
+//! Every request is recorded ([`RequestLog`], [`HttpServer::log`]). With
+//! [`HttpConfig::other_origin`], or an `auth:KIND` fault ([`AuthKind`]), a second listener runs:
+//! "another origin" the hostile authorization documents point a client at, which records what
+//! reaches it (bodies too) so that a test can tell whether a secret left its origin.
 
 mod auth;
 mod fault;
@@ -68,7 +73,7 @@ pub use auth::{
 pub use fault::{AuthKind, Fault};
 pub use modern::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
 use prefix::Prefix;
-pub use record::{Origin, RequestLog, Seen};
+pub use record::{KEPT_BODY_BYTES, KEPT_REQUESTS, Origin, RequestLog, Seen};
 use session::{Chunk, Session, lock};
 
 use crate::{Era, ListenBus, ServerConfig};
