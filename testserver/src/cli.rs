@@ -43,8 +43,10 @@
 //! legacy URL (`http://IP:PORT/sse`); `--url-file PATH` also writes the URL there;
 //! `--json` answers requests with JSON bodies instead of SSE streams; `--retry MS` puts
 //! `retry: MS` in every stream's priming event; `--http-chaos NAME[:ARG]` makes HTTP
-//! misbehave (see [`crate::http::Fault`]) and `--http-chaos-times N` limits it to the first `N`
-//! requests. The server runs until it is killed.
+//! misbehave (see [`crate::http::Fault`]; `auth:KIND` is [`crate::http::AuthKind`]) and
+//! `--http-chaos-times N` limits it to the first `N` requests; `--other-origin ADDR` is where
+//! the second origin listens (the other place the `auth:KIND` faults point a client at; it
+//! records what reaches it). The server runs until it is killed.
 //!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools and `--probe die`.
@@ -118,6 +120,9 @@ pub struct CliOptions {
     pub modern_unsolicited: Option<bool>,
     /// `--sse-keepalive-ms N`: the period of a listen stream's keep-alive comments (0: none).
     pub sse_keepalive_ms: Option<u64>,
+    /// `--other-origin ADDR`: where the second origin listens (see
+    /// [`crate::http::HttpConfig::other_origin`]).
+    pub other_origin: Option<std::net::SocketAddr>,
 }
 
 /// A command line the binaries do not understand.
@@ -144,7 +149,9 @@ pub enum CliError {
     BadLinger(String),
     /// `--http-chaos` got an unknown fault.
     #[error(
-        "flag --http-chaos: unknown fault {0:?} (one of: slow:MS, never, drop-stream[:N], drop-stream-no-ids, close-stream, expire-404, expire-400, get-405, status:CODE, big-json:BYTES, big-event:BYTES, garbage-sse, broken-sse, html, endless-sse, redirect:CODE, close-after-headers)"
+        "flag --http-chaos: unknown fault {0:?} (one of: {names}; auth KIND: {kinds})",
+        names = crate::http::Fault::NAMES.join(", "),
+        kinds = crate::http::AuthKind::ALL.map(|(_, n)| n).join(", ")
     )]
     BadFault(String),
     /// `--era` got an unknown era.
@@ -170,6 +177,14 @@ pub enum CliError {
          (-tools, -prompts, -resources, -subscriptions, -URI)"
     )]
     BadListenHonor(String),
+    /// An address flag got something that is not `IP:PORT`.
+    #[error("flag {flag}: not an address (IP:PORT): {value:?}")]
+    BadAddress {
+        /// The flag.
+        flag: String,
+        /// What it got.
+        value: String,
+    },
     /// `--modern-versions` got an empty list or an empty version.
     #[error("flag --modern-versions: not a comma-separated list of versions: {0:?}")]
     BadVersions(String),
@@ -186,7 +201,7 @@ pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [
 [--probe error|silent|die|garbage] [--modern-versions V1,V2] [--omit-result-type] \
 [--cache-ttl-ms N] [--cache-private] [--listen on|off] [--listen-end complete|cancel] \
 [--listen-honor all|-tools,-prompts,-resources,-subscriptions,-URI] [--modern-unsolicited on|off] \
-[--sse-keepalive-ms N] [--help]\nServes one MCP connection on stdin/stdout \
+[--sse-keepalive-ms N] [--other-origin ADDR] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC), or with --http/--sse MCP over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse; \
 the URL is stdout's first line); logs go to stderr. --era picks the protocol era (legacy: initialize \
 only; modern: 2026-07-28 only; dual: both); --probe says how a legacy server treats server/discover. \
@@ -195,7 +210,8 @@ Modern subscriptions/listen: --listen off answers it -32601 and advertises no li
 --listen-honor leaves the listed kinds or URIs out of every acknowledgement (e.g. \
 --listen-honor=-prompts,-test://static/2); --modern-unsolicited off stops the untagged change \
 notifications and resources/subscribe of modern requests (default on); --sse-keepalive-ms sets the \
-period of a listen stream's ': keep-alive' comments over HTTP (default 15000, 0: none).";
+period of a listen stream's ': keep-alive' comments over HTTP (default 15000, 0: none); \
+--other-origin is where the second origin of the auth:KIND faults listens (default 127.0.0.1:0).";
 
 /// `on` or `off`.
 fn switch(flag: &str, value: String) -> Result<bool, CliError> {
@@ -297,6 +313,13 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
             }
             "--sse-keepalive-ms" => {
                 opts.sse_keepalive_ms = Some(number(&flag, value(&flag)?)? as u64);
+            }
+            "--other-origin" => {
+                let addr = value(&flag)?;
+                opts.other_origin = Some(addr.parse().map_err(|_| CliError::BadAddress {
+                    flag: flag.clone(),
+                    value: addr,
+                })?);
             }
             "--omit-result-type" if inline.is_none() => opts.omit_result_type = true,
             "--cache-ttl-ms" => opts.cache_ttl_ms = Some(number(&flag, value(&flag)?)? as u64),
@@ -558,6 +581,7 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
         sse_keepalive_ms: opts
             .sse_keepalive_ms
             .unwrap_or(crate::http::DEFAULT_SSE_KEEPALIVE_MS),
+        other_origin: opts.other_origin,
     };
     let Some(runtime) = runtime(prog) else {
         return 1;
@@ -591,6 +615,9 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
                 .map(|f| format!(" (chaos: {})", f.name()))
                 .unwrap_or_default()
         );
+        if let Some(other) = server.other_url() {
+            eprintln!("{prog}: the other origin (it records what reaches it) is at {other}");
+        }
         server.run().await;
         0
     })
@@ -654,6 +681,30 @@ mod tests {
             parse(&["--http-chaos", "status:200"]),
             Err(CliError::BadFault(_))
         ));
+        let a = parse(&[
+            "--http-chaos=auth:private-metadata",
+            "--other-origin",
+            "127.0.0.1:0",
+        ])
+        .unwrap();
+        assert_eq!(
+            a.http_chaos,
+            Some(crate::http::Fault::Auth(
+                crate::http::AuthKind::PrivateMetadata
+            ))
+        );
+        assert_eq!(a.other_origin, Some("127.0.0.1:0".parse().unwrap()));
+        assert!(matches!(
+            parse(&["--other-origin", "localhost"]),
+            Err(CliError::BadAddress { .. })
+        ));
+        let unknown = parse(&["--http-chaos", "auth:nope"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            unknown.contains("keepalive-flood:BYTES") && unknown.contains("expires-max"),
+            "{unknown}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! [`Fault`]: how an HTTP server misbehaves, and its command-line names.
+//! [`Fault`]: how an HTTP server misbehaves, and its command-line names; [`AuthKind`]: how
+//! its authorization misleads a client (the `auth:KIND` fault).
 
 use std::time::Duration;
 
@@ -54,11 +55,110 @@ pub enum Fault {
     Redirect(u16),
     /// `close-after-headers`: `200` with `Content-Length: 4096`, then the connection closes.
     CloseAfterHeaders,
+    /// `keepalive-flood:BYTES`: the SSE answer starts with `BYTES` bytes of `: keepalive`
+    /// comments (each ended by an empty line), then the real answer.
+    KeepaliveFlood(usize),
+    /// `lenient-sse`: the SSE answer starts with framing the WHATWG event-stream rules accept
+    /// although it is unusual (a byte order mark, a line without a colon, an unknown field,
+    /// `retry: abc`, a message split over repeated `data:` fields, lines ended by a lone CR,
+    /// `data:` without its space), then the real answer.
+    LenientSse,
+    /// `retry-zero`: the SSE answer is a priming event (an event id, `retry: 0`) and one log
+    /// notification (progress, so worth resuming), then the connection is cut: the answer
+    /// never comes. Every `GET` (the standalone stream and every
+    /// resumption, with `Last-Event-ID` or not) is answered the same way, not counted.
+    RetryZero,
+    /// `stuck-notification[:all]`: the `POST` of `notifications/initialized` (with `all`: of
+    /// every notification) is handed to the session and never answered; not counted.
+    StuckNotification {
+        /// Every notification, not only `notifications/initialized`.
+        all: bool,
+    },
+    /// `get-never`: the standalone `GET` stream (no `Last-Event-ID`) is accepted and never
+    /// answered (no status line); not counted.
+    GetNever,
+    /// `empty-200`: `200` with `Content-Type: application/json` and an empty body.
+    Empty200,
+    /// `sse-as-json`: the real answer framed as an SSE event, served as `application/json`.
+    SseAsJson,
+    /// `big-header:BYTES`: the real answer with one more header line of about `BYTES` bytes.
+    BigHeader(usize),
+    /// `expire-loop`: every session (counted at its `initialize`) is dropped right after its
+    /// handshake: any later request carrying its id is answered `404`.
+    ExpireLoop,
+    /// `auth:KIND`: every request to the MCP endpoint without the token this server issued is
+    /// answered `401` with a `WWW-Authenticate: Bearer` challenge, and the authorization
+    /// documents mislead as [`AuthKind`] says; not counted.
+    Auth(AuthKind),
+}
+
+/// How the authorization of an `auth:KIND` server misleads a client. The server runs a second
+/// origin (another listener, [`super::HttpConfig::other_origin`]) that records what reaches
+/// it; "the other origin" below is its URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuthKind {
+    /// `file-endpoint`: the authorization server metadata names `file:///etc/passwd` as the
+    /// authorization endpoint (what a client must never open).
+    FileEndpoint,
+    /// `private-metadata`: the challenge's `resource_metadata` is in another address class
+    /// than the endpoint: the other origin when it is (loopback, private or link-local where
+    /// the endpoint is not), else `http://169.254.169.254/…` (the cloud metadata address).
+    PrivateMetadata,
+    /// `http-issuer`: the resource metadata names an `http://` issuer that is not on
+    /// loopback: the other origin when it is not on loopback, else
+    /// `http://hostile-issuer.invalid`.
+    HttpIssuer,
+    /// `huge-metadata`: the resource metadata is a JSON document of 64 MiB (streamed, no
+    /// `Content-Length`).
+    HugeMetadata,
+    /// `slow-metadata`: the resource metadata is never answered (no status line).
+    SlowMetadata,
+    /// `redirect-metadata`: the resource metadata answers `302` to the other origin.
+    RedirectMetadata,
+    /// `expires-max`: a whole grant flow that works (metadata, registration, an authorization
+    /// endpoint that redirects at once, a token endpoint) but whose tokens say
+    /// `expires_in: 18446744073709551615`; the MCP endpoint serves a request carrying it.
+    ExpiresMax,
+    /// `password-url`: the challenge names no metadata and none is found at the well-known
+    /// places (`404`): for an endpoint URL carrying `user:password@`, whose errors name it.
+    PasswordUrl,
+    /// `grant`: a whole grant flow that works, tokens valid for an hour: the baseline of the
+    /// others (and the server of what a client's own side must survive: its login listener,
+    /// its token store).
+    Grant,
+}
+
+impl AuthKind {
+    /// Every kind with its name, as `auth:KIND` takes it.
+    pub const ALL: [(AuthKind, &'static str); 9] = [
+        (AuthKind::FileEndpoint, "file-endpoint"),
+        (AuthKind::PrivateMetadata, "private-metadata"),
+        (AuthKind::HttpIssuer, "http-issuer"),
+        (AuthKind::HugeMetadata, "huge-metadata"),
+        (AuthKind::SlowMetadata, "slow-metadata"),
+        (AuthKind::RedirectMetadata, "redirect-metadata"),
+        (AuthKind::ExpiresMax, "expires-max"),
+        (AuthKind::PasswordUrl, "password-url"),
+        (AuthKind::Grant, "grant"),
+    ];
+
+    /// The kind called `name`.
+    pub fn from_name(name: &str) -> Option<AuthKind> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(k, _)| *k)
+    }
+
+    /// This kind's name.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(k, _)| *k == self)
+            .map_or("?", |(_, n)| n)
+    }
 }
 
 impl Fault {
     /// Every fault's name, as `--http-chaos` takes it (`:ARG` where one is needed).
-    pub const NAMES: [&'static str; 17] = [
+    pub const NAMES: [&'static str; 27] = [
         "slow:MS",
         "never",
         "drop-stream[:N]",
@@ -76,6 +176,16 @@ impl Fault {
         "endless-sse",
         "redirect:CODE",
         "close-after-headers",
+        "keepalive-flood:BYTES",
+        "lenient-sse",
+        "retry-zero",
+        "stuck-notification[:all]",
+        "get-never",
+        "empty-200",
+        "sse-as-json",
+        "big-header:BYTES",
+        "expire-loop",
+        "auth:KIND",
     ];
 
     /// The fault called `name` (see [`Fault::NAMES`]), e.g. `slow:300` or `status:503`.
@@ -107,8 +217,34 @@ impl Fault {
             ("endless-sse", None) => Fault::EndlessSse,
             ("redirect", Some(_)) => Fault::Redirect(status(|c| c == 307 || c == 308)?),
             ("close-after-headers", None) => Fault::CloseAfterHeaders,
+            ("keepalive-flood", Some(_)) => Fault::KeepaliveFlood(size()?),
+            ("lenient-sse", None) => Fault::LenientSse,
+            ("retry-zero", None) => Fault::RetryZero,
+            ("stuck-notification", None) => Fault::StuckNotification { all: false },
+            ("stuck-notification", Some("all")) => Fault::StuckNotification { all: true },
+            ("get-never", None) => Fault::GetNever,
+            ("empty-200", None) => Fault::Empty200,
+            ("sse-as-json", None) => Fault::SseAsJson,
+            ("big-header", Some(_)) => Fault::BigHeader(size()?),
+            ("expire-loop", None) => Fault::ExpireLoop,
+            ("auth", Some(kind)) => Fault::Auth(AuthKind::from_name(kind)?),
             _ => return None,
         })
+    }
+
+    /// Whether this fault hits requests one by one (counted by
+    /// [`super::HttpConfig::fault_times`]); the others hit every `GET`
+    /// (`get-405`, `get-never`), notifications (`stuck-notification`), sessions at their
+    /// `initialize` (`expire-loop`, counted there) or everything (`auth:KIND`).
+    pub fn per_request(self) -> bool {
+        !matches!(
+            self,
+            Fault::Get405
+                | Fault::GetNever
+                | Fault::StuckNotification { .. }
+                | Fault::ExpireLoop
+                | Fault::Auth(_)
+        )
     }
 
     /// The command-line name of this fault, with its argument.
@@ -132,6 +268,17 @@ impl Fault {
             Fault::EndlessSse => "endless-sse".into(),
             Fault::Redirect(c) => format!("redirect:{c}"),
             Fault::CloseAfterHeaders => "close-after-headers".into(),
+            Fault::KeepaliveFlood(n) => format!("keepalive-flood:{n}"),
+            Fault::LenientSse => "lenient-sse".into(),
+            Fault::RetryZero => "retry-zero".into(),
+            Fault::StuckNotification { all: false } => "stuck-notification".into(),
+            Fault::StuckNotification { all: true } => "stuck-notification:all".into(),
+            Fault::GetNever => "get-never".into(),
+            Fault::Empty200 => "empty-200".into(),
+            Fault::SseAsJson => "sse-as-json".into(),
+            Fault::BigHeader(n) => format!("big-header:{n}"),
+            Fault::ExpireLoop => "expire-loop".into(),
+            Fault::Auth(kind) => format!("auth:{}", kind.name()),
         }
     }
 }
@@ -139,6 +286,29 @@ impl Fault {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_listed_name_parses() {
+        for listed in Fault::NAMES {
+            let code = if listed.starts_with("redirect") {
+                "307"
+            } else {
+                "503"
+            };
+            let sample = listed
+                .replace("[:N]", "")
+                .replace("[:all]", "")
+                .replace("MS", "5")
+                .replace("CODE", code)
+                .replace("BYTES", "10")
+                .replace("KIND", "expires-max");
+            assert!(Fault::from_name(&sample).is_some(), "{listed}: {sample}");
+        }
+        for (kind, name) in AuthKind::ALL {
+            assert_eq!(AuthKind::from_name(name), Some(kind));
+            assert_eq!(kind.name(), name);
+        }
+    }
 
     #[test]
     fn names_round_trip() {
@@ -161,7 +331,20 @@ mod tests {
             Fault::EndlessSse,
             Fault::Redirect(307),
             Fault::CloseAfterHeaders,
-        ] {
+            Fault::KeepaliveFlood(17 << 20),
+            Fault::LenientSse,
+            Fault::RetryZero,
+            Fault::StuckNotification { all: false },
+            Fault::StuckNotification { all: true },
+            Fault::GetNever,
+            Fault::Empty200,
+            Fault::SseAsJson,
+            Fault::BigHeader(1 << 20),
+            Fault::ExpireLoop,
+        ]
+        .into_iter()
+        .chain(AuthKind::ALL.map(|(k, _)| Fault::Auth(k)))
+        {
             assert_eq!(Fault::from_name(&f.name()), Some(f), "{}", f.name());
         }
         for bad in [
@@ -171,6 +354,11 @@ mod tests {
             "never:1",
             "nope",
             "big-json:x",
+            "keepalive-flood",
+            "stuck-notification:some",
+            "auth",
+            "auth:nope",
+            "retry-zero:1",
         ] {
             assert_eq!(Fault::from_name(bad), None, "{bad}");
         }

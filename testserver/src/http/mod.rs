@@ -36,9 +36,17 @@
 //! path, the others are served in sessions as above. A legacy server's sessionless
 //! `server/discover` gets `400` (no session id) as any request, unless [`crate::Probe`] says
 //! otherwise: `silent` never answers, `die` cuts the connection, `garbage` answers `{}`.
+//!
+//! Every request is recorded ([`RequestLog`], [`HttpServer::log`]). With
+//! [`HttpConfig::other_origin`], or an `auth:KIND` fault ([`AuthKind`]), a second listener runs:
+//! "another origin" the hostile authorization documents point a client at, which records what
+//! reaches it (bodies too) so that a test can tell whether a secret left its origin.
 
+mod auth;
 mod fault;
 mod modern;
+mod prefix;
+mod record;
 mod session;
 
 use std::collections::{HashMap, HashSet};
@@ -59,8 +67,13 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-pub use fault::Fault;
+pub use auth::{
+    FILE_ENDPOINT, HUGE_METADATA_BYTES, INVALID_ISSUER, LINK_LOCAL_METADATA, SECRET_PREFIX,
+};
+pub use fault::{AuthKind, Fault};
 pub use modern::{METHOD_HEADER, NAME_HEADER, PROTOCOL_VERSION_HEADER};
+use prefix::Prefix;
+pub use record::{KEPT_BODY_BYTES, KEPT_REQUESTS, Origin, RequestLog, Seen};
 use session::{Chunk, Session, lock};
 
 use crate::{Era, ListenBus, ServerConfig};
@@ -87,6 +100,10 @@ pub struct HttpConfig {
     /// The period of the keep-alive comments (`: keep-alive`) on a `subscriptions/listen`
     /// stream, in ms (`--sse-keepalive-ms N`; default [`DEFAULT_SSE_KEEPALIVE_MS`]; 0: none).
     pub sse_keepalive_ms: u64,
+    /// Where the second origin listens (`--other-origin ADDR`): the "other place" the
+    /// `auth:KIND` faults send a client to, which records what reaches it. Without it, an
+    /// `auth:KIND` server listens on `127.0.0.1:0`; other servers have no second origin.
+    pub other_origin: Option<SocketAddr>,
 }
 
 /// The default period of a listen stream's keep-alive comments (15 s, as the Python SDK).
@@ -102,6 +119,7 @@ impl HttpConfig {
             fault: None,
             fault_times: None,
             sse_keepalive_ms: DEFAULT_SSE_KEEPALIVE_MS,
+            other_origin: None,
         }
     }
 
@@ -124,21 +142,58 @@ struct State {
     next_session: AtomicU64,
     /// What every session and modern request publishes to and listens on.
     bus: ListenBus,
+    /// Where the second origin listens, if there is one.
+    other: Option<SocketAddr>,
+    /// What both origins saw.
+    log: RequestLog,
+    /// Sessions dropped at their next request (`expire-loop`).
+    doomed: Mutex<HashSet<String>>,
+    /// The secrets of `auth:KIND`.
+    issued: auth::Issued,
 }
 
 impl State {
-    /// The fault for this request, if it is one of those the fault hits.
+    /// The fault for this request, if it is one of those the fault hits (the faults that hit
+    /// requests one by one, counted).
     fn take_fault(&self) -> Option<Fault> {
-        let fault = self.config.fault.filter(|f| *f != Fault::Get405)?;
+        let fault = self.config.fault.filter(|f| f.per_request())?;
+        self.count_one().then_some(fault)
+    }
+
+    /// Whether the fault count allows one more hit (and counts it).
+    fn count_one(&self) -> bool {
         let mut left = lock(&self.faults_left);
         match left.as_mut() {
-            None => Some(fault),
-            Some(0) => None,
+            None => true,
+            Some(0) => false,
             Some(n) => {
                 *n -= 1;
-                Some(fault)
+                true
             }
         }
+    }
+
+    /// Whether the POST of `msg` is a notification `stuck-notification` never answers.
+    fn stuck(&self, msg: &Message) -> bool {
+        let Some(Fault::StuckNotification { all }) = self.config.fault else {
+            return false;
+        };
+        msg.id.is_none()
+            && msg
+                .method
+                .as_deref()
+                .is_some_and(|m| all || m == "notifications/initialized")
+    }
+
+    /// Whether session `id` is doomed (`expire-loop`): then it is forgotten, and its request
+    /// is answered as an unknown session's.
+    fn doomed_now(&self, id: &str) -> bool {
+        let doomed = lock(&self.doomed).remove(id);
+        if doomed {
+            tracing::debug!(session = %id, "expire-loop: the session is dropped");
+            self.forget(id);
+        }
+        doomed
     }
 
     /// Ends session `id`: later requests carrying it get `404`.
@@ -172,7 +227,7 @@ impl State {
     }
 }
 
-fn fastish_random(n: u64) -> u64 {
+pub(super) fn fastish_random(n: u64) -> u64 {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -188,6 +243,8 @@ pub struct HttpServer {
     addr: SocketAddr,
     state: Arc<State>,
     task: tokio::task::JoinHandle<()>,
+    /// The second origin's accept loop.
+    other_task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -214,6 +271,17 @@ impl HttpServer {
         format!("http://{}/sse", self.addr)
     }
 
+    /// The second origin's base URL (`http://ADDR`), if it runs ([`HttpConfig::other_origin`],
+    /// or an `auth:KIND` fault).
+    pub fn other_url(&self) -> Option<String> {
+        self.state.other.map(|a| format!("http://{a}"))
+    }
+
+    /// What both origins saw so far (a handle: later requests show in it too).
+    pub fn log(&self) -> RequestLog {
+        self.state.log.clone()
+    }
+
     /// How many sessions are open.
     pub fn sessions(&self) -> usize {
         lock(&self.state.sessions).len()
@@ -234,6 +302,9 @@ impl HttpServer {
 impl Drop for HttpServer {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(t) = &self.other_task {
+            t.abort();
+        }
         let sessions = std::mem::take(&mut *lock(&self.state.sessions));
         drop(sessions);
     }
@@ -244,6 +315,19 @@ impl Drop for HttpServer {
 pub async fn serve(addr: SocketAddr, config: HttpConfig) -> std::io::Result<HttpServer> {
     let listener = TcpListener::bind(addr).await?;
     let addr = listener.local_addr()?;
+    let other_at = match (config.other_origin, config.fault) {
+        (Some(at), _) => Some(at),
+        (None, Some(Fault::Auth(_))) => Some(SocketAddr::from(([127, 0, 0, 1], 0))),
+        (None, _) => None,
+    };
+    let other_listener = match other_at {
+        Some(at) => Some(TcpListener::bind(at).await?),
+        None => None,
+    };
+    let other = match &other_listener {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
     let state = Arc::new(State {
         faults_left: Mutex::new(config.fault_times),
         config,
@@ -252,13 +336,23 @@ pub async fn serve(addr: SocketAddr, config: HttpConfig) -> std::io::Result<Http
         expired: Mutex::new(HashSet::new()),
         next_session: AtomicU64::new(0),
         bus: ListenBus::new(),
+        other,
+        log: RequestLog::default(),
+        doomed: Mutex::new(HashSet::new()),
+        issued: auth::Issued::default(),
     });
     let weak = Arc::downgrade(&state);
-    let task = tokio::spawn(accept_loop(listener, weak));
-    Ok(HttpServer { addr, state, task })
+    let task = tokio::spawn(accept_loop(listener, weak.clone(), Origin::Main));
+    let other_task = other_listener.map(|l| tokio::spawn(accept_loop(l, weak, Origin::Other)));
+    Ok(HttpServer {
+        addr,
+        state,
+        task,
+        other_task,
+    })
 }
 
-async fn accept_loop(listener: TcpListener, state: Weak<State>) {
+async fn accept_loop(listener: TcpListener, state: Weak<State>, origin: Origin) {
     // Dropping the set (the task aborted) aborts every connection.
     let mut connections = JoinSet::new();
     loop {
@@ -276,7 +370,8 @@ async fn accept_loop(listener: TcpListener, state: Weak<State>) {
                 let state = state.clone();
                 async move {
                     Ok::<_, Infallible>(match state.upgrade() {
-                        Some(state) => handle(state, req).await,
+                        Some(state) if origin == Origin::Main => handle(state, req).await,
+                        Some(state) => handle_other(state, req).await,
                         None => text(StatusCode::SERVICE_UNAVAILABLE, "shutting down"),
                     })
                 }
@@ -323,8 +418,23 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
     json_response(status, body.to_string().into_bytes())
 }
 
+/// A body of these frames, sent as they are (no `Content-Length`).
+fn frames_body(frames: Vec<Bytes>) -> Body {
+    let frames = futures_util::stream::iter(frames.into_iter().map(|b| Ok(Frame::data(b))));
+    BodyExt::boxed(StreamBody::new(frames))
+}
+
 /// An SSE response fed by `rx`; [`Chunk::Abort`] cuts the connection.
 fn sse(rx: mpsc::UnboundedReceiver<Chunk>) -> Response<Body> {
+    sse_after(None, rx)
+}
+
+/// An SSE response that sends `prefix` first, then what `rx` is fed with; [`Chunk::Abort`]
+/// cuts the connection.
+fn sse_after(prefix: Option<Prefix>, rx: mpsc::UnboundedReceiver<Chunk>) -> Response<Body> {
+    use futures_util::StreamExt;
+    let first = prefix.map(Prefix::frames).unwrap_or_default();
+    let first = futures_util::stream::iter(first.into_iter().map(|b| Ok(Frame::data(b))));
     let body = futures_util::stream::unfold(rx, |mut rx| async move {
         match rx.recv().await? {
             Chunk::Data(b) => Some((Ok(Frame::data(b)), rx)),
@@ -335,7 +445,7 @@ fn sse(rx: mpsc::UnboundedReceiver<Chunk>) -> Response<Body> {
             }
         }
     });
-    let mut r = Response::new(BodyExt::boxed(StreamBody::new(body)));
+    let mut r = Response::new(BodyExt::boxed(StreamBody::new(first.chain(body))));
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
     h.insert("cache-control", HeaderValue::from_static("no-cache"));
@@ -364,6 +474,27 @@ fn sse_of(chunks: Vec<Bytes>, endless: bool) -> Response<Body> {
 async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
+    state.log.push(Seen {
+        origin: Origin::Main,
+        method: req.method().to_string(),
+        target: req
+            .uri()
+            .path_and_query()
+            .map_or_else(|| path.clone(), |p| p.as_str().to_owned()),
+        headers: record::headers_of(req.headers()),
+        body: Vec::new(),
+    });
+    if let Some(Fault::Auth(kind)) = state.config.fault {
+        if let Some(r) =
+            auth::document(&state, kind, Origin::Main, req.method(), &path, &query).await
+        {
+            return r;
+        }
+        let endpoint = matches!(path.as_str(), "/mcp" | "/sse" | "/message");
+        if endpoint && !auth::authorized(&state, req.headers()) {
+            return auth::challenge(&state, kind);
+        }
+    }
     let modern_only = state.config.server.era == Era::Modern;
     match (req.method().clone(), path.as_str()) {
         (Method::POST, "/mcp") => post(state, req).await,
@@ -372,7 +503,10 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             "method not allowed (a modern server answers POST only)",
         ),
         (_, "/sse" | "/message") if modern_only => text(StatusCode::NOT_FOUND, "not found"),
-        (Method::GET, "/mcp") => get(&state, &req),
+        (Method::GET, "/mcp") => match get(&state, &req) {
+            Some(r) => r,
+            None => std::future::pending().await,
+        },
         (Method::DELETE, "/mcp") => match session_id(&req) {
             Some(id) if lock(&state.sessions).contains_key(&id) => {
                 state.forget(&id);
@@ -386,6 +520,39 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             text(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
         }
         _ => text(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// The second origin: records every request (with the first [`record::KEPT_BODY_BYTES`] of
+/// its body) and serves the authorization documents of an `auth:KIND` server.
+async fn handle_other(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
+    let (parts, body) = req.into_parts();
+    let limited = http_body_util::Limited::new(body, MAX_REQUEST_BYTES);
+    let mut body = limited
+        .collect()
+        .await
+        .map(|c| c.to_bytes().to_vec())
+        .unwrap_or_default();
+    body.truncate(record::KEPT_BODY_BYTES);
+    let path = parts.uri.path().to_owned();
+    let query = parts.uri.query().unwrap_or("").to_owned();
+    state.log.push(Seen {
+        origin: Origin::Other,
+        method: parts.method.to_string(),
+        target: parts
+            .uri
+            .path_and_query()
+            .map_or_else(|| path.clone(), |p| p.as_str().to_owned()),
+        headers: record::headers_of(&parts.headers),
+        body,
+    });
+    let kind = match state.config.fault {
+        Some(Fault::Auth(kind)) => kind,
+        _ => return text(StatusCode::NOT_FOUND, "not found"),
+    };
+    match auth::document(&state, kind, Origin::Other, &parts.method, &path, &query).await {
+        Some(r) => r,
+        None => text(StatusCode::NOT_FOUND, "not found"),
     }
 }
 
@@ -469,6 +636,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         Ok(m) => m,
         Err(r) => return *r,
     };
+    let stuck = state.stuck(&msg);
     if let Some(headers) = headers {
         let modern = era == Era::Modern
             || msg
@@ -476,7 +644,20 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 .as_deref()
                 .is_some_and(|m| crate::modern::is_modern_request(m, &msg.params));
         if modern {
-            return modern::post(&state, &headers, msg).await;
+            if stuck {
+                return std::future::pending().await;
+            }
+            // `server/discover` is the modern handshake: spared, as `initialize` is.
+            let spared = matches!(
+                msg.method.as_deref(),
+                None | Some("initialize" | crate::modern::DISCOVER)
+            );
+            let fault = if spared || msg.id.is_none() {
+                None
+            } else {
+                state.take_fault()
+            };
+            return modern::post(&state, &headers, msg, fault).await;
         }
     }
     if sid.is_none()
@@ -488,11 +669,18 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
     let initialize = msg.method.as_deref() == Some("initialize");
     let session = match &sid {
+        Some(id) if state.doomed_now(id) => return unknown_session(&state),
         Some(id) => match state.session(id) {
             Some(s) => s,
             None => return unknown_session(&state),
         },
-        None if initialize => state.new_session(false),
+        None if initialize => {
+            let session = state.new_session(false);
+            if state.config.fault == Some(Fault::ExpireLoop) && state.count_one() {
+                lock(&state.doomed).insert(session.id.clone());
+            }
+            session
+        }
         None => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -504,11 +692,15 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     let Some(id) = msg.id.clone().filter(|_| msg.method.is_some()) else {
         // A notification or a response.
         session.send(msg.line);
+        if stuck {
+            tracing::debug!(session = %session.id, "stuck-notification: never answered");
+            return std::future::pending().await;
+        }
         return text(StatusCode::ACCEPTED, "accepted");
     };
     let fault = if initialize { None } else { state.take_fault() };
     let mut response = match fault {
-        Some(f) => match faulty(&state, &session, f, &id).await {
+        Some(f) => match faulty(&state, Some(&session), f, &id).await {
             Ok(r) => return r,
             Err(cut) => answer(&state, &session, msg, &id, cut).await,
         },
@@ -540,22 +732,52 @@ async fn probe(probe: crate::Probe, id: Option<&Value>) -> Option<Response<Body>
     }
 }
 
-/// How a request stream misbehaves on the way.
+/// How a request's real answer misbehaves on the way.
 #[derive(Clone, Copy)]
 enum Cut {
     /// Cut the connection after `after` whole events (and the priming one), with or without
-    /// ids.
+    /// ids (not in the modern era).
     Drop { ids: bool, after: u32 },
-    /// End the stream cleanly after the priming event.
+    /// End the stream cleanly after the priming event (not in the modern era).
     Close,
-    /// These chunks before the events.
-    Garbage(&'static [&'static [u8]]),
+    /// These bytes before the events (always an SSE stream, even with JSON answers).
+    Prefix(Prefix),
+    /// The answer framed as an SSE event, served as `application/json`.
+    SseAsJson,
+    /// One more header line of this many bytes.
+    BigHeader(usize),
 }
 
-/// The response of a faulty request, or (`Err`) how the normal answer misbehaves.
+/// The name of the header line of `big-header`.
+pub const BIG_HEADER: &str = "x-hostile-padding";
+
+/// Adds the header of a [`Cut::BigHeader`] to `response`.
+fn pad_headers(response: &mut Response<Body>, cut: Option<Cut>) {
+    if let Some(Cut::BigHeader(n)) = cut
+        && let Ok(v) = HeaderValue::from_str(&"a".repeat(n))
+    {
+        response.headers_mut().insert(BIG_HEADER, v);
+    }
+}
+
+/// The answer of `retry-zero`: a priming event (an id, `retry: 0`), one log notification
+/// (so that the stream made progress, and is worth resuming), then the connection is cut.
+fn retry_zero() -> Response<Body> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(Chunk::Data(Bytes::from_static(
+        b"id: retry-zero-0\nretry: 0\ndata: \n\n\
+          id: retry-zero-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\
+          \"params\":{\"level\":\"debug\",\"logger\":\"retry-zero\",\"data\":\"again\"}}\n\n",
+    )));
+    let _ = tx.send(Chunk::Abort);
+    sse(rx)
+}
+
+/// The response of a faulty request, or (`Err`) how the normal answer misbehaves. `session`
+/// is `None` for a modern request (the faults that need a session then change nothing).
 async fn faulty(
     state: &State,
-    session: &Session,
+    session: Option<&Session>,
     fault: Fault,
     id: &Value,
 ) -> Result<Response<Body>, Option<Cut>> {
@@ -578,13 +800,17 @@ async fn faulty(
                 .insert(CONTENT_TYPE, HeaderValue::from_static("text/html"));
             Ok(r)
         }
-        Fault::GarbageSse => Err(Some(Cut::Garbage(GARBAGE))),
-        Fault::BrokenSse => Err(Some(Cut::Garbage(BROKEN))),
-        Fault::Expire404 | Fault::Expire400 => {
-            state.forget(&session.id);
-            Ok(unknown_session(state))
-        }
-        Fault::Get405 => Err(None),
+        Fault::GarbageSse => Err(Some(Cut::Prefix(Prefix::Chunks(prefix::GARBAGE)))),
+        Fault::BrokenSse => Err(Some(Cut::Prefix(Prefix::Chunks(prefix::BROKEN)))),
+        Fault::LenientSse => Err(Some(Cut::Prefix(Prefix::Chunks(prefix::LENIENT)))),
+        Fault::KeepaliveFlood(n) => Err(Some(Cut::Prefix(Prefix::Keepalive(n)))),
+        Fault::Expire404 | Fault::Expire400 => match session {
+            Some(session) => {
+                state.forget(&session.id);
+                Ok(unknown_session(state))
+            }
+            None => Err(None),
+        },
         Fault::Status(code) => Ok(text(
             StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
             "failing on purpose (--http-chaos status)",
@@ -619,6 +845,16 @@ async fn faulty(
             h.insert(CONTENT_LENGTH, HeaderValue::from_static("4096"));
             Ok(r)
         }
+        Fault::RetryZero => Ok(retry_zero()),
+        Fault::Empty200 => Ok(json_response(StatusCode::OK, Vec::new())),
+        Fault::SseAsJson => Err(Some(Cut::SseAsJson)),
+        Fault::BigHeader(n) => Err(Some(Cut::BigHeader(n))),
+        // Not per request: never taken here.
+        Fault::Get405
+        | Fault::GetNever
+        | Fault::StuckNotification { .. }
+        | Fault::ExpireLoop
+        | Fault::Auth(_) => Err(None),
     }
 }
 
@@ -638,13 +874,25 @@ async fn answer(
     id: &Value,
     cut: Option<Cut>,
 ) -> Response<Body> {
-    if state.config.json && cut.is_none() {
+    let json = match cut {
+        None | Some(Cut::BigHeader(_)) => state.config.json,
+        Some(Cut::SseAsJson) => true,
+        Some(Cut::Drop { .. } | Cut::Close | Cut::Prefix(_)) => false,
+    };
+    if json {
         let rx = session.expect_json(id);
         session.send(msg.line);
-        return match rx.await {
-            Ok(line) => json_response(StatusCode::OK, line),
-            Err(_) => unknown_session(state),
+        let Ok(line) = rx.await else {
+            return unknown_session(state);
         };
+        let body = if matches!(cut, Some(Cut::SseAsJson)) {
+            session::event(None, false, &line).to_vec()
+        } else {
+            line
+        };
+        let mut r = json_response(StatusCode::OK, body);
+        pad_headers(&mut r, cut);
+        return r;
     }
     let (ids, retry, how) = match cut {
         Some(Cut::Drop { ids, after }) => (ids, Some(100), session::Cut::After(after)),
@@ -653,73 +901,55 @@ async fn answer(
     };
     let rx = session.expect_stream(id, msg.token.as_ref(), ids, retry, how);
     session.send(msg.line);
-    if let Some(Cut::Garbage(garbage)) = cut {
-        return garbage_first(garbage, rx);
-    }
-    sse(rx)
+    let prefix = match cut {
+        Some(Cut::Prefix(p)) => Some(p),
+        _ => None,
+    };
+    let mut r = sse_after(prefix, rx);
+    pad_headers(&mut r, cut);
+    r
 }
 
-/// The garbage a `garbage-sse` stream starts with: well framed.
-const GARBAGE: &[&[u8]] = &[
-    b"data: this is not JSON\n\n",
-    b"a line without a colon\n\n",
-    b"data: {\"jsonrpc\": \"2.0\", \"method\":\n\n",
-    b"data: \"notifications/message\"}\n\n",
-    b"event: surprise\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}\n\n",
-    b": a comment\n\n",
-];
-
-/// What a `broken-sse` stream starts with: not UTF-8, then a field line never ended by an
-/// empty line before the next field's garbage.
-const BROKEN: &[&[u8]] = &[
-    b"data: \xff\xfe not UTF-8\n\n",
-    b"id: \xc3\x28\n",
-    b"data: {\"half\": \r\r\n\n",
-];
-
-fn garbage_first(
-    garbage: &[&'static [u8]],
-    mut rx: mpsc::UnboundedReceiver<Chunk>,
-) -> Response<Body> {
-    let (tx, out) = mpsc::unbounded_channel();
-    for g in garbage {
-        let _ = tx.send(Chunk::Data(Bytes::from_static(g)));
-    }
-    tokio::spawn(async move {
-        while let Some(c) = rx.recv().await {
-            if tx.send(c).is_err() {
-                return;
-            }
-        }
-    });
-    sse(out)
-}
-
-fn get(state: &State, req: &Request<Incoming>) -> Response<Body> {
+/// The answer to a `GET` of `/mcp`; `None`: never answered (`get-never`).
+fn get(state: &State, req: &Request<Incoming>) -> Option<Response<Body>> {
     if state.config.fault == Some(Fault::Get405) {
-        return text(
+        return Some(text(
             StatusCode::METHOD_NOT_ALLOWED,
             "no GET stream (--http-chaos get-405)",
-        );
+        ));
     }
-    let Some(id) = session_id(req) else {
-        return text(StatusCode::BAD_REQUEST, "Bad Request: no Mcp-Session-Id");
-    };
-    let Some(session) = state.session(&id) else {
-        return unknown_session(state);
-    };
     let last = req
         .headers()
         .get("last-event-id")
         .and_then(|v| v.to_str().ok());
-    match last {
+    if state.config.fault == Some(Fault::RetryZero) {
+        // The standalone stream and every resumption: never counted.
+        return Some(retry_zero());
+    }
+    let Some(id) = session_id(req) else {
+        return Some(text(
+            StatusCode::BAD_REQUEST,
+            "Bad Request: no Mcp-Session-Id",
+        ));
+    };
+    if state.doomed_now(&id) {
+        return Some(unknown_session(state));
+    }
+    let Some(session) = state.session(&id) else {
+        return Some(unknown_session(state));
+    };
+    Some(match last {
         Some(last) => match session.resume(last) {
             Some(rx) => sse(rx),
             None if session.is_dead() => unknown_session(state),
             None => text(StatusCode::BAD_REQUEST, "unknown Last-Event-ID"),
         },
+        None if state.config.fault == Some(Fault::GetNever) => {
+            tracing::debug!(session = %id, "get-never: the standalone stream is never answered");
+            return None;
+        }
         None => sse(session.open_standalone(state.config.retry_ms)),
-    }
+    })
 }
 
 fn legacy_open(state: &Arc<State>) -> Response<Body> {
@@ -749,6 +979,9 @@ fn legacy_open(state: &Arc<State>) -> Response<Body> {
     sse(out)
 }
 
+/// A `POST /message` of the legacy HTTP+SSE transport. Its faults: those that make sense when
+/// answers come on the event stream; `retry-zero`, `empty-200`, `sse-as-json`, `big-header`,
+/// `expire-loop`, `get-never` change nothing here.
 async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> Response<Body> {
     let id = query
         .split('&')
@@ -762,6 +995,10 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
         Ok(m) => m,
         Err(r) => return *r,
     };
+    if state.stuck(&msg) {
+        session.send(msg.line);
+        return std::future::pending().await;
+    }
     let is_request = msg.method.is_some() && msg.id.is_some();
     let initialize = msg.method.as_deref() == Some("initialize");
     let fault = if is_request && !initialize {
@@ -771,7 +1008,18 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
     };
     let accepted = || text(StatusCode::ACCEPTED, "accepted");
     match fault {
-        None | Some(Fault::Get405) => session.send(msg.line),
+        None
+        | Some(
+            Fault::Get405
+            | Fault::GetNever
+            | Fault::RetryZero
+            | Fault::Empty200
+            | Fault::SseAsJson
+            | Fault::BigHeader(_)
+            | Fault::ExpireLoop
+            | Fault::StuckNotification { .. }
+            | Fault::Auth(_),
+        ) => session.send(msg.line),
         Some(Fault::Slow(d)) => {
             tokio::time::sleep(d).await;
             session.send(msg.line);
@@ -782,14 +1030,21 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             session.cut_standalone();
             state.forget(&id);
         }
-        Some(f @ (Fault::GarbageSse | Fault::BrokenSse)) => {
-            let garbage = if f == Fault::GarbageSse {
-                GARBAGE
-            } else {
-                BROKEN
+        Some(f @ (Fault::GarbageSse | Fault::BrokenSse | Fault::LenientSse)) => {
+            let chunks = match f {
+                Fault::GarbageSse => prefix::GARBAGE,
+                Fault::BrokenSse => prefix::BROKEN,
+                // Not the byte order mark: this stream started long ago.
+                _ => &prefix::LENIENT[1..],
             };
-            for g in garbage {
+            for g in chunks {
                 session.push_raw(Bytes::from_static(g));
+            }
+            session.send(msg.line);
+        }
+        Some(Fault::KeepaliveFlood(n)) => {
+            for frame in Prefix::Keepalive(n).frames() {
+                session.push_raw(frame);
             }
             session.send(msg.line);
         }
@@ -802,15 +1057,10 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
             | Fault::Expire400
             | Fault::Status(_)
             | Fault::Redirect(_)
-            | Fault::Html),
+            | Fault::Html
+            | Fault::CloseAfterHeaders),
         ) => {
-            return match faulty(&state, &session, f, &Value::Null).await {
-                Ok(r) => r,
-                Err(_) => accepted(),
-            };
-        }
-        Some(Fault::CloseAfterHeaders) => {
-            return match faulty(&state, &session, Fault::CloseAfterHeaders, &Value::Null).await {
+            return match faulty(&state, Some(&session), f, &Value::Null).await {
                 Ok(r) => r,
                 Err(_) => accepted(),
             };

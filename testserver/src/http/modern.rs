@@ -8,13 +8,16 @@
 //! `400` with -32020. Errors -32020, -32021, -32022 and -32602 come with `400`, -32601 with
 //! `404`, each with a JSON-RPC body. A result is a JSON body with [`super::HttpConfig::json`],
 //! else an SSE stream (whose events carry no ids: a modern stream is not resumed); notifications
-//! sent before the answer go on that stream (with a JSON body they are dropped). The HTTP faults
-//! do not apply to modern requests.
+//! sent before the answer go on that stream (with a JSON body they are dropped).
 //!
 //! `subscriptions/listen` is answered with an SSE stream even with JSON bodies (unless it is
 //! refused: an error is a JSON body as above). Its stream gets a `: keep-alive` comment every
 //! [`super::HttpConfig::sse_keepalive_ms`]; it ends after the `complete` result or the
 //! server's `notifications/cancelled` naming it, and is cut (no response) by `break_listens`.
+//!
+//! The HTTP faults hit modern requests too (not `server/discover`, the handshake of the era),
+//! except those that need a session or a resumable stream (`drop-stream…`, `close-stream`,
+//! `expire-…`), which change nothing here.
 //! Every request's server shares the HTTP server's [`crate::ListenBus`], so that a tool called
 //! on one `POST` reaches a listen open on another; a listen whose client closes its stream ends
 //! (its server is dropped).
@@ -29,8 +32,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 use tokio::time::Interval;
 
+use super::fault::Fault;
+use super::prefix::Prefix;
 use super::session::{Chunk, event};
-use super::{Body, Message, State, json_response, sse, text};
+use super::{Body, Cut, Message, State, json_response, sse_after, text};
 use crate::codes;
 use crate::config::{Era, ServerConfig};
 use crate::listen::{LISTEN, ListenEvent};
@@ -161,8 +166,13 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// Serves one modern `POST`.
-pub(super) async fn post(state: &State, headers: &HeaderMap, msg: Message) -> Response<Body> {
+/// Serves one modern `POST`, as `fault` (taken for it) says.
+pub(super) async fn post(
+    state: &State,
+    headers: &HeaderMap,
+    msg: Message,
+    fault: Option<Fault>,
+) -> Response<Body> {
     let config = &state.config.server;
     let (Some(method), Some(id)) = (msg.method.as_deref(), msg.id.clone()) else {
         // Notifications and responses mean nothing to a stateless server.
@@ -183,8 +193,36 @@ pub(super) async fn post(state: &State, headers: &HeaderMap, msg: Message) -> Re
         orders: state.bus.subscribe(),
         keepalive: Duration::from_millis(state.config.sse_keepalive_ms),
     });
-    let json = state.config.json && listen.is_none();
-    run(config, state.bus.clone(), msg.line, id, json, listen).await
+    let cut = match fault {
+        Some(f) => match super::faulty(state, None, f, &id).await {
+            Ok(r) => return r,
+            Err(cut) => cut,
+        },
+        None => None,
+    };
+    let prefix = match cut {
+        Some(Cut::Prefix(p)) => Some(p),
+        _ => None,
+    };
+    let sse_as_json = matches!(cut, Some(Cut::SseAsJson));
+    let shape = Shape {
+        json: (state.config.json || sse_as_json) && listen.is_none() && prefix.is_none(),
+        sse_as_json,
+        prefix,
+    };
+    let mut r = run(config, state.bus.clone(), msg.line, id, shape, listen).await;
+    super::pad_headers(&mut r, cut);
+    r
+}
+
+/// How a request's answer is sent.
+struct Shape {
+    /// A JSON body (else an SSE stream).
+    json: bool,
+    /// The JSON body is the answer framed as an SSE event (`sse-as-json`).
+    sse_as_json: bool,
+    /// What an SSE stream sends before its events.
+    prefix: Option<Prefix>,
 }
 
 /// What a listen's stream needs besides a request's.
@@ -241,9 +279,10 @@ async fn run(
     bus: ListenBus,
     mut line: Vec<u8>,
     id: Value,
-    json: bool,
+    shape: Shape,
     listen: Option<Listen>,
 ) -> Response<Body> {
+    let json = shape.json;
     let (ours, theirs) = tokio::io::duplex(1 << 16);
     let (sr, sw) = tokio::io::split(theirs);
     let server = AbortOnDrop(tokio::spawn(crate::serve_with(sr, sw, config, Some(bus))));
@@ -274,12 +313,15 @@ async fn run(
                 .and_then(|e| e.get("code"))
                 .and_then(Value::as_i64)
                 .map_or(StatusCode::OK, status_of);
+            if shape.sse_as_json && status == StatusCode::OK {
+                return json_response(status, event(None, false, &raw).to_vec());
+            }
             if json || status != StatusCode::OK {
                 return json_response(status, raw);
             }
             let (tx, rx) = mpsc::unbounded_channel();
             let _ = tx.send(Chunk::Data(event(None, false, &raw)));
-            return sse(rx);
+            return sse_after(shape.prefix, rx);
         }
         if !json && !raw.is_empty() {
             break raw;
@@ -338,7 +380,7 @@ async fn run(
             }
         }
     });
-    sse(rx)
+    sse_after(shape.prefix, rx)
 }
 
 #[cfg(test)]
