@@ -73,24 +73,29 @@ pub fn needs_login(g: &Global) -> CliError {
 }
 
 /// mcpc's OAuth settings for `mcpc login`: the file store, the loopback listener, the
-/// browser, a wait of [`LOGIN_WAIT`].
-pub fn oauth() -> OAuth {
-    settings(Arc::new(loopback(LOGIN_WAIT)))
+/// browser, a wait of [`LOGIN_WAIT`] for the user; each exchange with the authorization
+/// server within `bound` (`--connect-timeout`, at most 30 s).
+pub fn oauth(bound: Duration) -> OAuth {
+    settings(Arc::new(loopback(LOGIN_WAIT)), bound)
 }
 
 /// mcpc's OAuth settings for every other command: a stored token is used and refreshed; a new
 /// authorization happens only on a terminal, after the user agreed, waiting at most `wait`
 /// (the connect bound) for the redirect.
 pub fn oauth_for_commands(wait: Duration) -> OAuth {
-    settings(Arc::new(CommandAgent {
-        loopback: loopback(wait),
-        terminal: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
-    }))
+    settings(
+        Arc::new(CommandAgent {
+            loopback: loopback(wait),
+            terminal: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+        }),
+        wait,
+    )
 }
 
-fn settings(agent: Arc<dyn UserAgent>) -> OAuth {
+fn settings(agent: Arc<dyn UserAgent>, bound: Duration) -> OAuth {
     OAuth::builder(agent)
         .client_name("mcpc")
+        .http_timeout(bound.min(Duration::from_secs(30)))
         .store(Arc::new(FileStore::open(store_path())) as Arc<dyn TokenStore>)
         .build()
 }
@@ -206,7 +211,7 @@ fn endpoint(g: &Global, what: &str) -> Result<Url, CliError> {
 /// `mcpc --http URL login`: asks the server, authorizes if it wants it, keeps the token.
 pub async fn login(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
     let url = endpoint(g, "login")?;
-    let oauth = oauth();
+    let oauth = oauth(g.connect_timeout);
     let done = tokio::select! {
         biased;
         caught = interrupt.fired() => return Err(CliError::signalled("login", caught)),
@@ -241,7 +246,7 @@ pub async fn login(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
 /// `mcpc --http URL logout`: forgets the server's token (the registration is kept).
 pub fn logout(g: &Global) -> Result<(), CliError> {
     let url = endpoint(g, "logout")?;
-    let oauth = oauth();
+    let oauth = oauth(g.connect_timeout);
     let had = oauth.token(&url).is_some();
     oauth.forget(&url);
     outln!(
@@ -258,7 +263,7 @@ pub fn logout(g: &Global) -> Result<(), CliError> {
 /// `mcpc --http URL auth status`: issuer, scopes and expiry, never the token.
 pub fn status(g: &Global) -> Result<(), CliError> {
     let url = endpoint(g, "auth status")?;
-    let token = oauth().token(&url);
+    let token = oauth(g.connect_timeout).token(&url);
     if g.json {
         print_json(&status_json(&url, token.as_ref()));
         return Ok(());

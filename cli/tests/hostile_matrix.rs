@@ -7,10 +7,8 @@
 //! header value, a password in the URL, a token or code the server handed out) is printed or
 //! reaches another origin (the server records what each of its origins saw).
 //!
-//! The modes are described in `docs/hostile-servers.md`. Tests marked
-//! `#[ignore = "issue 29 defect N: fix pending"]` hold the behaviour the issue asks for and
-//! fail on the code they were written against; `cargo test -p mcp-cli --test hostile_matrix
-//! -- --include-ignored` runs them.
+//! The modes are described in `docs/hostile-servers.md`, with the defect of issue 29 each one
+//! checks (every one of them failed on the code before its fix).
 
 #[path = "common/hostile.rs"]
 mod hostile;
@@ -306,7 +304,9 @@ fn close_after_headers_modern() {
 fn redirect(era: Era, status: u16) {
     let h = Hostile::start(Fault::Redirect(status));
     let o = call(&h, era);
-    code(&o, if era == Era::Legacy { 5 } else { 1 });
+    // A transport failure in both eras.
+    let _ = era;
+    code(&o, 5);
     within(&o, FAST);
     says_any(&o, &[&status.to_string()]);
     let elsewhere: Vec<Seen> = h
@@ -395,13 +395,11 @@ fn keepalive_flood(era: Era) {
 }
 
 #[test]
-#[ignore = "issue 29 defect 5: fix pending"]
 fn keepalive_flood_legacy() {
     keepalive_flood(Era::Legacy);
 }
 
 #[test]
-#[ignore = "issue 29 defect 5: fix pending"]
 fn keepalive_flood_modern() {
     keepalive_flood(Era::Modern);
 }
@@ -416,13 +414,11 @@ fn lenient_sse(era: Era) {
 }
 
 #[test]
-#[ignore = "issue 29 defect 6: fix pending"]
 fn lenient_sse_legacy() {
     lenient_sse(Era::Legacy);
 }
 
 #[test]
-#[ignore = "issue 29 defect 6: fix pending"]
 fn lenient_sse_modern() {
     lenient_sse(Era::Modern);
 }
@@ -445,7 +441,6 @@ fn retry_zero(era: Era) -> Outcome {
 }
 
 #[test]
-#[ignore = "issue 29 defect 10: fix pending"]
 fn retry_zero_legacy() {
     retry_zero(Era::Legacy);
 }
@@ -461,7 +456,6 @@ fn retry_zero_modern() {
 /// Defect 10: `watch` over a standalone stream that a `retry: 0` server cuts after each
 /// notification: its resumptions are paced.
 #[test]
-#[ignore = "issue 29 defect 10: fix pending"]
 fn retry_zero_watch_legacy() {
     let h = Hostile::start(Fault::RetryZero);
     let sandbox = Sandbox::new();
@@ -480,7 +474,6 @@ fn retry_zero_watch_legacy() {
 /// Defect 10: every session is dropped right after its handshake, forever: `watch` backs off,
 /// and the backoff does not restart at each handshake (no session proved itself).
 #[test]
-#[ignore = "issue 29 defect 10: fix pending"]
 fn expire_loop_watch_legacy() {
     let h = Hostile::start(Fault::ExpireLoop);
     let sandbox = Sandbox::new();
@@ -501,7 +494,6 @@ fn expire_loop_watch_legacy() {
 /// Defect 4: the POST of `notifications/initialized` is never answered: the call is sent and
 /// answered anyway (the handshake era only: the modern one posts no notification here).
 #[test]
-#[ignore = "issue 29 defect 4: fix pending"]
 fn stuck_notification_legacy() {
     let h = Hostile::start(Fault::StuckNotification { all: false });
     let (o, _sb) = mcpc_at(
@@ -517,7 +509,6 @@ fn stuck_notification_legacy() {
 /// Defect 4: the standalone GET is accepted and never answered: the call does not wait for it
 /// (the handshake era only: the modern one has no standalone stream).
 #[test]
-#[ignore = "issue 29 defect 4: fix pending"]
 fn get_never_legacy() {
     let h = Hostile::start(Fault::GetNever);
     let o = call(&h, Era::Legacy);
@@ -538,18 +529,16 @@ fn no_answer_in_body(fault: Fault) {
         within(&o, FAST);
         codes.push(o.code);
     }
-    // TODO(defect 9): the exact status, once decided.
-    assert_eq!(codes[0], codes[1], "legacy and modern differ: {codes:?}");
+    // The same made-up answer in both eras: a transport failure (5).
+    assert_eq!(codes, [Some(5), Some(5)], "legacy and modern: {codes:?}");
 }
 
 #[test]
-#[ignore = "issue 29 defect 9: fix pending"]
 fn empty_200_both_eras() {
     no_answer_in_body(Fault::Empty200);
 }
 
 #[test]
-#[ignore = "issue 29 defect 9: fix pending"]
 fn sse_as_json_both_eras() {
     no_answer_in_body(Fault::SseAsJson);
 }
@@ -565,13 +554,11 @@ fn big_header(era: Era) {
 }
 
 #[test]
-#[ignore = "issue 29 defect 12: fix pending"]
 fn big_header_legacy() {
     big_header(Era::Legacy);
 }
 
 #[test]
-#[ignore = "issue 29 defect 12: fix pending"]
 fn big_header_modern() {
     big_header(Era::Modern);
 }
@@ -631,8 +618,8 @@ fn auth_call(kind: AuthKind, era: Era) {
     let h = auth_server(kind);
     let url = auth_url(&h, kind);
     let (o, sandbox) = auth_mcpc(&url, Some(era), &["tools", "call", "echo", "message=x"]);
-    failed(&o);
-    // TODO(defect 1): the distinct exit status, once decided.
+    // Exit 6: the server needs a login that cannot happen here.
+    code(&o, 6);
     within(&o, FAST);
     let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "one line: {}", ctx(&o));
@@ -663,8 +650,7 @@ fn auth_call(kind: AuthKind, era: Era) {
 macro_rules! auth_calls {
     ($($name:ident: $kind:ident, $era:ident;)*) => {$(
         #[test]
-        #[ignore = "issue 29 defect 1: fix pending"]
-        fn $name() {
+                fn $name() {
             auth_call(AuthKind::$kind, Era::$era);
         }
     )*};
@@ -717,11 +703,10 @@ fn refused(o: &Outcome, sandbox: &Sandbox) {
 /// Defects 1 and 2: an authorization endpoint of `file:///etc/passwd` is never opened nor
 /// offered; the error names the rule (https only, http on loopback).
 #[test]
-#[ignore = "issue 29 defects 1, 2: fix pending"]
 fn auth_file_endpoint_login() {
     let (h, o, sandbox) = login(AuthKind::FileEndpoint);
     refused(&o, &sandbox);
-    // TODO(defect 2): the rule's exact wording.
+    // The error names the rule.
     says_any(&o, &["https"]);
     other_origin_clean(&h, true);
 }
@@ -729,11 +714,10 @@ fn auth_file_endpoint_login() {
 /// Defect 2: resource metadata in another address class than the endpoint (loopback for an
 /// endpoint that is not, when this machine has such an address) is never fetched.
 #[test]
-#[ignore = "issue 29 defect 2: fix pending"]
 fn auth_private_metadata_login() {
     let (h, o, sandbox) = login(AuthKind::PrivateMetadata);
     refused(&o, &sandbox);
-    // TODO(defect 2): the rule's exact wording.
+    // The error names the rule.
     says_any(&o, &["private", "link-local", "loopback", "internal"]);
     other_origin_clean(&h, true);
 }
@@ -741,24 +725,22 @@ fn auth_private_metadata_login() {
 /// Defect 2: resource metadata at the cloud metadata address (link-local) for an endpoint on
 /// loopback: refused, naming the rule, before any connection is tried.
 #[test]
-#[ignore = "issue 29 defect 2: fix pending"]
 fn auth_link_local_metadata_login() {
     let h = Hostile::start(Fault::Auth(AuthKind::PrivateMetadata));
     let (o, sandbox) = auth_mcpc(&h.url, None, &["login"]);
     refused(&o, &sandbox);
     within(&o, FAST);
-    // TODO(defect 2): the rule's exact wording.
-    says_any(&o, &["private", "link-local", "internal"]);
+    // The rule it breaks first (its scheme: it is http off this machine).
+    says_any(&o, &["private", "link-local", "only https"]);
 }
 
 /// Defect 2: an `http://` issuer that is not on loopback is refused before its metadata is
 /// fetched (seen on the other origin when this machine has a non-loopback address).
 #[test]
-#[ignore = "issue 29 defect 2: fix pending"]
 fn auth_http_issuer_login() {
     let (h, o, sandbox) = login(AuthKind::HttpIssuer);
     refused(&o, &sandbox);
-    // TODO(defect 2): the rule's exact wording.
+    // The error names the rule.
     says_any(&o, &["https"]);
     other_origin_clean(&h, true);
 }
@@ -776,7 +758,6 @@ fn auth_huge_metadata_login() {
 /// Defects 2 and 4: a metadata document never answered: login gives up within mcpc's bounds
 /// (`--connect-timeout 3`), not the library's 30 s.
 #[test]
-#[ignore = "issue 29 defects 2, 4: fix pending"]
 fn auth_slow_metadata_login() {
     let (h, o, sandbox) = login(AuthKind::SlowMetadata);
     refused(&o, &sandbox);
@@ -796,17 +777,15 @@ fn auth_redirect_metadata_login_is_not_followed() {
 
 /// Defect 2: the refusal of a redirect names the rule.
 #[test]
-#[ignore = "issue 29 defect 2: fix pending"]
 fn auth_redirect_metadata_login_names_the_rule() {
     let (_h, o, sandbox) = login(AuthKind::RedirectMetadata);
     refused(&o, &sandbox);
-    // TODO(defect 2): the rule's exact wording.
+    // The error names the rule.
     says_any(&o, &["redirect"]);
 }
 
 /// Defect 7: the password of the endpoint URL is never printed (the errors name the URL).
 #[test]
-#[ignore = "issue 29 defect 7: fix pending"]
 fn auth_password_url_login() {
     let (h, o, sandbox) = login(AuthKind::PasswordUrl);
     refused(&o, &sandbox);
@@ -900,7 +879,6 @@ fn auth_grant_login_then_calls() {
 /// expiry saturates, no panic), the token is used by later runs of both eras, and never shows
 /// nor leaves its origin.
 #[test]
-#[ignore = "issue 29 defect 3: fix pending"]
 fn auth_expires_max_login() {
     let h = auth_server(AuthKind::ExpiresMax);
     let sandbox = Sandbox::new();
@@ -915,7 +893,6 @@ fn auth_expires_max_login() {
 /// stays idle and another brings a callback whose `state` is wrong: neither blocks nor ends
 /// the wait; the real one logs in.
 #[test]
-#[ignore = "issue 29 defect 11: fix pending"]
 fn auth_login_listener_survives_idle_and_forged_callbacks() {
     let h = auth_server(AuthKind::Grant);
     let sandbox = Sandbox::new();
@@ -955,7 +932,6 @@ fn auth_login_listener_survives_idle_and_forged_callbacks() {
 /// Defect 8: the token store's directory, created by mcpc, is its owner's only (0700), and
 /// the file 0600.
 #[test]
-#[ignore = "issue 29 defect 8: fix pending"]
 fn auth_store_directory_is_private() {
     use std::os::unix::fs::PermissionsExt;
     let h = auth_server(AuthKind::Grant);
@@ -972,7 +948,6 @@ fn auth_store_directory_is_private() {
 /// predictable: the store's path, `.tmp`, mcpc's pid) is not followed: the file it points at
 /// keeps its content, and the store stays a regular file.
 #[test]
-#[ignore = "issue 29 defect 8: fix pending"]
 fn auth_store_follows_no_planted_symlink() {
     let h = auth_server(AuthKind::Grant);
     let sandbox = Sandbox::new();

@@ -244,7 +244,7 @@ impl HeadlessUserAgent {
     pub fn new(redirect_uri: impl Into<String>) -> Self {
         HeadlessUserAgent {
             redirect_uri: redirect_uri.into(),
-            http: http_client(Reachable::ANY),
+            http: http_client(Reachable::ANY, EXCHANGE_BOUND),
         }
     }
 }
@@ -303,6 +303,8 @@ struct Settings {
     clients: std::sync::Mutex<std::collections::HashMap<Reachable, reqwest::Client>>,
     /// Whether the address rule is off (every class but reserved ones reachable).
     allow_non_public: bool,
+    /// Bound on one authorization exchange ([`EXCHANGE_BOUND`] by default).
+    exchange_bound: Duration,
     /// One refresh at a time (concurrent requests of one client wait for it).
     refreshing: tokio::sync::Mutex<()>,
     /// The endpoints whose last refusal was answered with a refresh (a second refusal
@@ -379,6 +381,14 @@ impl OAuthBuilder {
         self
     }
 
+    /// Bounds each exchange with an authorization server or a metadata document, connecting
+    /// included and the answer read whole (30 s by default; connecting alone at most 10 s).
+    /// Not the wait for the user ([`UserAgent::authorize`] bounds that).
+    pub fn http_timeout(mut self, bound: Duration) -> Self {
+        self.settings.exchange_bound = bound;
+        self
+    }
+
     /// A web application rather than a native one (the registration's `application_type`).
     pub fn web_application(mut self) -> Self {
         self.settings.application_type = "web";
@@ -416,6 +426,7 @@ impl OAuth {
                 application_type: "native",
                 clients: std::sync::Mutex::default(),
                 allow_non_public: false,
+                exchange_bound: EXCHANGE_BOUND,
                 refreshing: tokio::sync::Mutex::new(()),
                 refreshed_on_challenge: std::sync::Mutex::default(),
                 refresh_margin: Duration::from_secs(60),
@@ -435,7 +446,7 @@ impl OAuth {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .entry(reachable)
-            .or_insert_with(|| http_client(reachable))
+            .or_insert_with(|| http_client(reachable, self.inner.exchange_bound))
             .clone()
     }
 
@@ -921,11 +932,27 @@ impl OAuth {
         what: &'static str,
     ) -> Result<Option<Value>, AuthError> {
         let url = guard.check(url, what).await?;
-        let response = match guard.http.get(url).send().await {
+        let response = match guard.http.get(url.clone()).send().await {
             Ok(r) => r,
             Err(e) if e.is_builder() => return Ok(None),
             Err(e) => return Err(http_error(what, &e)),
         };
+        if response.status().is_redirection() {
+            // Redirects are never followed: a document is where its URL says, or nowhere.
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .map_or_else(|| "elsewhere".to_owned(), redact_str);
+            return Err(AuthError::Http {
+                what,
+                reason: format!(
+                    "{} answered with a redirect (HTTP {}) to {to}: redirects are not followed",
+                    redact(&url),
+                    response.status().as_u16()
+                ),
+            });
+        }
         if !response.status().is_success() {
             return Ok(None);
         }
@@ -1122,11 +1149,11 @@ fn token_error(e: RequestTokenError<AuthError, BasicErrorResponse>) -> AuthError
 
 /// The HTTP client of authorization: no redirects followed, a bound on connecting and on
 /// every exchange (body included), its resolver under the address rule for `reachable`.
-fn http_client(reachable: Reachable) -> reqwest::Client {
+fn http_client(reachable: Reachable, bound: Duration) -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
-        .connect_timeout(CONNECT_BOUND)
-        .timeout(EXCHANGE_BOUND)
+        .connect_timeout(CONNECT_BOUND.min(bound))
+        .timeout(bound)
         .dns_resolver(policy::resolver(reachable))
         .build()
         .unwrap_or_default()

@@ -15,10 +15,12 @@
 //! - notifications and responses are posted one after the other, each until the headers of its
 //!   answer, so the server sees them in order (`notifications/initialized` before the next
 //!   request, a cancellation after its request); requests are posted concurrently. The headers
-//!   are awaited within the header bound ([`HttpConnector::header_timeout`], 10 s): a server
-//!   that does not answer a notification in time ends the link with [`TransportError::Io`] of
-//!   kind `TimedOut` naming it ([`super::NoAnswer`]), so the requests behind it fail as the
-//!   connection lost (and the table reconnects) rather than wait for good;
+//!   are awaited within the header bound ([`HttpConnector::header_timeout`], 10 s): a
+//!   notification or response the server does not answer in time is cut off (reported in the
+//!   log) and the frames after it go out; the next one unanswered too, nothing answered in
+//!   between ([`STUCK_AFTER`]), ends the link with [`TransportError::Io`] of kind `TimedOut`
+//!   naming it ([`super::NoAnswer`]), so the calls on it fail as the connection lost (and the
+//!   table reconnects) rather than wait for good;
 //! - the `POST` of a request whose `2xx` answer holds no response to it (no body, `202`, a body
 //!   that is neither JSON nor SSE, JSON that answers something else) gets at once a made-up
 //!   error response ([`mcp_machine::headers::HTTP_REFUSED`]: "the server answered the POST of
@@ -102,6 +104,10 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(2);
 const GET_STREAM_OPEN_WAIT: Duration = Duration::from_secs(2);
 /// The least they wait for it (when the server answered `initialized` faster than half this).
 const GET_STREAM_OPEN_MIN: Duration = Duration::from_millis(50);
+/// How many notifications or responses in a row, the server answering no POST in between,
+/// may go unanswered within the header bound before the link counts as stuck and fails: the
+/// first is cut off and reported, and the frames after it go out.
+pub const STUCK_AFTER: u32 = 2;
 /// How much of a `400` body is read to tell "unknown session" from other bad requests.
 const UNKNOWN_SESSION_BODY: usize = 4096;
 
@@ -394,6 +400,9 @@ struct Session {
     get_started: bool,
     /// Ids of our requests the server refused because it no longer knew the session.
     refused: Vec<u64>,
+    /// Frames posted in order (notifications, responses) cut off unanswered since the server
+    /// last answered a POST (see [`STUCK_AFTER`]).
+    cut_off: u32,
 }
 
 /// Where an SSE stream is, for resuming it.
@@ -554,7 +563,7 @@ impl StreamableLeg {
             Wait::Prompt(&exchange)
         };
         let started = tokio::time::Instant::now();
-        let response = self
+        let sent = self
             .web
             .send(
                 self.request(Method::POST)
@@ -563,7 +572,31 @@ impl StreamableLeg {
                     .body(frame),
                 wait,
             )
-            .await?;
+            .await;
+        let response = match sent {
+            Ok(response) => {
+                lock(&self.session).cut_off = 0;
+                response
+            }
+            // A notification or a response the server does not answer within the header
+            // bound is cut off, reported, and no longer holds the frames after it back; the
+            // link is stuck (and fails, so the table reconnects) only when the next one is not
+            // answered either, nothing having been answered in between.
+            Err(e) if request.is_none() && super::web::is_no_answer(&e) => {
+                let cut_off = {
+                    let mut session = lock(&self.session);
+                    session.cut_off += 1;
+                    session.cut_off
+                };
+                if cut_off >= STUCK_AFTER {
+                    return Err(e.into());
+                }
+                tracing::warn!(target: "mcp::http", error = %e,
+                    "cut off unanswered: the frames after it go out");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
         let status = response.status();
         // Refused for want of authorization, and the client can authorize: the table decides
         // (an authorization, then the request again).

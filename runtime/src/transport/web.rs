@@ -9,9 +9,10 @@
 //!   [`TransportError::Connect`] of kind `TimedOut`;
 //! - an exchange whose answer comes at once (the `POST` of a notification or of a response, a
 //!   `GET`, the `DELETE`) gets its response headers within the header bound
-//!   ([`DEFAULT_HTTP_HEADER_TIMEOUT`], 10 s), else the link ends with
-//!   [`TransportError::Io`] of kind `TimedOut` whose source is a [`NoAnswer`] naming the
-//!   exchange ("the server did not answer the POST of notifications/initialized within 10 s");
+//!   ([`DEFAULT_HTTP_HEADER_TIMEOUT`], 10 s), else it fails with [`TransportError::Io`] of
+//!   kind `TimedOut` whose source is a [`NoAnswer`] naming the exchange ("the server did not
+//!   answer the POST of notifications/initialized within 10 s"): the link ends, but for a
+//!   Streamable HTTP notification or response, which is cut off once (see `http`);
 //! - the `POST` of a request has no header bound by default (a server may answer it with JSON
 //!   only once the call is done: the MCP request timeout bounds the call); the HTTP timeout,
 //!   when set, bounds every request, that one included (and the header bound too, when shorter).
@@ -101,6 +102,17 @@ const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// The shortest wait between two attempts to open a stream, whatever `retry` the server gave:
 /// `retry: 0` would otherwise have a stream that breaks resumed hundreds of times a second.
 pub const MIN_RETRY: Duration = Duration::from_millis(250);
+
+/// Whether `e` is an exchange that got no answer within its bound ([`NoAnswer`]).
+pub(crate) fn is_no_answer(e: &TransportError) -> bool {
+    match e {
+        TransportError::Io(io) if io.kind() == std::io::ErrorKind::TimedOut => {
+            io.0.get_ref()
+                .is_some_and(|inner| inner.downcast_ref::<NoAnswer>().is_some())
+        }
+        _ => false,
+    }
+}
 
 /// The HTTP client and the options every request of an HTTP transport uses.
 #[derive(Clone)]
