@@ -165,7 +165,7 @@ pub fn configurations() -> Vec<Configuration> {
                 junk: junk(&[Duplicate]),
                 ..BASE
             },
-            pinned_unique: 513328,
+            pinned_unique: 513326,
         },
         Configuration {
             name: "session-expiry",
