@@ -40,7 +40,8 @@
 //! - after `notifications/initialized`, a standalone `GET` stream carries what the server sends
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
 //!   opened again with `Last-Event-ID` after the same wait (the same floor), at most
-//!   [`GET_STREAM_ATTEMPTS`] times in a row without a message. The frames after `initialized`
+//!   [`GET_STREAM_ATTEMPTS`] times in a row without a message, and at most
+//!   [`super::web::REOPENS_PER_WINDOW`] times a minute whatever it brings. The frames after `initialized`
 //!   wait for its answer (so that what the server sends on it first is not lost) at most twice
 //!   as long as the server took to answer `initialized`, between 50 ms and 2 s: a server that
 //!   never answers the `GET` holds the first request back no longer than its own answers take;
@@ -78,8 +79,8 @@ use super::pending::Pending;
 use super::sse::SseConnector;
 use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
-    SseError, SseEvents, Wait, WebOptions, into_one_line, is_sse, message_of, one_line, parse_url,
-    read_capped, reconnect_wait, web_options,
+    ReopenBudget, SseError, SseEvents, Wait, WebOptions, into_one_line, is_sse, message_of,
+    one_line, parse_url, read_capped, reconnect_wait, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
 
@@ -895,7 +896,14 @@ impl StreamableLeg {
         let mut opened = Some(opened);
         let mut cursor = Cursor::default();
         let mut quiet = 0;
+        let mut budget = ReopenBudget::default();
         while quiet < GET_STREAM_ATTEMPTS {
+            // Whatever the streams bring, at most REOPENS_PER_WINDOW openings a minute.
+            let wait = budget.take(tokio::time::Instant::now());
+            if !wait.is_zero() {
+                tracing::debug!(target: "mcp::http", ?wait, "GET stream reopened too often: waiting");
+                tokio::time::sleep(wait).await;
+            }
             let response = self.get(cursor.last_id.as_deref()).await;
             if let Some(opened) = opened.take() {
                 let _ = opened.send(());

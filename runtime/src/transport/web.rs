@@ -646,9 +646,75 @@ pub(crate) fn reconnect_wait(retry: Option<Duration>, attempt: u32) -> Duration 
     base.mul_f64(1.0 + fastrand::f64() * 0.2)
 }
 
+/// How many times a standalone stream may be opened again within [`REOPEN_WINDOW`], whatever
+/// it brought: a server that sends one message and ends its stream, asking for `retry: 0`,
+/// sets no pace of its own past this.
+pub const REOPENS_PER_WINDOW: usize = 30;
+/// The window [`REOPENS_PER_WINDOW`] counts in.
+pub const REOPEN_WINDOW: Duration = Duration::from_secs(60);
+
+/// The times a stream was opened again within the last window: how long the next opening
+/// must wait besides its own wait.
+#[derive(Debug, Default)]
+pub(crate) struct ReopenBudget {
+    recent: std::collections::VecDeque<tokio::time::Instant>,
+}
+
+impl ReopenBudget {
+    /// Records an opening at `now`, and returns how long it must wait first: zero while fewer
+    /// than [`REOPENS_PER_WINDOW`] openings fell within the window, else until the oldest of
+    /// them leaves it.
+    pub(crate) fn take(&mut self, now: tokio::time::Instant) -> Duration {
+        while self
+            .recent
+            .front()
+            .is_some_and(|t| now.saturating_duration_since(*t) >= REOPEN_WINDOW)
+        {
+            self.recent.pop_front();
+        }
+        let wait = if self.recent.len() >= REOPENS_PER_WINDOW {
+            self.recent.front().map_or(Duration::ZERO, |t| {
+                (*t + REOPEN_WINDOW).saturating_duration_since(now)
+            })
+        } else {
+            Duration::ZERO
+        };
+        self.recent.push_back(now + wait);
+        if self.recent.len() > REOPENS_PER_WINDOW {
+            self.recent.pop_front();
+        }
+        wait
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reopenings_are_capped_per_window_whatever_they_bring() {
+        let mut budget = ReopenBudget::default();
+        let start = tokio::time::Instant::now();
+        let mut at = start;
+        let mut opened = Vec::new();
+        // Asked to reopen every 250 ms (the floor) for 3 minutes.
+        while at < start + Duration::from_secs(180) {
+            at += budget.take(at);
+            opened.push(at);
+            at += MIN_RETRY;
+        }
+        // No 60 s window holds more than the cap.
+        for (i, t) in opened.iter().enumerate() {
+            let within = opened[i..]
+                .iter()
+                .take_while(|u| u.saturating_duration_since(*t) < REOPEN_WINDOW)
+                .count();
+            assert!(within <= REOPENS_PER_WINDOW, "{within} in a window");
+        }
+        // About the cap per minute, not 240.
+        assert!(opened.len() <= 4 * REOPENS_PER_WINDOW, "{}", opened.len());
+        assert!(opened.len() >= 2 * REOPENS_PER_WINDOW, "{}", opened.len());
+    }
 
     #[test]
     fn one_line_keeps_json_meaning() {
