@@ -778,11 +778,7 @@ impl OAuth {
         }
         Err(AuthError::NoResourceMetadata {
             endpoint: redact(endpoint),
-            tried: urls
-                .iter()
-                .map(|u| redact_str(u))
-                .collect::<Vec<_>>()
-                .join(", "),
+            tried: redacted_list(&urls),
         })
     }
 
@@ -817,11 +813,7 @@ impl OAuth {
         }
         Err(AuthError::NoServerMetadata {
             issuer: redact_str(issuer),
-            tried: urls
-                .iter()
-                .map(|u| redact_str(u))
-                .collect::<Vec<_>>()
-                .join(", "),
+            tried: redacted_list(&urls),
         })
     }
 
@@ -1254,6 +1246,14 @@ fn http_error(what: &'static str, e: &reqwest::Error) -> AuthError {
         s
     };
     AuthError::Http { what, reason }
+}
+
+/// URLs as an error lists them: each without user information, query or fragment.
+fn redacted_list(urls: &[String]) -> String {
+    urls.iter()
+        .map(|u| redact_str(u))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What a server sent, made safe to show: control characters dropped, at most 200 characters.
