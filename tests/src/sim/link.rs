@@ -29,7 +29,8 @@ use super::history::{Event, Log};
 
 /// The source of a stuck POST's [`TransportError::Io`] (kind `TimedOut`): the simulation's
 /// stand-in for the runtime's `NoAnswer`, which only the runtime builds. It reads the same; the
-/// driver and the table look at neither (the kind is what a host matches).
+/// driver and the table look at neither (the kind is what a host matches), and the runtime
+/// gives `NoAnswer` no public constructor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Unanswered {
     /// The exchange that got no answer ("POST of notifications/initialized").
@@ -40,11 +41,19 @@ pub struct Unanswered {
 
 impl std::fmt::Display for Unanswered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As the runtime words a bound: "300 ms", "10 s", "2.5 s".
+        let d = self.bound;
+        let bound = if d < Duration::from_secs(1) {
+            format!("{} ms", d.as_millis())
+        } else if d.subsec_millis() == 0 {
+            format!("{} s", d.as_secs())
+        } else {
+            format!("{:.1} s", d.as_secs_f64())
+        };
         write!(
             f,
-            "the server did not answer the {} within {} ms",
-            self.exchange,
-            self.bound.as_millis()
+            "the server did not answer the {} within {bound}",
+            self.exchange
         )
     }
 }
@@ -353,5 +362,10 @@ mod tests {
             "transport i/o error: the server did not answer the POST of \
              notifications/initialized within 300 ms"
         );
+        let long = Unanswered {
+            exchange: "POST of a response".into(),
+            bound: Duration::from_millis(1_250),
+        };
+        assert!(long.to_string().ends_with("within 1.2 s"), "{long}");
     }
 }
