@@ -2,8 +2,12 @@
 //! network on tokio's paused clock, with seeded faults (refused, hung and crashing connections,
 //! handshakes refused or never answered, delays, reordered, duplicated, lost and late answers,
 //! garbage, oversized frames, stalls that make sends busy; callers that time out, drop their
-//! futures, get aborted; stops during all that), the model checker's properties checked on
-//! what the callers saw (see `mcp_tests::sim::oracle`).
+//! futures, get aborted; stops during all that; and the faults of the HTTP transports as their
+//! links show them: sessions that expire refusing the requests posted meanwhile, alone or in a
+//! loop, POSTs that get no answer within the header bound, response streams dropped before
+//! their answer, frames cut in the middle, connections dropped right after the handshake in a
+//! loop), the model checker's properties checked on what the callers saw (see
+//! `mcp_tests::sim::oracle` and `mcp_tests::sim::reconnect`).
 //!
 //! `SIM_CALLS` (default 100,000) sets how many calls the test makes at least, over consecutive
 //! seeds from `SIM_BASE` (default 0); a failing seed is printed with the command that replays
@@ -86,6 +90,17 @@ fn simulated_calls_hold_the_properties() {
             "handles dropped",
             "ready again",
             "probes",
+            "sessions expired",
+            "requests refused by an expiry",
+            "calls sent again after an expiry",
+            "sessions initialized again",
+            "expiries backed off",
+            "stuck POSTs",
+            "streams lost",
+            "frames cut",
+            "expiry loops",
+            "drop loops",
+            "backoff delays grown",
         ] {
             assert!(coverage.get(what) > 0, "no run had {what}: {coverage}");
         }
@@ -150,6 +165,50 @@ fn a_seed_replays_exactly() {
         let first = sim::run_seed(seed);
         assert!(first.calls > 0);
         assert_same(&first, &sim::run_seed(seed));
+    }
+}
+
+/// The first seeds whose every connection expires (or is dropped) right after its handshake
+/// until the calm (which comes after every call is done): the sessions are initialized again at once three times, then each end backs
+/// off, with delays that grow (no call is answered, so nothing restarts the sequence), and every
+/// property holds.
+#[test]
+fn expiry_and_drop_loops_back_off_with_growing_delays() {
+    use mcp_tests::sim::history::Event;
+    use mcp_tests::sim::reconnect;
+    use mcp_tests::sim::scenario::{Ending, Looping, Scenario};
+
+    for looping in [Looping::Expire, Looping::Drop] {
+        let seed = (0..1_000)
+            .find(|s| {
+                let sc = Scenario::draw(*s);
+                sc.looping == Some(looping) && sc.ending == Ending::StopAfterCalm
+            })
+            .expect("a looping seed");
+        let run = sim::run_seed(seed);
+        assert_holds(&run);
+        let grown = reconnect::delays(&run.history)
+            .iter()
+            .filter(|d| d.step >= 2)
+            .count();
+        assert!(
+            grown >= 2,
+            "seed {seed} ({looping:?}): {grown} delays at step 2 or more"
+        );
+        let reinits = run
+            .history
+            .iter()
+            .filter(|e| matches!(e.event, Event::Transition { expired: true, .. }))
+            .count();
+        eprintln!(
+            "simulation: seed {seed} ({looping:?} loop): {grown} backoff delays at step 2 or more, \
+             {reinits} expiries"
+        );
+        if looping == Looping::Expire {
+            assert!(reinits >= 4, "seed {seed}: {reinits} expiries");
+        } else {
+            assert_eq!(reinits, 0, "seed {seed}: a dropped connection is no expiry");
+        }
     }
 }
 

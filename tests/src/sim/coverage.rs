@@ -4,7 +4,10 @@
 
 use std::collections::BTreeMap;
 
+use mcp_runtime::ConnState;
+
 use super::history::{Entry, Event, Outcome};
+use super::reconnect;
 
 /// Counts by name, summed over runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -13,6 +16,7 @@ pub struct Coverage(pub BTreeMap<&'static str, u64>);
 impl Coverage {
     /// Adds what `history` went through.
     pub fn add(&mut self, history: &[Entry]) {
+        self.add_reconnects(history);
         for e in history {
             let name = match &e.event {
                 Event::Issued { .. } => "calls",
@@ -45,7 +49,35 @@ impl Coverage {
                 Event::CancelGot { .. } => "cancels on the wire",
                 Event::Crash { .. } => "server crashes",
                 Event::TraceReplayed { error: None } => "traces replayed",
-                Event::Closed
+                Event::Refused { .. } => "requests refused by an expiry",
+                Event::LinkFault { fault, .. } => match fault.as_str() {
+                    "session expired" => "sessions expired",
+                    "stuck POST" => "stuck POSTs",
+                    "stream lost" => "streams lost",
+                    _ => "frames cut",
+                },
+                Event::Config {
+                    looping: Some(l), ..
+                } if l == "Expire" => "expiry loops",
+                Event::Config {
+                    looping: Some(_), ..
+                } => "drop loops",
+                Event::Transition {
+                    from: ConnState::Ready,
+                    to: ConnState::Starting,
+                    expired: true,
+                    ..
+                } => "sessions initialized again",
+                Event::Transition {
+                    to: ConnState::Backoff,
+                    expired: true,
+                    ..
+                } => "expiries backed off",
+                Event::Config { .. }
+                | Event::Transition { .. }
+                | Event::TransitionsLost { .. }
+                | Event::LinkDown { .. }
+                | Event::Closed
                 | Event::Finished
                 | Event::TasksLeft { .. }
                 | Event::StopReturned { .. }
@@ -57,6 +89,29 @@ impl Coverage {
                 | Event::End => continue,
             };
             *self.0.entry(name).or_default() += 1;
+        }
+    }
+
+    /// Counts what only the whole history shows: calls sent again after an expiry, backoff
+    /// delays judged, and those judged at step 2 or more (the sequence grew: no answer
+    /// restarted it).
+    fn add_reconnects(&mut self, history: &[Entry]) {
+        let mut tokens = std::collections::BTreeSet::new();
+        for e in history {
+            if let Event::ServerGot { token: Some(t), .. } = &e.event
+                && !tokens.insert(t.as_str())
+            {
+                *self
+                    .0
+                    .entry("calls sent again after an expiry")
+                    .or_default() += 1;
+            }
+        }
+        for d in reconnect::delays(history) {
+            *self.0.entry("backoff delays judged").or_default() += 1;
+            if d.step >= 2 {
+                *self.0.entry("backoff delays grown").or_default() += 1;
+            }
         }
     }
 

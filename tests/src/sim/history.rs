@@ -74,6 +74,17 @@ impl Outcome {
 /// One thing that happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
+    /// The client's settings the properties of reconnection depend on (first in a history).
+    Config {
+        /// Backoff: first delay, cap, jitter in percent.
+        backoff: (Duration, Duration, u32),
+        /// How many times in a row an expired session is initialized again at once.
+        max_session_reinits: u32,
+        /// How long a session must stay ready for the backoff to start again.
+        session_stable: Duration,
+        /// Whether every connection fails the same way until the calm (and how).
+        looping: Option<String>,
+    },
     /// A caller is about to send a call (logged in the same poll that sends the command).
     Issued {
         /// The caller's number.
@@ -180,6 +191,44 @@ pub enum Event {
     Crash {
         /// The connection.
         conn: u64,
+    },
+    /// A simulated server whose session expired refused a request (it never ran it).
+    Refused {
+        /// The connection.
+        conn: u64,
+        /// The request refused.
+        id: u64,
+    },
+    /// A simulated server ended its link with a typed error, as an HTTP transport's link ends
+    /// ("session expired", "stuck POST", "stream lost").
+    LinkFault {
+        /// The connection.
+        conn: u64,
+        /// Which fault.
+        fault: String,
+        /// For an expiry: the requests the error lists as refused (never run).
+        refused: Vec<u64>,
+    },
+    /// The client's transport ended a connection's link (it reports `Down` now).
+    LinkDown {
+        /// The connection.
+        conn: u64,
+    },
+    /// The client's connection changed state (from its transitions feed).
+    Transition {
+        /// The state before.
+        from: mcp_runtime::ConnState,
+        /// The state after.
+        to: mcp_runtime::ConnState,
+        /// Whether the attempt ended because the server ended the session.
+        expired: bool,
+        /// Into backoff: the delay until the next attempt, as the driver says.
+        retry_in: Option<Duration>,
+    },
+    /// The transitions feed lost this many transitions (it fell behind).
+    TransitionsLost {
+        /// How many.
+        lost: u64,
     },
     /// A simulated server saw the client break the protocol.
     ServerSaw {

@@ -11,12 +11,25 @@
 //! or drops every handle, waits for the client to close and every task to end, and replays the
 //! client's recorded trace into a fresh machine. Nothing reads the wall clock and
 //! nothing draws randomness but from the seed, so a seed replays exactly.
+//!
+//! The network is a stream connector, not HTTP, but its links end the way the HTTP transports'
+//! links end when the seed says so ([`link`], [`server::HttpFault`]): a session that expires
+//! (`SessionExpired` listing the requests refused meanwhile, which never ran; in some runs
+//! every session, right after its handshake), a POST sent in order that gets no answer within
+//! the header bound (`Io` of kind `TimedOut`: the link fails, the calls behind it are lost), a
+//! response stream dropped before its answer (`StreamLost`), a frame cut in the middle, a
+//! connection dropped right after its handshake (in some runs every one). What the driver does
+//! then is judged by [`reconnect`]: refused requests sent again at most once, calls failed with
+//! their link rather than told "timed out", the re-initialization budget, and a backoff
+//! sequence that grows until a session proves itself.
 
 pub mod capture;
 pub mod coverage;
 pub mod history;
+pub mod link;
 pub mod net;
 pub mod oracle;
+pub mod reconnect;
 pub mod rng;
 pub mod scenario;
 pub mod server;
@@ -154,8 +167,22 @@ fn run_here(seed: u64) -> Run {
 async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     let sc = Scenario::draw(seed);
     let log = Log::new();
+    let defaults = mcp_machine::Config::default();
+    log.push(Event::Config {
+        backoff: sc.backoff,
+        max_session_reinits: defaults.max_session_reinits,
+        session_stable: defaults.session_stable,
+        looping: sc.looping.map(|l| format!("{l:?}")),
+    });
     let (calm_tx, calm_rx) = watch::channel(false);
-    let net = Net::new(seed, log.clone(), calm_rx, sc.pipe);
+    let net = Net::new(
+        seed,
+        log.clone(),
+        calm_rx,
+        sc.pipe,
+        sc.header_bound,
+        sc.looping,
+    );
     let recorder = TraceRecorder::new();
     let (min, max, jitter) = sc.backoff;
     let era = if sc.probe {
@@ -172,8 +199,12 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         .backoff(min, max, jitter)
         .send_queue(sc.send_queue)
         .max_frame_bytes(server::MAX_FRAME);
+    let transitions = builder.transitions();
     let client = builder.record_trace(recorder.clone()).connect_lazy();
     let start = Instant::now();
+    // Logs every state change of the connection (for the backoff's and the re-initializations'
+    // properties); ends when the client has stopped.
+    let transitions_watcher = tokio::spawn(log_transitions(transitions, log.clone()));
     // Sees the client closed when it happens (the harness may be busy waiting for callers).
     let closed_watcher = {
         let (mut states, log) = (client.watch_state(), log.clone());
@@ -283,9 +314,11 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     {
         log.push(Event::Finished);
     }
-    let abort = closed_watcher.abort_handle();
-    if tokio::time::timeout(bound, closed_watcher).await.is_err() {
-        abort.abort();
+    for watcher in [closed_watcher, transitions_watcher] {
+        let abort = watcher.abort_handle();
+        if tokio::time::timeout(bound, watcher).await.is_err() {
+            abort.abort();
+        }
     }
     drop(client);
     // Everything should end now: the driver, its transports, the servers.
@@ -310,6 +343,29 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     }
     log.push(Event::End);
     log.entries()
+}
+
+/// Logs each transition of the client's connection as it comes, until the client has stopped.
+async fn log_transitions(mut feed: mcp_runtime::Transitions, log: Log) {
+    while let Some(t) = feed.recv().await {
+        let expired = matches!(
+            t.cause,
+            Some(mcp_runtime::Failure::Transport(
+                mcp_runtime::TransportError::SessionExpired { .. }
+            ))
+        );
+        log.push(Event::Transition {
+            from: t.from(),
+            to: t.to(),
+            expired,
+            retry_in: t.retry_in,
+        });
+    }
+    if feed.dropped() > 0 {
+        log.push(Event::TransitionsLost {
+            lost: feed.dropped(),
+        });
+    }
 }
 
 /// The records of `trace` just before the one `error` names, one a line.

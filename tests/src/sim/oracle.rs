@@ -24,7 +24,12 @@
 //!   never saw the answer: the driver reads the transport before its callers' commands); a call
 //!   that was answered is never cancelled on the wire; a call failed as not sent (unavailable,
 //!   busy, refused) never reached the server;
-//! - the servers saw no protocol violation, the runtime logged no error, the trace replays.
+//! - the servers saw no protocol violation, the runtime logged no error, the trace replays;
+//! - links that end as an HTTP transport's do (a session expired, a stuck POST, a lost stream)
+//!   and the attempts after them hold the properties of [`super::reconnect`]: a refused request
+//!   sent again at most once, a call held behind a stuck POST never told "timed out" after its
+//!   link failed, the re-initialization budget, and a backoff sequence that restarts only
+//!   after a session proved itself.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -268,13 +273,25 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 wire.ended.entry(*conn).or_insert(i);
             }
             Event::Quiet => wire.quiet = Some(i),
+            Event::Refused { conn, id } => {
+                wire.refused.insert((*conn, *id));
+            }
+            Event::TransitionsLost { lost } => bad(
+                i,
+                format!("the transitions feed lost {lost} transitions: the run cannot be judged"),
+            ),
             Event::TraceReplayed { error: None }
+            | Event::Config { .. }
             | Event::Connect { .. }
             | Event::ServerGot { token: None, .. }
-            | Event::Crash { .. } => {}
+            | Event::Crash { .. }
+            | Event::LinkFault { .. }
+            | Event::LinkDown { .. }
+            | Event::Transition { .. } => {}
         }
     }
     check_wire(&wire, &calls, &mut bad);
+    super::reconnect::check(history, &mut bad);
     let end = history.len();
     // Stops: every call in flight at the first stop (issued before it, neither answered nor
     // dropped before it) is answered at the stop's instant.
@@ -335,6 +352,9 @@ struct Wire {
     ended: BTreeMap<u64, usize>,
     /// The entry where the quiet period after the faults ended.
     quiet: Option<usize>,
+    /// Requests refused by a server whose session expired (they never ran), by (connection,
+    /// id).
+    refused: std::collections::BTreeSet<(u64, u64)>,
 }
 
 fn check_wire(wire: &Wire, calls: &BTreeMap<usize, Call>, bad: &mut impl FnMut(usize, String)) {
@@ -356,7 +376,11 @@ fn check_wire(wire: &Wire, calls: &BTreeMap<usize, Call>, bad: &mut impl FnMut(u
                 *i,
                 format!("request {id} of call {n} was cancelled on the wire, though answered"),
             ),
-            (Some(o @ (Outcome::Unavailable | Outcome::Backpressure | Outcome::SendFailed)), _) => {
+            // A request refused by an expiry never ran: sent again on the new session, it may
+            // fail there as not sent.
+            (Some(o @ (Outcome::Unavailable | Outcome::Backpressure | Outcome::SendFailed)), _)
+                if !wire.refused.contains(&(*conn, *id)) =>
+            {
                 bad(
                     *i,
                     format!(

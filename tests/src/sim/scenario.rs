@@ -50,6 +50,16 @@ pub enum Ending {
     DropAfterCalm,
 }
 
+/// A run whose every connection before the calm fails the same way right after its handshake,
+/// so the re-initialization budget and the backoff sequence are walked through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Looping {
+    /// Each session expires right after its handshake (a 404 expiry loop).
+    Expire,
+    /// Each connection is dropped right after its handshake.
+    Drop,
+}
+
 /// Everything a seed decides before the run starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Scenario {
@@ -74,6 +84,11 @@ pub struct Scenario {
     /// Whether the client runs in `auto` (a `server/discover` probe first, which this legacy
     /// server refuses) rather than in the handshake era only.
     pub probe: bool,
+    /// The simulated HTTP transport's header bound: a POST sent in order (a notification, an
+    /// answer) unanswered for this long fails its link.
+    pub header_bound: Duration,
+    /// Every connection before the calm fails the same way right after its handshake, if set.
+    pub looping: Option<Looping>,
 }
 
 impl Scenario {
@@ -118,9 +133,18 @@ impl Scenario {
             _ => Ending::DropAfterCalm,
         };
         let client_seed = r.next_u64();
+        let probe = r.chance(50);
+        let header_bound = r.ms(50, request_timeout.as_millis() as u64);
+        let looping = match r.range(0, 99) {
+            0..=7 => Some(Looping::Expire),
+            8..=11 => Some(Looping::Drop),
+            _ => None,
+        };
         Scenario {
             client_seed,
-            probe: r.chance(50),
+            probe,
+            header_bound,
+            looping,
             request_timeout,
             connect_timeout,
             init_timeout,

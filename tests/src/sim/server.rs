@@ -11,6 +11,13 @@
 //! sends then go busy), or crash (close its side of the stream). Once the run turns calm,
 //! every new decision is a good one.
 //!
+//! Its connection may also fail the way a Streamable HTTP link does ([`HttpFault`]): the
+//! session expires (the requests posted meanwhile are refused, never run, and the link ends
+//! with `SessionExpired` listing them), a POST sent in order is never answered (the server
+//! takes nothing more, and the link ends with an `Io` error of kind `TimedOut` after the header
+//! bound), a tool call's response stream drops before its answer (`StreamLost`), an answer's
+//! frame is cut in the middle, or the connection is dropped right after the handshake.
+//!
 //! It also checks what the client sends: `initialize` first (after the probe, if any) and once, `notifications/initialized`
 //! once after the answer and before any other request, no request id ever reused (across
 //! connections), a `notifications/cancelled` only for a request it saw and at most once, an
@@ -24,8 +31,12 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, WriteHa
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use mcp_runtime::transport::TransportError;
+
 use super::history::{Event, Log};
+use super::link::{Fate, Unanswered};
 use super::rng::Rng;
+use super::scenario::Looping;
 
 /// How a connection attempt goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +62,40 @@ pub enum InitPlan {
     Never,
 }
 
+/// A fault of the HTTP transports, as their link shows it to the driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpFault {
+    /// A 404 expiry: `after` the server got `notifications/initialized` it forgets the session;
+    /// the requests it gets for `window` more are refused (they never run), and then the link
+    /// ends with `SessionExpired` listing them (all of them, or only the first: a transport
+    /// fails its link at the first refusal, and those refused after it are not listed).
+    Expire {
+        /// From `notifications/initialized` to the expiry.
+        after: Duration,
+        /// From the expiry to the end of the link.
+        window: Duration,
+        /// Whether every refused request is listed (else only the first).
+        list_all: bool,
+    },
+    /// A stuck POST: the `nth` frame the client sends in order (0: `notifications/initialized`,
+    /// then cancellations and answers to the server's pings) is never answered; the server
+    /// takes nothing more, and the link ends with an `Io` error of kind `TimedOut` after the
+    /// header bound.
+    Stuck {
+        /// Which frame sent in order.
+        nth: u32,
+    },
+    /// A tool call's response stream drops before its answer (after its first progress, when
+    /// it has some): the link ends with `StreamLost`.
+    StreamLost,
+    /// An answer's frame is cut in the middle: half of it is written, then the server closes
+    /// its side (the link ends with `Truncated`).
+    Cut,
+    /// The connection is dropped (the server closes its side) this long after the server got
+    /// `notifications/initialized`.
+    DropAfterInit(Duration),
+}
+
 /// Everything decided about a connection when it opens.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnPlan {
@@ -66,6 +111,8 @@ pub struct ConnPlan {
     pub reorder: Option<Duration>,
     /// Whether a `notifications/cancelled` stops the answer (else it is sent anyway: late).
     pub honour_cancel: bool,
+    /// A fault of the HTTP transports.
+    pub http: Option<HttpFault>,
 }
 
 impl ConnPlan {
@@ -78,7 +125,40 @@ impl ConnPlan {
             stalls: None,
             reorder: None,
             honour_cancel: true,
+            http: None,
         }
+    }
+
+    /// A connection of a looping run: it connects and shakes hands, then fails as `looping`
+    /// says, right after the handshake.
+    pub fn looping(looping: Looping, rng: &mut Rng) -> Self {
+        let connect = ConnectPlan::Ok(rng.ms(0, 3));
+        let init = InitPlan::Accept(rng.ms(0, 5));
+        let http = match looping {
+            Looping::Expire => HttpFault::Expire {
+                after: rng.ms(0, 3),
+                window: rng.ms(0, 10),
+                list_all: rng.chance(80),
+            },
+            Looping::Drop => HttpFault::DropAfterInit(rng.ms(0, 3)),
+        };
+        ConnPlan {
+            connect,
+            init,
+            crash_after: None,
+            stalls: None,
+            reorder: None,
+            honour_cancel: rng.chance(50),
+            http: Some(http),
+        }
+    }
+
+    /// Whether the link may end with a typed error (its fate may be sealed).
+    pub fn typed(&self) -> bool {
+        matches!(
+            self.http,
+            Some(HttpFault::Expire { .. } | HttpFault::Stuck { .. } | HttpFault::StreamLost)
+        )
     }
 
     /// A connection drawn from `rng`.
@@ -99,14 +179,39 @@ impl ConnPlan {
             6..=7 => InitPlan::BadVersion(delay),
             _ => InitPlan::Accept(delay),
         };
-        ConnPlan {
+        let crash_after = rng.chance(25).then(|| rng.ms(0, 1_500));
+        let stalls = rng.chance(20).then(|| (rng.ms(20, 300), rng.ms(10, 400)));
+        let reorder = rng.chance(20).then(|| rng.ms(1, 50));
+        let honour_cancel = rng.chance(50);
+        let http = match rng.range(0, 99) {
+            0..=3 => Some(HttpFault::Expire {
+                after: rng.ms(0, 400),
+                window: rng.ms(0, 20),
+                list_all: rng.chance(80),
+            }),
+            4..=6 => Some(HttpFault::Stuck {
+                nth: u32::try_from(rng.range(0, 3)).unwrap_or(0),
+            }),
+            7..=9 => Some(HttpFault::StreamLost),
+            10..=11 => Some(HttpFault::Cut),
+            12 => Some(HttpFault::DropAfterInit(rng.ms(0, 5))),
+            _ => None,
+        };
+        let mut plan = ConnPlan {
             connect,
             init,
-            crash_after: rng.chance(25).then(|| rng.ms(0, 1_500)),
-            stalls: rng.chance(20).then(|| (rng.ms(20, 300), rng.ms(10, 400))),
-            reorder: rng.chance(20).then(|| rng.ms(1, 50)),
-            honour_cancel: rng.chance(50),
+            crash_after,
+            stalls,
+            reorder,
+            honour_cancel,
+            http,
+        };
+        // A link that ends with a typed error ends only so (or closed by the client): the
+        // server does not crash, so the link's end is its fault's.
+        if plan.typed() {
+            plan.crash_after = None;
         }
+        plan
     }
 }
 
@@ -129,12 +234,21 @@ enum Item {
     Flush,
     /// Close our side of the stream.
     Crash,
+    /// Forget the session: refuse every request from now on, and end the link after the
+    /// plan's window.
+    Expire,
+    /// End the link with a typed error (the plan's fault).
+    Fail,
+    /// Write the first half of this frame, then close our side of the stream.
+    Cut(Vec<u8>),
 }
 
 /// What became of the server after a step.
 enum Next {
     Continue,
     Crash,
+    /// The link was ended with a typed error: answer nothing more.
+    Failed,
     Gone,
 }
 
@@ -160,11 +274,31 @@ pub struct Server {
     requests: BTreeSet<u64>,
     cancels: BTreeSet<u64>,
     pings: BTreeMap<String, bool>,
+    /// The header bound of the simulated HTTP transport.
+    header_bound: Duration,
+    /// How the link ends, when the plan's fault ends it with a typed error.
+    fate: Fate,
+    /// Frames sent in order (notifications, answers) read so far.
+    in_order: u32,
+    /// A POST sent in order got no answer (its exchange, and its frame): nothing more is read
+    /// until the calm, when the frame is taken after all.
+    stuck: Option<(String, String)>,
+    /// The session expired: the requests refused since.
+    expired: Option<Vec<u64>>,
+    /// The plan's one-off fault (a stream lost, a frame cut) was scheduled.
+    armed: bool,
 }
 
 impl Server {
-    /// The server of connection `conn`.
-    pub fn new(conn: u64, log: Log, rng: Rng, plan: ConnPlan) -> Self {
+    /// The server of connection `conn`; `fate` ends its link when the plan's fault is typed.
+    pub fn new(
+        conn: u64,
+        log: Log,
+        rng: Rng,
+        plan: ConnPlan,
+        header_bound: Duration,
+        fate: Fate,
+    ) -> Self {
         Server {
             conn,
             log,
@@ -182,6 +316,12 @@ impl Server {
             requests: BTreeSet::new(),
             cancels: BTreeSet::new(),
             pings: BTreeMap::new(),
+            header_bound,
+            fate,
+            in_order: 0,
+            stuck: None,
+            expired: None,
+            armed: false,
         }
     }
 
@@ -205,9 +345,16 @@ impl Server {
             if !self.calm && *calm.borrow() {
                 self.calm = true;
                 self.stall_until = None;
+                // A POST stuck or a session expiring gets its answer after all; a request
+                // refused meanwhile stays unanswered.
+                self.expired = None;
+                if let Some((_, line)) = self.stuck.take() {
+                    self.on_line(&line);
+                }
             }
             let next = self.queue.keys().next().map(|k| k.0);
             let stall = self.stall_until;
+            let reading = stall.is_none() && self.stuck.is_none();
             let step = tokio::select! {
                 biased;
                 changed = calm.changed(), if calm_open && !self.calm => {
@@ -219,7 +366,7 @@ impl Server {
                     self.stall_until = None;
                     Next::Continue
                 }
-                read = reader.read_until(b'\n', &mut line), if stall.is_none() => match read {
+                read = reader.read_until(b'\n', &mut line), if reading => match read {
                     // A line cut short by the end of the stream (the client gave up flushing
                     // on close) is not a frame.
                     Ok(_) if line.ends_with(b"\n") => {
@@ -237,10 +384,12 @@ impl Server {
                     self.log.push(Event::ConnEnded { conn: self.conn });
                     return;
                 }
-                Next::Crash => {
-                    self.log.push(Event::Crash { conn: self.conn });
+                Next::Crash | Next::Failed => {
+                    if matches!(step, Next::Crash) {
+                        self.log.push(Event::Crash { conn: self.conn });
+                        let _ = writer.shutdown().await;
+                    }
                     self.log.push(Event::ConnEnded { conn: self.conn });
-                    let _ = writer.shutdown().await;
                     // A crashed server answers nothing; drain until the client lets go.
                     while matches!(reader.read_until(b'\n', &mut line).await, Ok(n) if n > 0) {
                         line.clear();
@@ -306,7 +455,9 @@ impl Server {
                     fault,
                 } => {
                     let cancelled = request.is_some_and(|id| self.cancels.contains(&id));
-                    if (cancelled && (self.plan.honour_cancel || self.calm)) || (fault && self.calm)
+                    if (cancelled && (self.plan.honour_cancel || self.calm))
+                        || (fault && self.calm)
+                        || self.expired.is_some()
                     {
                         continue;
                     }
@@ -345,9 +496,72 @@ impl Server {
                 }
                 Item::Crash if !self.calm => return Next::Crash,
                 Item::Crash => {}
+                Item::Expire if !self.calm => {
+                    self.expired = Some(Vec::new());
+                    if let Some(HttpFault::Expire { window, .. }) = self.plan.http {
+                        self.at(window, Item::Fail);
+                    }
+                }
+                Item::Fail if !self.calm => {
+                    if self.fail() {
+                        return Next::Failed;
+                    }
+                }
+                Item::Cut(bytes) if !self.calm => {
+                    let half = &bytes[..bytes.len() / 2];
+                    if writer.write_all(half).await.is_err() {
+                        return Next::Gone;
+                    }
+                    self.log.push(Event::LinkFault {
+                        conn: self.conn,
+                        fault: "frame cut".to_owned(),
+                        refused: Vec::new(),
+                    });
+                    return Next::Crash;
+                }
+                Item::Expire | Item::Fail | Item::Cut(_) => {}
             }
         }
         Next::Continue
+    }
+
+    /// Ends the link with the plan's typed fault; false if there is none to end it with.
+    fn fail(&mut self) -> bool {
+        let (fault, refused, reason) = match (self.plan.http, &self.stuck) {
+            (Some(HttpFault::Stuck { .. }), Some((exchange, _))) => {
+                let reason = Unanswered {
+                    exchange: exchange.clone(),
+                    bound: self.header_bound,
+                }
+                .into_error();
+                ("stuck POST", Vec::new(), reason)
+            }
+            (Some(HttpFault::StreamLost), _) => (
+                "stream lost",
+                Vec::new(),
+                TransportError::StreamLost {
+                    reason: "the response stream of a tool call ended before its answer".into(),
+                },
+            ),
+            (Some(HttpFault::Expire { list_all, .. }), _) => {
+                let mut refused = self.expired.take().unwrap_or_default();
+                if !list_all {
+                    refused.truncate(1);
+                }
+                let reason = TransportError::SessionExpired {
+                    session_hint: format!("sim{}", self.conn),
+                    refused: refused.clone(),
+                };
+                ("session expired", refused, reason)
+            }
+            _ => return false,
+        };
+        self.log.push(Event::LinkFault {
+            conn: self.conn,
+            fault: fault.to_owned(),
+            refused,
+        });
+        self.fate.seal(reason)
     }
 
     fn on_line(&mut self, line: &str) {
@@ -357,6 +571,47 @@ impl Server {
         };
         let method = msg.get("method").and_then(Value::as_str);
         let id = msg.get("id");
+        // A frame sent in order (a notification, an answer) may be the POST that is never
+        // answered: the server then takes nothing more, and the link fails after the bound.
+        let in_order = !(method.is_some() && id.is_some());
+        if in_order && !self.calm {
+            let nth = self.in_order;
+            self.in_order += 1;
+            if self.plan.http == Some(HttpFault::Stuck { nth }) {
+                let exchange = format!("POST of {}", method.unwrap_or("a response"));
+                self.stuck = Some((exchange, line.to_owned()));
+                self.at(self.header_bound, Item::Fail);
+                return;
+            }
+        }
+        if self.expired.is_some()
+            && let (Some(method), Some(id)) = (method, id.and_then(Value::as_u64))
+        {
+            // The session is gone: a request is refused (it never runs). What else comes is
+            // taken as before (a cancellation is seen, though its POST is refused too).
+            let token = msg
+                .pointer("/params/arguments/token")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            self.log.push(Event::ServerGot {
+                conn: self.conn,
+                id,
+                method: method.to_owned(),
+                token,
+            });
+            if !self.log.first_sight_of(id) {
+                self.saw(format!("request id {id} reused"));
+            }
+            self.log.push(Event::Refused {
+                conn: self.conn,
+                id,
+            });
+            self.requests.insert(id);
+            if let Some(refused) = &mut self.expired {
+                refused.push(id);
+            }
+            return;
+        }
         match (method, id) {
             (Some(method), Some(id)) => {
                 let Some(id) = id.as_u64() else {
@@ -481,6 +736,15 @@ impl Server {
                     self.saw("notifications/initialized twice".to_owned());
                 }
                 self.initialized = true;
+                match self.plan.http {
+                    Some(HttpFault::Expire { after, .. }) if !self.calm => {
+                        self.at(after, Item::Expire);
+                    }
+                    Some(HttpFault::DropAfterInit(after)) if !self.calm => {
+                        self.at(after, Item::Crash);
+                    }
+                    _ => {}
+                }
             }
             "notifications/cancelled" => {
                 let id = params
@@ -549,6 +813,24 @@ impl Server {
                 self.frame(at, &frame, Some(id), false);
             }
         }
+        // The plan's one-off fault, on one call in a few: its stream is lost mid-answer (after
+        // its first progress, if any, before the answer), or its answer's frame is cut.
+        if !self.armed
+            && matches!(self.plan.http, Some(HttpFault::StreamLost | HttpFault::Cut))
+            && self.rng.chance(40)
+        {
+            self.armed = true;
+            if self.plan.http == Some(HttpFault::StreamLost) {
+                let ms = delay.as_millis() as u64;
+                let at = self.rng.ms(ms / 2, ms.saturating_sub(1).max(ms / 2));
+                self.at(at, Item::Fail);
+            } else {
+                let mut bytes = serde_json::to_vec(&answer).expect("a Value serializes");
+                bytes.push(b'\n');
+                self.at(delay, Item::Cut(bytes));
+                return;
+            }
+        }
         let r = &mut self.rng;
         match r.range(0, 99) {
             0..=3 => {} // never answered
@@ -596,7 +878,7 @@ impl Server {
             self.at(at, raw(bytes, true));
         }
         let r = &mut self.rng;
-        if r.chance(1) {
+        if r.chance(1) && !self.plan.typed() {
             let at = some_time(r);
             self.at(at, Item::Crash);
         }
