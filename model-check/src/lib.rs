@@ -368,7 +368,7 @@ pub fn small_configuration() -> Configuration {
             junk: junk(&[InitError, Duplicate, Ping]),
             ..BASE
         },
-        pinned_unique: 18715,
+        pinned_unique: 19233,
     }
 }
 
