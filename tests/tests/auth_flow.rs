@@ -1059,9 +1059,6 @@ async fn metadata_on_private_or_link_local_addresses_is_never_fetched() {
 #[tokio::test]
 async fn an_issuer_or_token_endpoint_in_clear_text_is_refused() {
     // An issuer on plain HTTP off this machine: its metadata is never fetched.
-    let (endpoint, log) = start(Server::default()).await;
-    let prm = "/.well-known/oauth-protected-resource/mcp";
-    let _ = prm;
     let (oauth, _) = client();
     let script: scripted_http::Script = Arc::new(|req, _| {
         if req
@@ -1114,7 +1111,6 @@ async fn an_issuer_or_token_endpoint_in_clear_text_is_refused() {
         "{err:?}"
     );
     assert!(opened.is_empty());
-    drop((endpoint, log));
 }
 
 #[tokio::test]

@@ -303,9 +303,9 @@ pub fn redact(url: &Url) -> String {
     }
 }
 
-/// [`redact`] of a string that may not be a URL at all (then only the part before any `@`,
-/// `?` or `#` is dropped or kept as is can tell; a string that does not parse is cut at its
-/// first `?` or `#` and any user information is taken out).
+/// [`redact`] of a string a server sent, which may not be a URL at all: one that does not
+/// parse is cut at its first `?` or `#`, loses what stands between `://` and the last `@`,
+/// its control characters, and anything past 300 characters.
 pub fn redact_str(url: &str) -> String {
     if let Ok(parsed) = Url::parse(url) {
         return redact(&parsed);
