@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use crate::Payload;
 use crate::backoff::Backoff;
 use crate::calls::{Calls, Entry, Mrtr, Phase, Tombstones};
+use crate::codes;
 use crate::config::{Config, Era, EraMode};
 use crate::event::{
     CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
@@ -1945,7 +1946,7 @@ impl Handlers for Ctx<'_> {
     fn reject_server_request_busy(&mut self, p: &ServerRequest) {
         let cap = self.core.config.max_server_requests;
         let err = RpcError {
-            code: -32000,
+            code: codes::SERVER_ERROR,
             message: format!(
                 "client busy: {cap} server requests are already being handled; try again later"
             ),
@@ -1956,7 +1957,7 @@ impl Handlers for Ctx<'_> {
 
     fn reject_server_request(&mut self, p: &ServerRequest) {
         let err = RpcError {
-            code: -32601,
+            code: codes::METHOD_NOT_FOUND,
             message: format!("method not found: {}", p.method),
             data: None,
         };
@@ -1965,7 +1966,7 @@ impl Handlers for Ctx<'_> {
 
     fn reject_early_server_request(&mut self, p: &ServerRequest) {
         let err = RpcError {
-            code: -32601,
+            code: codes::METHOD_NOT_FOUND,
             message: format!("method not found: {} (client not initialized)", p.method),
             data: None,
         };
@@ -1974,7 +1975,7 @@ impl Handlers for Ctx<'_> {
 
     fn reject_duplicate_server_request(&mut self, p: &ServerRequest) {
         let err = RpcError {
-            code: -32600,
+            code: codes::INVALID_REQUEST,
             message: format!(
                 "duplicate request id {} (a request with this id is in progress)",
                 p.id
@@ -1992,7 +1993,7 @@ impl Handlers for Ctx<'_> {
             .and_then(Value::as_str)
             .unwrap_or("form");
         let err = RpcError {
-            code: -32602,
+            code: codes::INVALID_PARAMS,
             message: format!("elicitation mode {mode:?} was not declared by this client"),
             data: None,
         };

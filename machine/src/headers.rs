@@ -19,30 +19,7 @@ use serde_json::Value;
 /// the 2026-07-28 era and later.
 pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// The JSON-RPC error code of an answer the HTTP transport makes up when the server refused a
-/// modern POST with a non-2xx status and no JSON-RPC response in the body (or answered 2xx
-/// with something that is neither JSON nor SSE). Its `data.httpStatus` holds the status.
-///
-/// Implementation-defined, in JSON-RPC's range for server errors (−32000 … −32099); never
-/// sent by a server of ours, and not one of the codes the specification names.
-pub const HTTP_REFUSED: i64 = -32099;
-
-/// The JSON-RPC error code of an answer the HTTP transport makes up when a modern request's
-/// SSE response stream ended or broke before the response: the request is lost (2026-07-28
-/// has no resumption) and is sent again under a new id (the `can_reissue` row, bounded by
-/// `Config::max_reissues`). A server that sends this code itself gets the same treatment.
-///
-/// Implementation-defined, in JSON-RPC's range for server errors.
-pub const STREAM_LOST: i64 = -32098;
-
-/// The JSON-RPC error code of an answer the HTTP transport makes up, when the client can
-/// authorize (OAuth is configured), for a request the server refused with 401, or with 403
-/// and an `insufficient_scope` challenge. Its `data` holds `httpStatus` and
-/// `wwwAuthenticate` (the challenge, for the authorization the table asks for).
-///
-/// Implementation-defined, in JSON-RPC's range for server errors. A server that sends this
-/// code itself is treated the same way (and an authorization is asked for, within the budget).
-pub const AUTH_REQUIRED: i64 = -32097;
+pub use crate::codes::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
 
 /// The prefix of an encoded value.
 const SENTINEL_START: &str = "=?base64?";

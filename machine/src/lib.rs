@@ -27,6 +27,7 @@
 mod backoff;
 mod calls;
 pub mod classify;
+pub mod codes;
 mod config;
 mod core;
 mod event;
@@ -63,6 +64,7 @@ pub mod generated {
     include!(concat!(env!("OUT_DIR"), "/connection_interpreter.rs"));
 }
 
+pub use crate::codes::{HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION};
 pub use crate::config::{ClientCapabilities, Config, Era, EraMode};
 pub use crate::event::{
     AuthChallenge, AuthFailure, CallRequest, HandlerReply, InputReply, InputRound, Malformed,
@@ -83,9 +85,8 @@ pub use crate::machine::Machine;
 pub use crate::mutant::Mutant;
 pub use crate::payload::{Body, Payload};
 pub use crate::protocol::{
-    HEADER_MISMATCH, LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO,
-    META_PROTOCOL_VERSION, META_SERVER_INFO, MISSING_CAPABILITY, MODERN_PROTOCOL_VERSIONS,
-    SUPPORTED_PROTOCOL_VERSIONS, UNSUPPORTED_VERSION,
+    LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
+    META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS,
 };
 pub use crate::timers::TimerKey;
 

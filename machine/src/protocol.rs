@@ -32,16 +32,9 @@ pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The `_meta` key of a modern result's server name and version.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
-/// The error a modern server answers a request at a version it does not speak with.
-pub const UNSUPPORTED_VERSION: i64 = -32022;
-/// The error of a modern HTTP server whose headers do not match the body.
-pub const HEADER_MISMATCH: i64 = -32020;
-/// The error of a modern server that needs a client capability the request did not declare.
-pub const MISSING_CAPABILITY: i64 = -32021;
-/// JSON-RPC: the method does not exist (a server that serves no listen answers it so).
-pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
-/// JSON-RPC: invalid params (a listen filter the server will not take).
-pub(crate) const INVALID_PARAMS: i64 = -32602;
+pub(crate) use crate::codes::{
+    HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CAPABILITY, UNSUPPORTED_VERSION,
+};
 
 /// What every modern request carries in `_meta`: the version, and who the client is.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
