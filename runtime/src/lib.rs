@@ -123,6 +123,7 @@
 pub mod auth;
 mod cache;
 mod client;
+mod command;
 mod driver;
 mod error;
 mod feed;
@@ -130,6 +131,7 @@ mod handler;
 mod output_schema;
 mod quiet;
 mod requests;
+mod shown;
 mod state;
 pub mod trace;
 pub mod transport;
