@@ -154,6 +154,7 @@ pub use crate::types::{
     CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
     ServerCapabilities, ServerInfo, ServerNotification,
 };
+pub use mcp_machine::codes;
 pub use mcp_machine::{
     Era, EraMode, Failure, IoCause, ListenFilter, ListenStatus, MODERN_PROTOCOL_VERSIONS, RpcError,
     SUPPORTED_PROTOCOL_VERSIONS, TransportError,

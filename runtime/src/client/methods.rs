@@ -2,7 +2,7 @@
 //! `start`): tools, resources (and subscriptions), prompts, completion, logging, `ping`, and
 //! the walk over every page of a list.
 
-use mcp_machine::{Era, SessionChange};
+use mcp_machine::{Era, SessionChange, codes};
 use serde_json::{Value, json};
 
 use super::options::RequestOptions;
@@ -10,11 +10,6 @@ use super::{Client, decoded};
 use crate::cache::{CacheRequest, Cacheable};
 use crate::types::*;
 use crate::{Error, PaginationStop, Result};
-
-/// The error a handshake-era server answers `resources/read` of an unknown resource with.
-const RESOURCE_NOT_FOUND: i64 = -32002;
-/// JSON-RPC's invalid params: also a 2026-07-28 server's answer to an unknown resource.
-const INVALID_PARAMS: i64 = -32602;
 
 impl Client {
     /// A round trip proving the server answers: `ping` in the handshake era; in the 2026-07-28
@@ -172,8 +167,9 @@ impl Client {
         let read = self.cached(CacheRequest::read(uri)).await;
         match read {
             Err(Error::Server { code, message, .. })
-                if code == RESOURCE_NOT_FOUND
-                    || (code == INVALID_PARAMS && self.era() == Some(Era::Modern)) =>
+                // The handshake era's answer to an unknown resource, and the 2026-07-28 one.
+                if code == codes::RESOURCE_NOT_FOUND
+                    || (code == codes::INVALID_PARAMS && self.era() == Some(Era::Modern)) =>
             {
                 Err(Error::ResourceNotFound {
                     uri: uri.to_owned(),

@@ -101,7 +101,7 @@ pub enum TransportEvent {
     Down(TransportError),
 }
 
-pub use mcp_machine::headers::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
+pub use mcp_machine::codes::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
 pub use mcp_machine::{IoCause, SendOutcome, TransportError};
 
 /// Transport settings, shared by every generation.

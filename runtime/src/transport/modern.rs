@@ -25,7 +25,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use mcp_machine::headers::{self, HTTP_REFUSED, STREAM_LOST};
+use mcp_machine::codes::{HTTP_REFUSED, STREAM_LOST};
+use mcp_machine::headers;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Value, json};
