@@ -15,7 +15,7 @@ Exit codes:
        not match the outputSchema it declared (--no-validate-output skips that check)
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
        schema does not have, a bad -H header, or what this build does not have yet
-       (--era modern, a conformance scenario)
+       (a conformance scenario)
   3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)

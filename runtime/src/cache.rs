@@ -8,8 +8,9 @@
 //! - **Key.** The method, the one parameter that affects the result (the list's `cursor`, absent
 //!   and `""` being different cursors; the read's `uri`), and the partition: `public` entries
 //!   are shared by every authorization context, a `private` entry belongs to the context it was
-//!   fetched in and is never served to another. Today a client has one context (authorization
-//!   is not built yet), but the context is part of every lookup and every private key.
+//!   fetched in and is never served to another. A client has one context for its whole life,
+//!   also when it authorizes with OAuth (a new authorization does not start a new one), but the
+//!   context is part of every lookup and every private key.
 //! - **Freshness.** Fresh while `now < received + ttlMs`, on tokio's clock
 //!   ([`tokio::time::Instant`], so paused time drives it in tests). `ttlMs` absent, negative, not
 //!   an integer, or 0: not cached. A TTL over [`CacheConfig::max_ttl`] is cut to it.
@@ -217,7 +218,7 @@ impl AuthContext {
         AuthContext(key.into())
     }
 
-    /// The one context of a client without authorization (today every client).
+    /// The context every client uses today, authorized or not (see the module's documentation).
     pub(crate) fn unauthenticated() -> Self {
         AuthContext::new("")
     }

@@ -35,8 +35,9 @@ struct Shared {
     out: Arc<Outputs>,
     next_call: Arc<AtomicU64>,
     limits: Limits,
-    /// The authorization context of the cache's lookups: one for the client's lifetime (no
-    /// authorization is built yet, so today every client has the same, unauthenticated one).
+    /// The authorization context of the cache's lookups: one for the client's lifetime, the
+    /// unauthenticated one, also when the client authorizes with OAuth (the cache is this
+    /// client's own, and a new authorization does not start a new context).
     auth: AuthContext,
     /// The listed tools' `outputSchema`s and their compiled validators.
     output_schemas: crate::output_schema::OutputSchemas,
