@@ -14,7 +14,40 @@ use crate::shown::clean;
 ///
 /// Local failures (timeout, shutdown, unavailable, connection lost, send failed, backpressure,
 /// cancelled, invalid result) can never be mistaken for the server's own JSON-RPC errors, which
-/// are [`Error::Server`].
+/// are [`Error::Server`]; their codes are in [`crate::codes`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcp_runtime::Result<()> {
+/// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+/// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+/// #     let (r, w) = tokio::io::split(theirs);
+/// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+/// #     Ok(tokio::io::split(ours))
+/// # });
+/// use mcp_runtime::{ClientBuilder, Error, codes};
+/// use serde_json::json;
+///
+/// // Connecting: the first attempt's cause, typed, with the server's last stderr lines.
+/// match ClientBuilder::stdio("no-such-mcp-server", ["--stdio"]).connect().await {
+///     Err(Error::Connect(e)) => assert!(e.is_permanent(), "the program does not exist: {e}"),
+///     other => panic!("{other:?}"),
+/// }
+///
+/// let client = ClientBuilder::new(connector).connect().await?;
+/// match client.call_tool("no-such-tool", json!({})).await {
+///     // The server's own JSON-RPC error.
+///     Err(Error::Server { code, message, .. }) => {
+///         assert_eq!(code, codes::INVALID_PARAMS);
+///         println!("refused: {message}");
+///     }
+///     // Local outcomes: no answer in time, a lost connection, a stopped client, ...
+///     Err(Error::Timeout { after }) => panic!("no answer within {after:?}"),
+///     Err(e) => panic!("{e}"),
+///     Ok(result) => panic!("{}", result.text()),
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

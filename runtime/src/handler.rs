@@ -281,12 +281,63 @@ impl Handlers {
     }
 
     /// Answer `roots/list` from `roots`, and tell servers when it changes.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// use mcp_runtime::{Handlers, Root, Roots};
+    /// use serde_json::json;
+    ///
+    /// let roots = Roots::new([Root::new("file:///work").named("work")]);
+    /// let client = builder.handler(Handlers::new().roots(roots.clone())).connect().await?;
+    /// // The server's `roots` tool asks the client for its roots.
+    /// let listed = client.call_tool("roots", json!({})).await?;
+    /// assert_eq!(listed.structured_content.unwrap()["roots"][0]["uri"], "file:///work");
+    /// # Ok(()) }
+    /// ```
     pub fn roots(mut self, roots: Roots) -> Self {
         self.roots = Some(roots);
         self
     }
 
     /// Answer `elicitation/create` (form mode) with `f`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// use mcp_runtime::{ElicitParams, ElicitResult, Handlers};
+    /// use serde_json::json;
+    ///
+    /// let handlers = Handlers::new().elicitation(|params, _cx| async move {
+    ///     let ElicitParams::Form(form) = params else {
+    ///         return Ok(ElicitResult::decline());
+    ///     };
+    ///     println!("the server asks: {}", form.message); // a host shows the form
+    ///     let mut answer = serde_json::Map::new();
+    ///     answer.insert("name".into(), json!("Ada"));
+    ///     Ok(ElicitResult::accept(answer))
+    /// });
+    /// let client = builder.handler(handlers).connect().await?;
+    /// // The server's `elicit` tool asks the user, through the client, and returns the answer.
+    /// let asked = client.call_tool("elicit", json!({"message": "Who are you?"})).await?;
+    /// let answer = asked.structured_content.unwrap();
+    /// assert_eq!(answer, json!({"action": "accept", "content": {"name": "Ada"}}));
+    /// # Ok(()) }
+    /// ```
     pub fn elicitation<F, Fut>(mut self, f: F) -> Self
     where
         F: Fn(ElicitParams, RequestContext) -> Fut + Send + Sync + 'static,

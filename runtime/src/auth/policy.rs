@@ -9,7 +9,7 @@
 //!   that class (a server on a laptop or a company network may keep its authorization server
 //!   beside it; a public server may not point the client at the cloud's metadata service or at
 //!   the user's router). The check is made on the resolved addresses, and again by the HTTP
-//!   client's resolver when it connects ([`GuardedResolver`]), so a name that resolves to a
+//!   client's resolver when it connects (`GuardedResolver`), so a name that resolves to a
 //!   public address for the check and to a private one for the connection is refused too.
 //!
 //! Not here: bounds on size and time (the flow's HTTP client), redirects (never followed).

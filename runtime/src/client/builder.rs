@@ -64,7 +64,27 @@ impl std::fmt::Debug for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// A builder over any transport connector.
+    /// A builder over any transport connector: here an in-process server on a
+    /// `tokio::io::duplex`, a fresh one for every connection.
+    ///
+    /// ```
+    /// use mcp_runtime::ClientBuilder;
+    /// use mcp_runtime::transport::StreamConnector;
+    /// use mcp_testserver::ServerConfig;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// let connector = StreamConnector::from_fn(|| async {
+    ///     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    ///     let (read, write) = tokio::io::split(theirs);
+    ///     tokio::spawn(mcp_testserver::serve(read, write, ServerConfig::echo()));
+    ///     Ok(tokio::io::split(ours))
+    /// });
+    /// let client = ClientBuilder::new(connector).connect().await?;
+    /// assert_eq!(client.server_info().unwrap().name(), "mcp-echo-server");
+    /// client.stop().await;
+    /// # Ok(()) }
+    /// ```
     pub fn new(connector: impl Connector) -> Self {
         Self::over(Transport::Built(Arc::new(connector)))
     }
@@ -124,14 +144,20 @@ impl ClientBuilder {
     /// `initialize` with 400, 404 or 405; the verdict is kept for the client's lifetime
     /// ([`crate::transport::AutoHttpConnector`]). Fails only on a URL that is not `http(s)`.
     ///
-    /// ```no_run
-    /// # async fn demo() -> mcp_runtime::Result<()> {
-    /// let client = mcp_runtime::ClientBuilder::http("https://mcp.example.com/mcp")?
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use mcp_testserver::{ServerConfig, http::{HttpConfig, serve}};
+    /// # let server = serve("127.0.0.1:0".parse()?, HttpConfig::new(ServerConfig::echo())).await?;
+    /// # let url = server.url();
+    /// let client = mcp_runtime::ClientBuilder::http(&url)? // e.g. "https://mcp.example.com/mcp"
     ///     .header("Authorization", "Bearer …")?
     ///     .http_timeout(std::time::Duration::from_secs(20))
     ///     .connect()
     ///     .await?;
-    /// # drop(client); Ok(()) }
+    /// let echo = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+    /// assert_eq!(echo.text(), "Echo: hi");
+    /// # Ok(()) }
     /// ```
     pub fn http(url: &str) -> Result<Self> {
         let connector = crate::transport::AutoHttpConnector::new(url).map_err(|e| {
@@ -142,6 +168,18 @@ impl ClientBuilder {
 
     /// A builder for a Streamable HTTP server at `url`, without the fallback of
     /// [`ClientBuilder::http`]. Fails only on a URL that is not `http(s)`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use mcp_testserver::{ServerConfig, http::{HttpConfig, serve}};
+    /// # let server = serve("127.0.0.1:0".parse()?, HttpConfig::new(ServerConfig::echo())).await?;
+    /// # let url = server.url();
+    /// let client = mcp_runtime::ClientBuilder::streamable_http(&url)?.connect().await?;
+    /// assert!(client.server_info().is_some());
+    /// client.stop().await;
+    /// # Ok(()) }
+    /// ```
     pub fn streamable_http(url: &str) -> Result<Self> {
         let connector = crate::transport::HttpConnector::new(url).map_err(|e| {
             http_error(format!("http: {}", crate::auth::policy::redact_str(url)), e)
@@ -154,6 +192,17 @@ impl ClientBuilder {
     /// transport belongs to the handshake era, so the builder speaks it only
     /// ([`EraMode::Legacy`]: no `server/discover` probe). Fails only on a URL that is not
     /// `http(s)`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use mcp_testserver::{ServerConfig, http::{HttpConfig, serve}};
+    /// # let server = serve("127.0.0.1:0".parse()?, HttpConfig::new(ServerConfig::echo())).await?;
+    /// # let url = server.sse_url();
+    /// let client = mcp_runtime::ClientBuilder::sse(&url)?.connect().await?; // ".../sse"
+    /// assert_eq!(client.era(), Some(mcp_runtime::Era::Legacy));
+    /// # Ok(()) }
+    /// ```
     pub fn sse(url: &str) -> Result<Self> {
         let connector = crate::transport::SseConnector::new(url)
             .map_err(|e| http_error(format!("sse: {}", crate::auth::policy::redact_str(url)), e))?;
@@ -371,6 +420,29 @@ impl ClientBuilder {
     }
 
     /// The handler answering the server's requests; the client declares what it provides.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// use mcp_runtime::{CreateMessageResult, Handlers};
+    ///
+    /// let handlers = Handlers::new().sampling(|params, _cx| async move {
+    ///     let asked = params.messages[0].content.joined_text();
+    ///     Ok(CreateMessageResult::text("my-model", format!("you said: {asked}")))
+    /// });
+    /// let client = builder.handler(handlers).connect().await?;
+    /// // The server's `sample` tool asks the client for a completion.
+    /// let result = client.call_tool("sample", serde_json::json!({"prompt": "hi"})).await?;
+    /// assert_eq!(result.text(), "you said: hi");
+    /// # Ok(()) }
+    /// ```
     pub fn handler(mut self, handler: impl ClientHandler) -> Self {
         self.handler = Arc::new(handler);
         self
@@ -443,7 +515,28 @@ impl ClientBuilder {
 
     /// Default per-call timeout (30 s). Over HTTP, unless
     /// [`ClientBuilder::http_header_timeout`] was given, the header bound follows it (the
-    /// smaller of 10 s and half of it).
+    /// smaller of 10 s and half of it). A call can have its own
+    /// ([`crate::RequestOptions::timeout`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// use std::time::Duration;
+    /// use mcp_runtime::Error;
+    ///
+    /// let client = builder.request_timeout(Duration::from_millis(50)).connect().await?;
+    /// // The server's `slow` tool takes `ms` milliseconds; the call is cancelled on the wire.
+    /// let late = client.call_tool("slow", serde_json::json!({"ms": 5000})).await;
+    /// assert!(matches!(late, Err(Error::Timeout { .. })));
+    /// # Ok(()) }
+    /// ```
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.request_timeout = timeout;
         self.update_ttl();
@@ -551,6 +644,27 @@ impl ClientBuilder {
     /// the run is one the machine allows. For tests and diagnosis: the trace is held in memory
     /// (bounded by the recorder's limit) and costs a copy of every input and action; without
     /// this option nothing is recorded. One recorder per client.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// use mcp_runtime::trace::{TraceRecorder, replay};
+    ///
+    /// let recorder = TraceRecorder::new();
+    /// let client = builder.record_trace(recorder.clone()).connect().await?;
+    /// client.ping().await?;
+    /// client.stop().await;
+    /// let report = replay(&recorder.trace()?)?; // Err: the run is not one the machine allows
+    /// assert!(report.steps > 0);
+    /// # Ok(()) }
+    /// ```
     pub fn record_trace(mut self, recorder: TraceRecorder) -> Self {
         self.trace = Some(recorder);
         self
@@ -568,17 +682,26 @@ impl ClientBuilder {
     /// a host that must not miss one between the handshake and its own subscription. Same as
     /// [`Client::notifications`] otherwise; take as many as you like.
     ///
-    /// ```no_run
-    /// # async fn demo() -> mcp_runtime::Result<()> {
-    /// let builder = mcp_runtime::ClientBuilder::stdio("my-server", ["--stdio"]);
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let builder = mcp_runtime::ClientBuilder::new(connector);
+    /// // `builder` is any builder: ClientBuilder::stdio(..), ClientBuilder::http(..), ...
     /// let mut transitions = builder.transitions();
     /// let mut notifications = builder.notifications();
     /// let client = builder.connect().await?;
-    /// // Starting -> Initializing -> Ready, as they happened.
+    /// // Starting -> ... -> Ready, as they happened.
     /// while let Some(t) = transitions.try_recv() {
     ///     println!("{} -> {} ({})", t.from(), t.to(), t.event());
     /// }
-    /// # drop((client, notifications)); Ok(()) }
+    /// assert_eq!(client.state(), mcp_runtime::ConnState::Ready);
+    /// # drop(notifications); Ok(()) }
     /// ```
     pub fn notifications(&self) -> Notifications {
         self.notifications.subscribe()

@@ -46,6 +46,22 @@ impl Client {
     }
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// for tool in client.list_all_tools().await? {
+    ///     println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+    /// }
+    /// # Ok(()) }
+    /// ```
     pub async fn list_all_tools(&self) -> Result<Vec<Tool>> {
         self.all_pages(
             "tools/list",
@@ -101,6 +117,28 @@ impl Client {
     /// [`crate::ClientBuilder::validate_output`]): [`Error::OutputSchemaMismatch`] or
     /// [`Error::InvalidOutputSchema`] then carry the result. A tool never listed is not
     /// checked.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use serde_json::json;
+    ///
+    /// client.list_all_tools().await?; // records each tool's outputSchema
+    /// let sum = client.call_tool("add", json!({"a": 2, "b": 3})).await?;
+    /// assert_eq!(sum.text(), "5");
+    /// assert_eq!(sum.structured_content, Some(json!({"sum": 5})));
+    /// // A tool that failed is a result (isError), not an Err.
+    /// let failed = client.call_tool("add", json!({"a": "two", "b": 3})).await?;
+    /// assert!(failed.failed());
+    /// # Ok(()) }
+    /// ```
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, RequestOptions::default())
             .await
@@ -163,6 +201,26 @@ impl Client {
     /// handshake era) or -32602 (2026-07-28): either is [`Error::ResourceNotFound`]. Cached
     /// per URI as the result's hints say, until a `notifications/resources/updated` for it
     /// ([`crate::ClientBuilder::response_cache`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::Error;
+    ///
+    /// let first = &client.list_all_resources().await?[0];
+    /// let read = client.read_resource(&first.uri).await?;
+    /// assert_eq!(read.contents[0].text.as_deref(), Some("Static resource 1"));
+    /// let missing = client.read_resource("test://static/404").await;
+    /// assert!(matches!(missing, Err(Error::ResourceNotFound { .. })));
+    /// # Ok(()) }
+    /// ```
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let read = self.cached(CacheRequest::read(uri)).await;
         match read {
@@ -184,6 +242,28 @@ impl Client {
     /// `resources/subscribe`: updates arrive as [`ServerNotification::ResourceUpdated`].
     /// Once the server acknowledged it, the subscription is restored after every reconnect (the
     /// connection table does it, before any other call reaches the new server).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::ServerNotification;
+    /// use serde_json::json;
+    ///
+    /// let mut notifications = client.notifications();
+    /// client.subscribe("test://static/1").await?;
+    /// // The server's `touch` tool changes a resource.
+    /// client.call_tool("touch", json!({"uri": "test://static/1"})).await?;
+    /// let n = notifications.recv().await.expect("the client is running");
+    /// assert_eq!(n.parsed, ServerNotification::ResourceUpdated { uri: "test://static/1".into() });
+    /// # Ok(()) }
+    /// ```
     pub async fn subscribe(&self, uri: &str) -> Result<()> {
         let change = SessionChange::Subscribe(uri.to_owned());
         self.session_request("resources/subscribe", json!({"uri": uri}), change)
@@ -234,6 +314,25 @@ impl Client {
     }
 
     /// `prompts/get`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use serde_json::json;
+    ///
+    /// let prompts = client.list_all_prompts().await?;
+    /// assert!(prompts.iter().any(|p| p.name == "greeting"));
+    /// let prompt = client.get_prompt("greeting", json!({"name": "Ada"})).await?;
+    /// assert_eq!(prompt.messages[0].content.as_text(), Some("Hello, Ada!"));
+    /// # Ok(()) }
+    /// ```
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
         self.typed(
             "prompts/get",
@@ -244,6 +343,24 @@ impl Client {
     }
 
     /// `completion/complete` of argument `argument` currently typed as `value`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::CompleteRef;
+    ///
+    /// let greeting = CompleteRef::Prompt("greeting".into());
+    /// let result = client.complete(greeting, "name", "al").await?;
+    /// assert_eq!(result.completion.values, ["alice", "alfred"]);
+    /// # Ok(()) }
+    /// ```
     pub async fn complete(
         &self,
         reference: CompleteRef,
@@ -262,6 +379,30 @@ impl Client {
 
     /// `logging/setLevel`: log messages at this level and above arrive as notifications.
     /// The level is restored by the client after a reconnect.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::{LoggingLevel, ServerNotification};
+    /// use serde_json::json;
+    ///
+    /// let mut notifications = client.notifications();
+    /// client.set_logging_level(LoggingLevel::Warning).await?;
+    /// // The server's `log` tool logs at the level asked, if the level set lets it through.
+    /// client.call_tool("log", json!({"level": "info", "message": "quiet"})).await?;
+    /// client.call_tool("log", json!({"level": "error", "message": "loud"})).await?;
+    /// let n = notifications.recv().await.expect("the client is running");
+    /// let ServerNotification::Log { level, data, .. } = n.parsed else { panic!("{n:?}") };
+    /// assert_eq!((level, data), (Some(LoggingLevel::Error), json!("loud")));
+    /// # Ok(()) }
+    /// ```
     pub async fn set_logging_level(&self, level: LoggingLevel) -> Result<()> {
         let change = SessionChange::SetLogLevel(level.as_str().to_owned());
         self.session_request("logging/setLevel", json!({"level": level}), change)

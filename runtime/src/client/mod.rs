@@ -129,6 +129,25 @@ impl Client {
     }
 
     /// A watch of the connection state (every transition).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::ConnState;
+    ///
+    /// let mut state = client.watch_state();
+    /// assert_eq!(*state.borrow(), ConnState::Ready);
+    /// client.stop().await;
+    /// state.wait_for(|s| *s == ConnState::Closed).await.expect("the driver publishes the end");
+    /// # Ok(()) }
+    /// ```
     pub fn watch_state(&self) -> watch::Receiver<ConnState> {
         self.shared.state.clone()
     }
@@ -195,6 +214,30 @@ impl Client {
     /// unless this feed falls 256 behind; [`crate::Feed::dropped`] counts those). To see the
     /// transitions of the first connection, take the feed from
     /// [`crate::ClientBuilder::transitions`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::ConnState;
+    ///
+    /// let mut transitions = client.transitions();
+    /// client.stop().await;
+    /// let mut last = None;
+    /// while let Some(t) = transitions.recv().await {
+    ///     println!("{} -> {} ({})", t.from(), t.to(), t.event());
+    ///     last = Some(t.to());
+    /// }
+    /// // The feed ends once the client has stopped.
+    /// assert_eq!(last, Some(ConnState::Closed));
+    /// # Ok(()) }
+    /// ```
     pub fn transitions(&self) -> Transitions {
         self.shared.out.transitions.subscribe()
     }
@@ -205,6 +248,28 @@ impl Client {
     /// counted by [`crate::Feed::dropped`]. [`crate::Feed::recv`] gives `None` once the client
     /// has stopped. To see the notifications of the first connection, take the feed from
     /// [`crate::ClientBuilder::notifications`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use mcp_runtime::ServerNotification;
+    /// use serde_json::json;
+    ///
+    /// let mut notifications = client.notifications();
+    /// // The server's `notify_changed` tool sends `notifications/tools/list_changed`.
+    /// client.call_tool("notify_changed", json!({"list": "tools"})).await?;
+    /// let n = notifications.recv().await.expect("the client is running");
+    /// assert_eq!(n.method, "notifications/tools/list_changed");
+    /// assert_eq!(n.parsed, ServerNotification::ToolsListChanged);
+    /// # Ok(()) }
+    /// ```
     pub fn notifications(&self) -> Notifications {
         self.shared.out.notifications.subscribe()
     }
@@ -237,6 +302,24 @@ impl Client {
 
     /// Sends a request and waits for its result. Dropping the future cancels the request
     /// (`notifications/cancelled` is sent if it went out).
+    /// For a method the typed ones do not cover; the result is the server's JSON.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> mcp_runtime::Result<()> {
+    /// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+    /// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+    /// #     let (r, w) = tokio::io::split(theirs);
+    /// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+    /// #     Ok(tokio::io::split(ours))
+    /// # });
+    /// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+    /// use serde_json::json;
+    ///
+    /// let page = client.request("tools/list", Some(json!({}))).await?;
+    /// assert!(page["tools"].as_array().is_some_and(|t| !t.is_empty()));
+    /// # Ok(()) }
+    /// ```
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value> {
         self.request_with(method, params, RequestOptions::default())
             .await

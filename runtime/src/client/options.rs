@@ -15,6 +15,37 @@ use crate::types::Progress;
 pub const PROGRESS_CHANNEL_CAPACITY: usize = 256;
 
 /// Per-call options: timeout, progress, and how progress moves the timeout.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> mcp_runtime::Result<()> {
+/// # let connector = mcp_runtime::transport::StreamConnector::from_fn(|| async {
+/// #     let (ours, theirs) = tokio::io::duplex(1 << 16);
+/// #     let (r, w) = tokio::io::split(theirs);
+/// #     tokio::spawn(mcp_testserver::serve(r, w, mcp_testserver::ServerConfig::echo()));
+/// #     Ok(tokio::io::split(ours))
+/// # });
+/// # let client = mcp_runtime::ClientBuilder::new(connector).connect().await?;
+/// use std::time::Duration;
+/// use mcp_runtime::RequestOptions;
+/// use serde_json::json;
+///
+/// let (options, mut progress) = RequestOptions::new()
+///     .timeout(Duration::from_secs(60))
+///     .progress_channel();
+/// // The server's `slow` tool sends `steps` progress notifications.
+/// let result = client
+///     .call_tool_with("slow", json!({"ms": 30, "steps": 3}), options)
+///     .await?;
+/// // Every notification that came before the answer is in the channel.
+/// let mut steps = Vec::new();
+/// while let Ok(p) = progress.try_recv() {
+///     steps.push(p.progress);
+/// }
+/// assert_eq!(steps, [1.0, 2.0, 3.0]);
+/// assert_eq!(result.text(), "slept 30 ms in 3 steps");
+/// # Ok(()) }
+/// ```
 #[derive(Clone, Default)]
 pub struct RequestOptions {
     pub(super) timeout: Option<Duration>,

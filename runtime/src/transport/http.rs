@@ -41,7 +41,7 @@
 //!   on its own (`405`: the server has none, and it is not asked again); when it ends it is
 //!   opened again with `Last-Event-ID` after the same wait (the same floor), at most
 //!   [`GET_STREAM_ATTEMPTS`] times in a row without a message, and at most
-//!   [`super::web::REOPENS_PER_WINDOW`] times a minute whatever it brings. The frames after `initialized`
+//!   `REOPENS_PER_WINDOW` times a minute whatever it brings. The frames after `initialized`
 //!   wait for its answer (so that what the server sends on it first is not lost) at most twice
 //!   as long as the server took to answer `initialized`, between 50 ms and 2 s: a server that
 //!   never answers the `GET` holds the first request back no longer than its own answers take;

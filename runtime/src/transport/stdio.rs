@@ -43,7 +43,23 @@ use tokio::time::Instant;
 
 use super::{Closer, Connector, IoCause, Link, TransportError};
 
-/// `tracing` target of the events that carry the server's stderr lines.
+/// `tracing` target of the events that carry the server's stderr lines. The client's own
+/// events use targets under `mcp::` (`mcp::driver`, `mcp::http`, `mcp::auth`, and
+/// `mcp::request` for one span per call at `DEBUG`).
+///
+/// ```
+/// use tracing::Level;
+/// use tracing_subscriber::filter::Targets;
+/// use tracing_subscriber::prelude::*;
+///
+/// // The server's stderr at INFO, the client's own events from WARN up.
+/// let filter = Targets::new()
+///     .with_target(mcp_runtime::transport::SERVER_STDERR_TARGET, Level::INFO)
+///     .with_target("mcp", Level::WARN);
+/// tracing_subscriber::registry()
+///     .with(tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_filter(filter))
+///     .init();
+/// ```
 pub const SERVER_STDERR_TARGET: &str = "mcp_runtime::server_stderr";
 
 /// See [`StdioConnector::DEFAULT_INHERITED_ENV`].
