@@ -67,4 +67,5 @@ pub(crate) enum Reply {
     Answered,
 }
 
+/// What a method handler produced, or the error to answer with.
 pub(crate) type Handled = Result<Reply, RpcError>;
