@@ -5,7 +5,7 @@
 //! while still counting it, and its multi-threaded search does not visit levels in lockstep,
 //! so with a depth bound a state first reached by a longer path may be cut off and the unique
 //! count varies between runs. This explorer runs the same [`Model`] (its initial states,
-//! actions, successors and [`Property`] list) level by level: level `d` holds exactly the
+//! actions, successors and [`Property`](stateright::Property) list) level by level: level `d` holds exactly the
 //! states whose shortest trace has `d` moves; every state of levels `0..=max_moves` is checked
 //! against every property and only states of levels below `max_moves` are expanded. The set of
 //! states per level does not depend on thread timing, so the counts are the same with one

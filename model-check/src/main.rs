@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use model_check::harness::{Coverage, Variant};
+use model_check::coverage::Coverage;
+use model_check::model::Variant;
 use model_check::{cell_summary, check, configurations, coverage_summary, mutants};
 
 /// See the manifest: freed states are reused, not returned to the system and faulted in again.
@@ -82,7 +83,7 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
     }
     // One configuration alone need not meet the run's guards or fire every row.
     let whole_run = only.is_none();
-    for (name, _) in model_check::harness::RUN_GUARDS {
+    for (name, _) in model_check::properties::guards::RUN_GUARDS {
         if whole_run && !guards.contains(&name) {
             problems.push(format!(
                 "vacuity guard \"{name}\" was met by no configuration"

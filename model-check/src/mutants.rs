@@ -4,7 +4,7 @@
 use mcp_machine::generated::{ActionId, EventKind, GuardId};
 use mcp_machine::{Mutant, ROWS, Row, State};
 
-use crate::harness::Variant;
+use crate::model::Variant;
 
 /// One mutant: a name saying what is broken, and the broken machine.
 pub struct Case {
@@ -499,7 +499,8 @@ const SHALLOW: usize = 8;
 /// full bounds), the machine panics, a configuration misses an example it must find, a run
 /// guard is met by no configuration, or a row or cell of the real table never fires.
 pub fn judge(case: &Case, shallow_only: bool) -> Option<String> {
-    use crate::harness::{Coverage, RUN_GUARDS};
+    use crate::coverage::Coverage;
+    use crate::properties::guards::RUN_GUARDS;
     let run = |config: &crate::Configuration, coverage: &Coverage| {
         let variant = case.variant.clone();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

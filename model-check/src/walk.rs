@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use stateright::{Expectation, Model};
 
-use crate::harness::{Bounds, Harness, Variant};
+use crate::model::{Bounds, Harness, Variant};
 use crate::world::{Move, World};
 use mcp_machine::EraMode;
 
@@ -87,7 +87,7 @@ pub fn run(seed: u64, walks: usize, steps: usize) -> Result<WalkReport, String> 
             }
         }
         report.walks += 1;
-        if w.ghost.seen & crate::world::seen::READY != 0 {
+        if w.ghost.seen & crate::properties::guards::READY != 0 {
             report.reached_ready += 1;
         }
         report.calls_ok += w.ghost.calls.values().filter(|c| c.replies == 1).count();

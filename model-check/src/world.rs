@@ -16,107 +16,7 @@ use std::time::Duration;
 
 use mcp_machine::{Machine, RequestId, SendOutcome, TimerKey};
 
-/// A frame the simulated server may send.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ServerFrame {
-    /// A good `initialize` result.
-    InitOk(RequestId),
-    /// An `initialize` result with a version the client does not speak.
-    InitBadVersion(RequestId),
-    /// An error answering `initialize`.
-    InitError(RequestId),
-    /// A result for a call's request (first answer, or a duplicate, or late).
-    Answer(RequestId),
-    /// A response with an id never issued.
-    Unknown,
-    /// Not JSON.
-    Malformed,
-    /// Over the frame limit.
-    Oversized,
-    /// A server `ping` request.
-    Ping,
-    /// A `sampling/createMessage` request (a declared capability).
-    Sampling,
-    /// A `roots/list` request (not declared).
-    Undeclared,
-    /// The sampling request again, with the same id, while the first is being handled.
-    SamplingAgain,
-    /// An elicitation in URL mode (only form mode is declared).
-    ElicitUrl,
-    /// `notifications/cancelled` for the sampling request.
-    ServerCancel,
-    /// Another sampling request, with its own id (the model's handler cap is one).
-    SamplingOther,
-    /// A logging notification.
-    Log,
-    /// Progress for a call.
-    Progress(RequestId),
-    /// A DiscoverResult naming the modern version (and `serverInfo`).
-    DiscoverOk(RequestId),
-    /// -32022 naming the modern version as supported (the request-metadata scenario's trick:
-    /// even when that version was asked for).
-    DiscoverVersion(RequestId),
-    /// A legacy server's answer to an unknown method (-32601).
-    ProbeError(RequestId),
-    /// A result to `server/discover` that is not a DiscoverResult (`{}`).
-    DiscoverGarbage(RequestId),
-    /// A modern server's refusal of `initialize` (-32022 naming the modern version).
-    InitModernRefusal(RequestId),
-    /// A modern result of a type the client does not know (`resultType: task`).
-    AnswerBadType(RequestId),
-    /// `input_required` asking for one sampling input (key `q`), with a `requestState`
-    /// naming the id it answers.
-    InputRequired(RequestId),
-    /// `input_required` asking for two sampling inputs (keys `q` and `r`), without a
-    /// `requestState`.
-    InputRequiredNoState(RequestId),
-    /// `input_required` with a `requestState` only (nothing to ask).
-    InputRequiredStateOnly(RequestId),
-    /// The HTTP transport's answer for a modern request whose response stream broke
-    /// (STREAM_LOST): the request is lost.
-    CallLost(RequestId),
-    /// -32022 naming the modern version, answering a call.
-    CallVersionRefused(RequestId),
-    /// -32020 (the call's headers did not match), answering a call.
-    HeaderMismatch(RequestId),
-    /// The acknowledgement of a listen: honoring all it asks for (`true`: list changes and
-    /// the resource) or only the list changes (`false`).
-    ListenAck(RequestId, bool),
-    /// `notifications/resources/updated` tagged with a listen's id.
-    ListenNote(RequestId),
-    /// A list change tagged with an id no listen ever had.
-    ListenStray,
-    /// The server ends a listen with a response.
-    ListenEnd(RequestId, ListenEndKind),
-    /// The server ends a listen with `notifications/cancelled` (stdio).
-    ListenCancel(RequestId),
-    /// The HTTP transport's AUTH_REQUIRED answering a request: the server answered it 401
-    /// (the client can authorize).
-    AuthRequired(RequestId),
-}
-
-/// How the server ends a listen with a response.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum ListenEndKind {
-    /// Its `complete` result (the graceful end).
-    Complete,
-    /// STREAM_LOST: its stream broke.
-    Lost,
-    /// -32601: the server serves no listen.
-    Refused,
-    /// -32603: any other error.
-    Error,
-}
-
-impl ListenEndKind {
-    /// Every kind, in order.
-    pub const ALL: [ListenEndKind; 4] = [
-        ListenEndKind::Complete,
-        ListenEndKind::Lost,
-        ListenEndKind::Refused,
-        ListenEndKind::Error,
-    ];
-}
+pub use crate::env::frames::{ListenEndKind, ServerFrame};
 
 /// What the ghost knows of one listen the client sent (2026-07-28 `subscriptions/listen`),
 /// from the wire and the environment's moves alone.
@@ -234,6 +134,32 @@ pub enum Move {
     /// or failed (`false`). The driver reports it whenever it ends, also after its generation
     /// was closed (stale then).
     Authorize(u64, bool),
+}
+
+impl Move {
+    /// The transport generation the move is an input of (a transport's, the handler's or
+    /// the authorization's), if any: an older one's is stale.
+    pub fn generation(self) -> Option<u64> {
+        match self {
+            Move::Up(g, _)
+            | Move::Down(g)
+            | Move::Expire(g, _)
+            | Move::Frame(g, _)
+            | Move::HandlerReply(g, _)
+            | Move::InputReply(g, ..)
+            | Move::Authorize(g, _) => Some(g),
+            Move::Call(_)
+            | Move::Cancel(_)
+            | Move::Notify(_)
+            | Move::Stop(_)
+            | Move::SendMode(_)
+            | Move::Timer(_)
+            | Move::Subscribe
+            | Move::Unsubscribe
+            | Move::Tick
+            | Move::Wait => None,
+        }
+    }
 }
 
 /// One-shot kinds of server traffic, each enabled per configuration and used at most once.
@@ -407,245 +333,6 @@ pub struct CallGhost {
     pub resend_due: Option<Duration>,
 }
 
-/// Properties that were broken (bits).
-pub mod violation {
-    /// A caller was answered twice.
-    pub const DOUBLE_REPLY: u64 = 1 << 0;
-    /// A call whose id ended (timeout, cancel, failure) got a server answer afterwards.
-    pub const LATE_DELIVERED: u64 = 1 << 1;
-    /// A frame was sent after the stop was accepted.
-    pub const SENT_AFTER_STOP: u64 = 1 << 2;
-    /// An id was issued twice.
-    pub const ID_REUSED: u64 = 1 << 3;
-    /// A reconnect delay outside the backoff bounds.
-    pub const BACKOFF_BOUNDS: u64 = 1 << 4;
-    /// An input of an older generation changed something.
-    pub const STALE_CHANGED: u64 = 1 << 5;
-    /// `notifications/cancelled` for a request the server never saw, or twice.
-    pub const BAD_CANCEL: u64 = 1 << 6;
-    /// Credit granted to a closed or dead transport.
-    pub const CREDIT_AFTER_CLOSE: u64 = 1 << 7;
-    /// `notifications/initialized` missing before a call, or sent twice.
-    pub const INITIALIZED: u64 = 1 << 8;
-    /// A late answer within the tombstone TTL was reported as unknown.
-    pub const LATE_MISREPORTED: u64 = 1 << 9;
-    /// A cancelled call was not answered at once.
-    pub const CANCEL_UNANSWERED: u64 = 1 << 10;
-    /// A stop was not answered at once, or two stops were both told "stopped".
-    pub const STOP_REPLY: u64 = 1 << 11;
-    /// An answer went to a caller that never called.
-    pub const PHANTOM_REPLY: u64 = 1 << 12;
-    /// A server answer to a live call did not reach its caller at once, or a good
-    /// `initialize` answer did not make the connection ready.
-    pub const ANSWER_LOST: u64 = 1 << 19;
-    /// A transport open in initializing or ready had no read credit.
-    pub const DEAF: u64 = 1 << 20;
-    /// A server request (or a cancel we owe) is neither on the wire nor being retried, or
-    /// went on the wire twice.
-    pub const OWED: u64 = 1 << 21;
-    /// A move did not bring about what it must: a dropped frame reported, a notification or
-    /// progress delivered, a server request answered with the right code or handed to the
-    /// handler, a refused or spent request answered, a busy one offered again in time.
-    pub const UNREPORTED: u64 = 1 << 22;
-    /// The connection closed without a stop, or closed without its exit, or a transport
-    /// generation was never closed.
-    pub const UNASKED_CLOSE: u64 = 1 << 23;
-    /// A call told the connection is unavailable was not given the cause of the last failure.
-    pub const WRONG_CAUSE: u64 = 1 << 24;
-    /// When a session expired, a call that never ran on it was failed, or a call that may
-    /// have run was not answered at once, or a kept call was not sent again as soon as the
-    /// new session was initialized (or was sent again twice).
-    pub const SESSION: u64 = 1 << 25;
-    /// An expired session was not initialized again at once while the budget lasted, or
-    /// was initialized again at once past it.
-    pub const REINIT: u64 = 1 << 26;
-    /// A modern request went out on a generation before the server answered its probe as a
-    /// modern server, `initialize` went to a server that answered the probe as a modern one,
-    /// or a response (to a server request) went to a server whose era is modern or undecided.
-    pub const ERA: u64 = 1 << 27;
-    /// A generation taken for legacy after its server died of the probe failed its
-    /// handshake, and the next generation did not probe again.
-    pub const VERDICT: u64 = 1 << 28;
-    /// An `input_required` round was not retried exactly: not under a new id, not with the
-    /// round's inputs and its `requestState` as received (none when none was given), for
-    /// another call, twice, or past the round cap.
-    pub const MRTR: u64 = 1 << 29;
-    /// A server that died of the probe was not spawned again at once in auto (the server not
-    /// last found modern), or was spawned again without a backoff delay otherwise.
-    pub const RESPAWN: u64 = 1 << 30;
-    /// A modern call whose request was lost without an answer was not sent again at once
-    /// under a new id while it had reissues left, or was not answered with the error past
-    /// them; or, refused with -32020 the first time, it was answered, or no listing of the
-    /// tools was in flight, or that listing ended and it was not sent again; or, refused so a
-    /// second time, it was not answered.
-    pub const REISSUE: u64 = 1 << 31;
-    /// In modern ready, something was wanted and the client's listen did not ask for it (or
-    /// asked for an unsubscribed resource), with no reopening armed and no excuse (a refusal
-    /// since the interest last changed, or more losses than reopenings allowed); or a listen
-    /// went out when nothing was wanted; or a tagged notification was delivered for a listen
-    /// whose notifications are not due, or not delivered for one whose are; or a subscriber
-    /// was answered done or not-honored by anything but an acknowledgement that kept or left
-    /// out its resource; or a listen was reopened other than by its retry timer, past the
-    /// reopening cap, or after a refusal.
-    pub const LISTEN: u64 = 1 << 32;
-    /// Authorization (HTTP with OAuth): an authorization was asked for while one for the same
-    /// generation was under way, or past the budget of authorizations in a row; a request
-    /// refused for want of authorization was sent again before the authorization ended with a
-    /// token, or not sent again in the step it did; a call refused again after one was not
-    /// answered; a failed authorization left a caller waiting or the handshake's attempt open;
-    /// or a caller (or the handshake) waited for an authorization nobody was running.
-    pub const AUTH: u64 = 1 << 33;
-    /// Progress delivered for a call already answered.
-    pub const PROGRESS_AFTER_REPLY: u64 = 1 << 13;
-    /// A row marked impossible in the table fired.
-    pub const IMPOSSIBLE_ROW: u64 = 1 << 14;
-    /// A new generation's ready did not ask again for exactly the live subscription.
-    pub const RESTORE: u64 = 1 << 17;
-    /// A caller got the answer to another request.
-    pub const WRONG_CALLER: u64 = 1 << 18;
-    /// A frame was offered to a closed or dead generation, or to one that is not current.
-    pub const SENT_ON_DEAD: u64 = 1 << 15;
-    /// A new transport was spawned while an older one was neither closed nor down.
-    pub const LEAKED_TRANSPORT: u64 = 1 << 16;
-
-    /// Every violation bit, each once: a new bit that collides with another fails the test.
-    pub const ALL: [u64; 34] = [
-        DOUBLE_REPLY,
-        LATE_DELIVERED,
-        SENT_AFTER_STOP,
-        ID_REUSED,
-        BACKOFF_BOUNDS,
-        STALE_CHANGED,
-        BAD_CANCEL,
-        CREDIT_AFTER_CLOSE,
-        INITIALIZED,
-        LATE_MISREPORTED,
-        CANCEL_UNANSWERED,
-        STOP_REPLY,
-        PHANTOM_REPLY,
-        PROGRESS_AFTER_REPLY,
-        IMPOSSIBLE_ROW,
-        SENT_ON_DEAD,
-        LEAKED_TRANSPORT,
-        RESTORE,
-        WRONG_CALLER,
-        ANSWER_LOST,
-        DEAF,
-        OWED,
-        UNREPORTED,
-        UNASKED_CLOSE,
-        WRONG_CAUSE,
-        SESSION,
-        REINIT,
-        ERA,
-        VERDICT,
-        MRTR,
-        RESPAWN,
-        REISSUE,
-        LISTEN,
-        AUTH,
-    ];
-
-    #[cfg(test)]
-    mod tests {
-        #[test]
-        fn violation_bits_are_distinct() {
-            let mut seen = 0u64;
-            for bit in super::ALL {
-                assert_eq!(bit.count_ones(), 1);
-                assert_eq!(seen & bit, 0, "bit {bit:#x} used twice");
-                seen |= bit;
-            }
-        }
-    }
-}
-
-/// Things that happened at least once (bits), for the `sometimes` vacuity guards.
-pub mod seen {
-    /// Ready was reached.
-    pub const READY: u64 = 1 << 0;
-    /// A call got a server result.
-    pub const CALL_OK: u64 = 1 << 1;
-    /// A call that had a busy send got a server result.
-    pub const BUSY_THEN_OK: u64 = 1 << 2;
-    /// Ready on a second or later generation.
-    pub const RECONNECT_READY: u64 = 1 << 3;
-    /// A late response was dropped as late.
-    pub const LATE_DROPPED: u64 = 1 << 4;
-    /// A call timed out.
-    pub const TIMED_OUT: u64 = 1 << 5;
-    /// A stop found calls in flight.
-    pub const STOP_WITH_CALLS: u64 = 1 << 6;
-    /// A subscription was restored after a reconnect.
-    pub const RESTORED: u64 = 1 << 7;
-    /// Ready on a third or later generation (two full reconnect cycles).
-    pub const SECOND_RECONNECT_READY: u64 = 1 << 8;
-    /// A transport died while a server request was with the handler.
-    pub const CRASH_WITH_SERVER_REQUEST: u64 = 1 << 9;
-    /// Three calls were in flight at once.
-    pub const THREE_IN_FLIGHT: u64 = 1 << 10;
-    /// A call kept across a session expiry got the new session's answer.
-    pub const RESENT_ANSWERED: u64 = 1 << 11;
-    /// A session expiry past the re-initialization budget took the backoff path.
-    pub const REINITS_SPENT: u64 = 1 << 12;
-    /// Ready in the modern era.
-    pub const READY_MODERN: u64 = 1 << 13;
-    /// Ready in the legacy era after the probe was answered (the fallback).
-    pub const READY_LEGACY_AFTER_PROBE: u64 = 1 << 14;
-    /// Ready in the legacy era on a fresh process, after the server died of the probe.
-    pub const READY_LEGACY_RESPAWNED: u64 = 1 << 15;
-    /// Ready in the modern era after an unsupported-version answer was retried.
-    pub const READY_MODERN_AFTER_RETRY: u64 = 1 << 16;
-    /// Ready in the modern era after `initialize` was refused as by a modern server.
-    pub const REPROBED_MODERN: u64 = 1 << 17;
-    /// Modern forced: a server that is not modern was refused.
-    pub const FORCED_REFUSED: u64 = 1 << 18;
-    /// A modern result of a type the client cannot use was answered to its caller.
-    pub const BAD_RESULT_TYPE: u64 = 1 << 19;
-    /// Ready in the legacy era after a probe that got no answer.
-    pub const READY_LEGACY_AFTER_SILENCE: u64 = 1 << 20;
-    /// A call sent again with the inputs of an `input_required` round got a result.
-    pub const MRTR_ANSWERED: u64 = 1 << 21;
-    /// A handler's error to an input was answered to its caller.
-    pub const INPUT_FAILED: u64 = 1 << 22;
-    /// A call past the round cap was answered with the error.
-    pub const ROUNDS_SPENT: u64 = 1 << 23;
-    /// A call sent again after its request was lost got a result.
-    pub const REISSUED_ANSWERED: u64 = 1 << 24;
-    /// A call lost once more than the reissue cap was answered with the error.
-    pub const REISSUES_SPENT: u64 = 1 << 25;
-    /// A call sent again after the tools were listed again (a -32020) got a result.
-    pub const RELISTED_ANSWERED: u64 = 1 << 26;
-    /// A notification tagged with a listen whose notifications are due was delivered.
-    pub const LISTEN_DELIVERED: u64 = 1 << 27;
-    /// A notification tagged with a listen whose notifications are not due was dropped.
-    pub const LISTEN_STRAY: u64 = 1 << 28;
-    /// A modern subscriber was answered done by an acknowledgement.
-    pub const LISTEN_SUBSCRIBED: u64 = 1 << 29;
-    /// A modern subscriber was told its resource is not honored.
-    pub const LISTEN_NOT_HONORED: u64 = 1 << 30;
-    /// A listen's acknowledgement replaced an acknowledged one (make before break).
-    pub const LISTEN_REPLACED: u64 = 1 << 31;
-    /// A lost listen was opened again by its retry timer.
-    pub const LISTEN_REOPENED: u64 = 1 << 32;
-    /// Lost listens were given up past the cap.
-    pub const LISTEN_GAVE_UP: u64 = 1 << 33;
-    /// A refused listen was not opened again.
-    pub const LISTEN_REFUSED: u64 = 1 << 34;
-    /// A call sent again after an authorization got a result.
-    pub const AUTH_RESENT_ANSWERED: u64 = 1 << 35;
-    /// Ready after the handshake request was authorized.
-    pub const AUTH_HANDSHAKE_READY: u64 = 1 << 36;
-    /// A failed authorization answered a caller waiting for it.
-    pub const AUTH_FAILED_ANSWERED: u64 = 1 << 37;
-    /// A call refused again after an authorization was answered with the error.
-    pub const AUTH_REFUSED_AGAIN: u64 = 1 << 38;
-    /// A session that stayed up for `session_stable` restarted the backoff sequence.
-    pub const STABLE_RESTART: u64 = 1 << 39;
-    /// A ready session that proved nothing was followed by a grown backoff delay.
-    pub const UNPROVEN_SESSION_BACKOFF: u64 = 1 << 40;
-}
-
 /// Ghost history.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Ghost {
@@ -769,9 +456,9 @@ pub struct Ghost {
     pub handshake_auth: Option<u64>,
     /// That generation's handshake request was sent again after its authorization.
     pub handshake_authorized: SortedSet<u64>,
-    /// Broken properties (bits of [`violation`]).
+    /// Broken properties (the bits each module of [`crate::properties`] declares).
     pub violations: u64,
-    /// Vacuity guards met (bits of [`seen`]).
+    /// Vacuity guards met (bits of [`crate::properties::guards`]).
     pub seen: u64,
 }
 

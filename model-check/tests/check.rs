@@ -1,7 +1,8 @@
 //! The exhaustive check at a smaller bound, the long random walks, and the harness's own
 //! ability to fail (a mutant, with a readable trace).
 
-use model_check::harness::{Coverage, Harness, Variant};
+use model_check::coverage::Coverage;
+use model_check::model::{Harness, Variant};
 use model_check::world::{Move, ServerKind};
 use model_check::{check, mutants, small_configuration, walk};
 
@@ -80,7 +81,7 @@ fn hand_minimised_counterexample_replays() {
         w = model.apply(&w, mv, None);
     }
     assert_ne!(
-        w.ghost.violations & model_check::world::violation::DOUBLE_REPLY,
+        w.ghost.violations & model_check::properties::replies::DOUBLE_REPLY,
         0
     );
     let real = Harness::new(small_configuration().bounds, Variant::Real);
