@@ -5,6 +5,7 @@
 
 use crate::diagnostic::{Diagnostic, SpecError};
 use crate::ir::{self, Machine, Named};
+use crate::source::Sources;
 use crate::spec::{SourceDecl, Spec, TimerKindDecl};
 
 use super::check::Checked;
@@ -13,6 +14,7 @@ use super::resolve::Resolved;
 /// The machine of a spec without errors; an internal error if the stages disagree.
 pub(super) fn lower(
     spec: &Spec,
+    sources: &Sources,
     r: &Resolved,
     checked: Checked,
 ) -> Result<Machine, Vec<Diagnostic>> {
@@ -23,13 +25,22 @@ pub(super) fn lower(
     Ok(Machine {
         name: spec.machine.get_ref().name.get_ref().clone(),
         initial_actions: r.initial_actions.iter().map(|(a, _)| *a).collect(),
+        concerns: spec
+            .concerns
+            .entries
+            .iter()
+            .map(|d| ir::Concern {
+                decl: named(d, &d.value.get_ref().doc),
+                file: sources.path_of(d.name.span().start).to_owned(),
+            })
+            .collect(),
         states: states(spec, r, initial),
         initial,
         events: events(spec, r),
         timers: timers(spec, r),
         guards: guards(spec, r, types.guard_takes),
         actions: actions(spec, r, &types.action_payload, &types.action_witness)?,
-        rows: rows(r),
+        rows: rows(r, sources),
         cells,
     })
 }
@@ -125,6 +136,7 @@ fn guards(spec: &Spec, r: &Resolved, takes: Vec<Option<String>>) -> Vec<ir::Guar
             decl: named(d, &d.value.get_ref().doc),
             takes,
             yields: r.yields[g].as_ref().map(|t| t.text.clone()),
+            concern: r.file_concern[r.guard_file[g]],
         })
         .collect()
 }
@@ -155,18 +167,21 @@ fn actions(
             witness,
             payload_type,
             witness_type,
+            concern: r.file_concern[r.action_file[a]],
         });
     }
     Ok(out)
 }
 
-fn rows(r: &Resolved) -> Vec<ir::Row> {
+fn rows(r: &Resolved, sources: &Sources) -> Vec<ir::Row> {
     r.rows
         .iter()
         .enumerate()
         .map(|(index, row)| ir::Row {
             index,
+            file: sources.files()[row.file].path.clone(),
             line: row.line,
+            concern: r.file_concern[row.file],
             from: row.from.clone(),
             from_star: row.from_star,
             on: row.on.clone(),

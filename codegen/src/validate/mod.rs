@@ -23,21 +23,22 @@ mod typing;
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::Machine;
+use crate::source::Sources;
 use crate::spec::Spec;
 
 pub use names::{is_keyword, name_problem};
 
-/// Checks `spec` (parsed from `source`) and lowers it, or returns every error found, sorted by
-/// position in the file.
-pub fn validate(spec: &Spec, source: &str) -> Result<Machine, Vec<Diagnostic>> {
+/// Checks `spec` (parsed from the text of `sources`) and lowers it, or returns every error
+/// found, sorted by position in the spec.
+pub fn validate(spec: &Spec, sources: &Sources) -> Result<Machine, Vec<Diagnostic>> {
     let mut errors = Vec::new();
-    let resolved = resolve::resolve(spec, source, &mut errors);
+    let resolved = resolve::resolve(spec, sources, &mut errors);
     let checked = check::check(spec, &resolved, &mut errors);
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.primary.span.start);
         return Err(errors);
     }
-    lower::lower(spec, &resolved, checked)
+    lower::lower(spec, sources, &resolved, checked)
 }
 
 #[cfg(test)]
@@ -105,7 +106,7 @@ ignore = true
 
     fn codes(src: &str) -> Vec<&'static str> {
         let spec = crate::spec::parse(src).unwrap();
-        match validate(&spec, src) {
+        match validate(&spec, &Sources::one("m.toml", src)) {
             Ok(_) => Vec::new(),
             Err(e) => e.iter().map(|d| d.error.code()).collect(),
         }
@@ -115,7 +116,7 @@ ignore = true
     fn the_small_spec_is_valid_and_lowers() {
         let src = format!("{HEAD}{ROWS}");
         let spec = crate::spec::parse(&src).unwrap();
-        let m = validate(&spec, &src).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", &src)).unwrap();
         assert_eq!(m.states.len(), 3);
         assert_eq!(m.initial, 0);
         assert_eq!(m.cells.len(), 6);
@@ -259,7 +260,7 @@ ignore = true
     fn types_are_compared_by_their_canonical_text() {
         let spaced = TYPED.replace(r#"yields = "Box<Slot>""#, r#"yields = "Box< Slot >""#);
         let spec = crate::spec::parse(&spaced).unwrap();
-        let m = validate(&spec, &spaced).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", &spaced)).unwrap();
         let can_send = m.guards.iter().find(|g| g.decl.name == "can_send").unwrap();
         assert_eq!(can_send.yields.as_deref(), Some("Box<Slot>"));
         let other = TYPED.replacen(r#"payload = "Frame""#, r#"payload = "crate::Frame""#, 1);
