@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::io::{CallId, CallOptions, RequestId, RpcError};
+use crate::request::{CallId, CallOptions, RequestId, RpcError};
 
 /// The id of a response, as far as matching goes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

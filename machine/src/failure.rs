@@ -12,7 +12,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::io::RpcError;
+use crate::request::RpcError;
 
 /// An `io::Error` shared by every copy of the failure that carries it.
 ///

@@ -40,6 +40,7 @@ mod machine;
 mod mutant;
 mod payload;
 mod protocol;
+mod request;
 mod rng;
 mod timers;
 

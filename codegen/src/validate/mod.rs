@@ -17,7 +17,7 @@
 
 mod check;
 mod lower;
-mod names;
+pub(crate) mod names;
 mod resolve;
 mod typing;
 
