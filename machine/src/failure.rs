@@ -139,7 +139,7 @@ pub enum TransportError {
         session_hint: String,
         /// Ids of our requests the server refused with that status: they never ran, so the
         /// machine sends them again on the new session.
-        refused: Vec<crate::io::RequestId>,
+        refused: Vec<crate::request::RequestId>,
     },
 }
 
