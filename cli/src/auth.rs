@@ -67,7 +67,7 @@ pub fn needs_login(g: &Global) -> CliError {
         "authorization",
         format!(
             "the server needs a login: run `mcpc {flag} {} login`",
-            crate::connect::redact_url(url)
+            crate::sanitize::redact_url(url)
         ),
     )
 }

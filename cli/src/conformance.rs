@@ -16,9 +16,10 @@ use mcp_runtime::{
 use serde_json::{Map, Value, json};
 
 use crate::args::Global;
-use crate::connect::{configure, connect_built, finish, redact_url};
+use crate::connect::{configure, connect_built, finish};
 use crate::error::{CliError, Exit};
 use crate::output::content_text;
+use crate::sanitize::redact_url;
 use crate::signals::Interrupt;
 
 /// The scenario's name.

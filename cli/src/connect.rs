@@ -30,7 +30,7 @@ use tokio::time::Instant;
 use crate::args::Global;
 use crate::error::{CliError, Exit};
 use crate::headers::{self, Header};
-use crate::sanitize::clean_line;
+use crate::sanitize::{clean_line, redact_url};
 use crate::signals::Interrupt;
 use crate::{capture, interact};
 
@@ -168,23 +168,6 @@ fn stdio_builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
         connector = connector.env(k, v);
     }
     Ok((ClientBuilder::new(connector.build()), line.to_owned()))
-}
-
-/// `url` as mcpc prints it: a password in it (`http://user:pw@host/`) becomes `***`.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
-            let hidden = if userinfo.contains(':') { ":***" } else { "" };
-            format!("{scheme}://{user}{hidden}@{host}{path}")
-        }
-        None => url.to_owned(),
-    }
 }
 
 /// What connecting waits for, in words.

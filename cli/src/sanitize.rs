@@ -12,6 +12,8 @@
 //! `#[macro_use]`) clean what they format; `--json` documents go out exact through [`out_exact`] (serde_json
 //! already escapes C0 controls inside strings). A unit test fails if any other module calls the
 //! standard print macros.
+//!
+//! A URL is shown through [`redact_url`]: a password in it never reaches the terminal.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -50,6 +52,23 @@ pub fn clean(s: &str) -> Cow<'_, str> {
 /// for text that must stay on one line (table cells, the final error line).
 pub fn clean_line(s: &str) -> String {
     clean(s).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `url` as mcpc prints it: a password in it (`http://user:pw@host/`) becomes `***`.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(user, _)| user);
+            let hidden = if userinfo.contains(':') { ":***" } else { "" };
+            format!("{scheme}://{user}{hidden}@{host}{path}")
+        }
+        None => url.to_owned(),
+    }
 }
 
 /// Writes `text`, cleaned, to stdout (a closed stdout is ignored).

@@ -1,16 +1,16 @@
-//! README's state diagram is the one generated from the spec.
+//! The state diagram of `docs/lifecycle.md` is the one generated from the spec.
 
 #[test]
-fn readme_diagram_matches_the_spec() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md")).unwrap();
-    let start = readme
+fn the_lifecycle_diagram_matches_the_spec() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/lifecycle.md");
+    let page = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let start = page
         .find("<!-- diagram:begin -->")
         .expect("diagram begin marker");
-    let end = readme
+    let end = page
         .find("<!-- diagram:end -->")
         .expect("diagram end marker");
-    let block = &readme[start..end];
+    let block = &page[start..end];
     let body = block
         .split_once("```mermaid\n")
         .and_then(|(_, rest)| rest.split_once("```"))
@@ -19,6 +19,6 @@ fn readme_diagram_matches_the_spec() {
     assert_eq!(
         body,
         mcp_machine::generated::MERMAID.trim_end(),
-        "README's diagram is stale: paste `cargo run -p mcp-codegen -- diagram` between the markers"
+        "docs/lifecycle.md's diagram is stale: paste `cargo run -p mcp-codegen -- diagram` between the markers"
     );
 }

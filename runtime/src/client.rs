@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use mcp_machine::{
     CallId, CallOptions, CallRequest, Config, Era, EraMode, Failure, Input, ListenStatus, Machine,
-    NotifyRequest, SessionChange,
+    SessionChange,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::cache::{AuthContext, CacheConfig, CacheRequest, CacheStats, Cacheable, Lookup};
-use crate::driver::{Command, Driver, Outputs, ProgressSink, Wiring};
+use crate::command::{Command, Notifier, Outcome, ProgressSink, received};
+use crate::driver::{Driver, Outputs, Wiring};
 use crate::feed::{FeedLimits, Hub};
 use crate::handler::{ClientHandler, Handlers};
 use crate::trace::{TraceRecorder, TraceSink};
@@ -734,10 +735,7 @@ impl ClientBuilder {
         let machine = Machine::new(config, seed, std::time::Duration::ZERO);
         let (commands_tx, commands_rx) = mpsc::unbounded_channel();
         let next_call = Arc::new(AtomicU64::new(1));
-        let notifier = Notifier {
-            commands: commands_tx.downgrade(),
-            next_call: Arc::clone(&next_call),
-        };
+        let notifier = Notifier::new(commands_tx.downgrade(), Arc::clone(&next_call));
         let (state_tx, state_rx) = watch::channel(ConnState::Starting);
         let (closed_tx, closed_rx) = watch::channel(false);
         let (listening, _) = watch::channel(ListenStatus::default());
@@ -861,39 +859,6 @@ struct Shared {
     output_schemas: crate::output_schema::OutputSchemas,
 }
 
-/// Sends notifications to the server through the driver, for the driver's own needs and for
-/// handlers ([`crate::RequestContext::progress`]); holds no client alive (a weak sender).
-#[derive(Clone)]
-pub(crate) struct Notifier {
-    commands: mpsc::WeakUnboundedSender<Command>,
-    next_call: Arc<AtomicU64>,
-}
-
-impl Notifier {
-    /// A fresh caller id.
-    pub(crate) fn next_call(&self) -> CallId {
-        CallId(self.next_call.fetch_add(1, Ordering::Relaxed))
-    }
-
-    /// Sends a notification and waits for the transport to take it (or the reason it did not).
-    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        let rx = {
-            let commands = self.commands.upgrade().ok_or(Error::Shutdown)?;
-            let (reply, rx) = oneshot::channel();
-            let input = Input::Notify(NotifyRequest {
-                call: self.next_call(),
-                method: method.to_owned(),
-                params,
-            });
-            commands
-                .send(Command::Notify { input, reply })
-                .map_err(|_| Error::Shutdown)?;
-            rx
-        };
-        crate::driver::received(rx.await).map(|_| ())
-    }
-}
-
 /// Bounds the client keeps on what a server can make it do.
 #[derive(Clone, Copy, Debug)]
 struct Limits {
@@ -944,7 +909,7 @@ enum Answer<'a> {
     Shutdown,
     /// Handed over; the driver answers on `rx`.
     Waiting {
-        rx: oneshot::Receiver<crate::driver::Outcome>,
+        rx: oneshot::Receiver<Outcome>,
         guard: CancelOnDrop<'a>,
     },
 }
@@ -963,7 +928,7 @@ impl std::future::Future for Answer<'_> {
             Answer::Waiting { rx, guard } => {
                 let outcome = std::task::ready!(std::pin::Pin::new(rx).poll(cx));
                 guard.armed = false;
-                std::task::Poll::Ready(crate::driver::received(outcome))
+                std::task::Poll::Ready(received(outcome))
             }
         }
     }
@@ -1215,10 +1180,10 @@ impl Client {
 
     /// Sends a notification; answers once the transport took it (or with why it did not).
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Result<()> {
-        let notifier = Notifier {
-            commands: self.shared.commands.downgrade(),
-            next_call: Arc::clone(&self.shared.next_call),
-        };
+        let notifier = Notifier::new(
+            self.shared.commands.downgrade(),
+            Arc::clone(&self.shared.next_call),
+        );
         notifier.notify(method, params).await
     }
 

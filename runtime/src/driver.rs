@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::client::Notifier;
+use crate::command::{Command, Notifier, ProgressSink, Reply};
 use crate::feed::{Hub, json_size};
 use crate::handler::{ClientHandler, RequestContext, route};
 use crate::quiet::QuietRx;
@@ -25,44 +25,6 @@ use crate::trace::{Record, TraceSink};
 use crate::transport::{self, Connector, TransportConfig, TransportEvent, TransportHandle};
 use crate::types::{Notification, Progress, ServerInfo, ServerNotification};
 use crate::{ConnState, Error};
-
-/// A progress callback.
-pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
-
-/// A call's answer as it crosses the channel: a result as its text (or its tree when the
-/// machine read it), the error boxed, so the channel a call in flight holds is sized for a
-/// `Value`, not for the larger `Error` (an error is the rare case).
-pub(crate) type Outcome = Result<Body, Box<Error>>;
-
-/// A call's answer as received: the driver gone without one answers `Error::Shutdown`.
-pub(crate) fn received(outcome: Result<Outcome, oneshot::error::RecvError>) -> Result<Body, Error> {
-    match outcome {
-        Ok(Ok(value)) => Ok(value),
-        Ok(Err(error)) => Err(*error),
-        Err(_) => Err(Error::Shutdown),
-    }
-}
-
-/// Where a call's answer goes.
-pub(crate) type Reply = oneshot::Sender<Outcome>;
-
-/// What a caller asks of the driver.
-pub(crate) enum Command {
-    Call {
-        input: Input,
-        progress: Option<ProgressSink>,
-        reply: Reply,
-    },
-    Notify {
-        input: Input,
-        reply: Reply,
-    },
-    Cancel(CallId),
-    Stop {
-        call: CallId,
-        reply: oneshot::Sender<()>,
-    },
-}
 
 /// What the driver publishes for the handles.
 pub(crate) struct Outputs {

@@ -8,6 +8,7 @@ use mcp_machine::{CallError, Failure};
 use serde_json::Value;
 
 use crate::ConnState;
+use crate::shown::clean;
 
 /// Why a call (or connect, or notify) failed.
 ///
@@ -161,7 +162,7 @@ pub enum Error {
     /// transport or protocol failure.
     #[error(
         "tool {}: the result does not match the tool's outputSchema: {}",
-        crate::output_schema::shown_name(tool),
+        crate::shown::shown_name(tool),
         summary(errors)
     )]
     OutputSchemaMismatch {
@@ -184,7 +185,7 @@ pub enum Error {
     /// server's result is in `result`, unchecked.
     #[error(
         "tool {}: its outputSchema cannot be used to check the result: {reason}",
-        crate::output_schema::shown_name(tool)
+        crate::shown::shown_name(tool)
     )]
     InvalidOutputSchema {
         /// The tool called.
@@ -269,22 +270,6 @@ fn summary(errors: &[String]) -> String {
 
 fn last_line(lines: &[String]) -> Option<&String> {
     lines.iter().rev().find(|l| !l.trim().is_empty())
-}
-
-/// `text` with control characters (terminal escapes, carriage returns, bidi overrides) shown
-/// as escapes, so server text in an error cannot drive a terminal or forge a log line.
-pub(crate) fn clean(text: &str) -> String {
-    text.chars()
-        .flat_map(|c| {
-            let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-            let shown: Box<dyn Iterator<Item = char>> = if c.is_control() || bidi {
-                Box::new(c.escape_unicode())
-            } else {
-                Box::new(std::iter::once(c))
-            };
-            shown
-        })
-        .collect()
 }
 
 /// Why a pagination walk stopped.

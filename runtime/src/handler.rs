@@ -44,7 +44,7 @@ pub struct RequestContext {
     server: Option<ServerInfo>,
     progress_token: Option<Value>,
     cancelled: watch::Receiver<bool>,
-    notifier: Option<crate::client::Notifier>,
+    notifier: Option<crate::command::Notifier>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -65,7 +65,7 @@ impl RequestContext {
         params: &Value,
         server: Option<ServerInfo>,
         cancelled: watch::Receiver<bool>,
-        notifier: Option<crate::client::Notifier>,
+        notifier: Option<crate::command::Notifier>,
     ) -> Self {
         let progress_token = params
             .get("_meta")

@@ -20,7 +20,35 @@
 //!
 //! # Quick start
 //!
-//! (The same code is README's "Library quick start"; a test keeps the two equal.)
+//! Connect to a stdio server, list its tools, call one, stop. (The same code is README's
+//! "Library quick start"; `tests/readme.rs` keeps the two equal.)
+//!
+//! ```no_run
+//! use mcp_runtime::ClientBuilder;
+//! use serde_json::json;
+//!
+//! async fn run() -> mcp_runtime::Result<()> {
+//!     let client = ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"])
+//!         .client_info("my-host", "1.0.0")
+//!         .connect()
+//!         .await?; // Err(Error::Connect(..)) says why, with the server's stderr
+//!     for tool in client.list_all_tools().await? {
+//!         println!("{}: {}", tool.name, tool.description.unwrap_or_default());
+//!     }
+//!     // Exactly one answer: the result, or an Error (a timeout after 30 s by default, the
+//!     // connection lost, the server's error).
+//!     let result = client.call_tool("get-sum", json!({"a": 2, "b": 3})).await?;
+//!     println!("{}", result.text());
+//!     client.stop().await; // every call in flight is answered at once
+//!     client.closed().await; // the server process is shut down and reaped
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # A fuller host
+//!
+//! Roots and sampling answered for the server, a long call with its progress, and the
+//! connection's transitions:
 //!
 //! ```no_run
 //! use std::time::Duration;
@@ -95,6 +123,7 @@
 pub mod auth;
 mod cache;
 mod client;
+mod command;
 mod driver;
 mod error;
 mod feed;
@@ -102,6 +131,7 @@ mod handler;
 mod output_schema;
 mod quiet;
 mod requests;
+mod shown;
 mod state;
 pub mod trace;
 pub mod transport;

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::error::clean;
+use crate::shown::shown;
 use crate::types::{CallToolResult, Tool};
 use crate::{Error, Result};
 
@@ -69,26 +69,6 @@ pub(crate) const CACHE_CAPACITY: usize = 256;
 pub(crate) const MAX_REPORTED_ERRORS: usize = 16;
 /// The longest error message, reason or instance path shown (characters).
 const MAX_MESSAGE_CHARS: usize = 240;
-/// The longest tool name shown in an error message (characters).
-const MAX_NAME_CHARS: usize = 128;
-
-/// `text` on one line, with control characters and bidi overrides escaped, cut to at most
-/// `max` characters (then ending with `…`): server text in an error stays bounded and cannot
-/// drive a terminal.
-pub(crate) fn shown(text: &str, max: usize) -> String {
-    let escaped = clean(text);
-    if escaped.chars().count() <= max {
-        return escaped;
-    }
-    let mut cut: String = escaped.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
-}
-
-/// A tool name as error messages show it.
-pub(crate) fn shown_name(name: &str) -> String {
-    shown(name, MAX_NAME_CHARS)
-}
 
 /// What checking one `tools/call` result against its tool's `outputSchema` found.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 
 use serde_json::{Value, json};
 
-use crate::codes;
 use crate::config::{HOSTILE_TEXT, ServerConfig};
-use crate::server::RpcError;
+use crate::protocol::codes;
+use crate::rpc::RpcError;
 
 /// Logging levels of RFC 5424 as MCP names them, least severe first.
 const LEVELS: [&str; 8] = [

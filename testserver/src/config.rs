@@ -474,7 +474,7 @@ impl ServerConfig {
             own_process: false,
             era: Era::Legacy,
             probe: Probe::Error,
-            modern_versions: crate::MODERN_PROTOCOL_VERSIONS
+            modern_versions: crate::protocol::MODERN_PROTOCOL_VERSIONS
                 .iter()
                 .map(|v| (*v).to_owned())
                 .collect(),

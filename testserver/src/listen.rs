@@ -1,5 +1,6 @@
-//! `subscriptions/listen` (MCP 2026-07-28): the bus that carries changes to the open listens,
-//! the filter a listen asks for and the part of it the server honors, and the listen itself.
+//! `subscriptions/listen` (MCP 2026-07-28): the filter a listen asks for and the part of it the
+//! server honors, and the listen itself, which hears the server's changes on its
+//! [`crate::ListenBus`].
 //!
 //! Wire shapes (`ID` is the listen request's JSON-RPC id, whatever its type):
 //!
@@ -22,16 +23,17 @@
 //!   [`ListenEnd::Cancel`], `notifications/cancelled {requestId: ID}` and no response;
 //! - on the `break_listens` tool: no response at all (over HTTP the stream is cut).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value, json};
 use tokio::sync::broadcast;
 
+use crate::bus::ListenEvent;
 use crate::catalog;
 use crate::config::{ListenEnd, ServerConfig};
-use crate::server::{Handled, Reply, RpcError, Shared};
+use crate::connection::Shared;
+use crate::protocol::codes;
+use crate::rpc::{Handled, Reply, RpcError};
 
 /// The method.
 pub(crate) const LISTEN: &str = "subscriptions/listen";
@@ -39,148 +41,6 @@ pub(crate) const LISTEN: &str = "subscriptions/listen";
 pub(crate) const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// `_meta` key tagging every message of a listen with its id.
 pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-/// How many events a slow listen may fall behind before it misses some.
-const CAPACITY: usize = 1024;
-
-/// What goes on a [`ListenBus`]: a change the open listens may be told about, or an order to
-/// them from the `end_listens` and `break_listens` tools.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListenEvent {
-    /// The tool list changed (`notifications/tools/list_changed`).
-    ToolsChanged,
-    /// The prompt list changed (`notifications/prompts/list_changed`).
-    PromptsChanged,
-    /// The resource list changed (`notifications/resources/list_changed`).
-    ResourcesChanged,
-    /// This resource changed (`notifications/resources/updated`).
-    Updated(String),
-    /// Every open listen ends as [`ServerConfig::listen_end`] says.
-    End,
-    /// Every open listen is dropped without a response.
-    Break,
-}
-
-/// The changes of one server (one stdio connection, or every request and session of one HTTP
-/// server), broadcast to its open `subscriptions/listen` requests, and what those are. Clones
-/// share everything.
-#[derive(Clone)]
-pub struct ListenBus {
-    inner: Arc<Bus>,
-}
-
-struct Bus {
-    tx: broadcast::Sender<ListenEvent>,
-    open: Mutex<BTreeMap<u64, Open>>,
-    received: AtomicU64,
-    next: AtomicU64,
-}
-
-/// One open listen, as `session_info` shows it.
-struct Open {
-    id: Value,
-    asked: Filter,
-    honored: Filter,
-}
-
-impl Default for ListenBus {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl std::fmt::Debug for ListenBus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ListenBus")
-            .field("open", &self.open_count())
-            .field("received", &self.received())
-            .finish()
-    }
-}
-
-impl ListenBus {
-    /// A bus with no listen.
-    pub fn new() -> Self {
-        let (tx, _) = broadcast::channel(CAPACITY);
-        ListenBus {
-            inner: Arc::new(Bus {
-                tx,
-                open: Mutex::new(BTreeMap::new()),
-                received: AtomicU64::new(0),
-                next: AtomicU64::new(0),
-            }),
-        }
-    }
-
-    /// Tells every open listen (each keeps what its filter honors).
-    pub fn publish(&self, event: ListenEvent) {
-        // No receiver is no error: nobody listens.
-        let _ = self.inner.tx.send(event);
-    }
-
-    /// How many listens are open.
-    pub fn open_count(&self) -> usize {
-        self.open().len()
-    }
-
-    /// How many `subscriptions/listen` requests reached the server, refused ones included.
-    pub fn received(&self) -> u64 {
-        self.inner.received.load(Ordering::Relaxed)
-    }
-
-    /// `{"open": [{"id", "notifications" (honored), "asked"}], "received": N}`, for
-    /// `session_info`.
-    pub(crate) fn to_json(&self) -> Value {
-        let open: Vec<Value> = self
-            .open()
-            .values()
-            .map(|o| {
-                json!({"id": o.id, "notifications": o.honored.to_json(), "asked": o.asked.to_json()})
-            })
-            .collect();
-        json!({"open": open, "received": self.received()})
-    }
-
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ListenEvent> {
-        self.inner.tx.subscribe()
-    }
-
-    pub(crate) fn count_received(&self) {
-        self.inner.received.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn open(&self) -> MutexGuard<'_, BTreeMap<u64, Open>> {
-        self.inner.open.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Records an open listen until the returned guard is dropped.
-    fn register(&self, id: &Value, asked: &Filter, honored: &Filter) -> Registered {
-        let key = self.inner.next.fetch_add(1, Ordering::Relaxed);
-        self.open().insert(
-            key,
-            Open {
-                id: id.clone(),
-                asked: asked.clone(),
-                honored: honored.clone(),
-            },
-        );
-        Registered {
-            bus: self.clone(),
-            key,
-        }
-    }
-}
-
-/// Forgets an open listen when dropped (the listen ended, was cancelled or aborted).
-struct Registered {
-    bus: ListenBus,
-    key: u64,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        self.bus.open().remove(&self.key);
-    }
-}
 
 /// A `SubscriptionFilter`: what a listen asks for, or what the server honors of it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -314,7 +174,7 @@ pub(crate) async fn listen(shared: &Shared, params: &Value, id: &Value) -> Handl
     let config = &shared.config;
     if !config.listen {
         return Err(RpcError::new(
-            crate::codes::METHOD_NOT_FOUND,
+            codes::METHOD_NOT_FOUND,
             format!("Method not found: {LISTEN} (the server runs with --listen off)"),
         ));
     }
@@ -323,7 +183,7 @@ pub(crate) async fn listen(shared: &Shared, params: &Value, id: &Value) -> Handl
     let bus = &shared.listen;
     // Subscribed before the acknowledgement: nothing published after it is missed.
     let mut events = bus.subscribe();
-    let _registered = bus.register(id, &asked, &honored);
+    let _registered = bus.register(id, asked.to_json(), honored.to_json());
     let mut closing = shared.closing();
     let mut ack = Map::new();
     ack.insert("notifications".to_owned(), honored.to_json());
@@ -398,7 +258,7 @@ mod tests {
             json!({"notifications": {"resourceSubscriptions": [1]}}),
         ] {
             let e = Filter::parse(&bad).unwrap_err();
-            assert_eq!(e.code, crate::codes::INVALID_PARAMS, "{bad}");
+            assert_eq!(e.code, codes::INVALID_PARAMS, "{bad}");
         }
     }
 
@@ -457,21 +317,5 @@ mod tests {
             tagged(&json!("l-1"), Map::new()),
             json!({"_meta": {SUBSCRIPTION_ID: "l-1"}})
         );
-    }
-
-    #[test]
-    fn registrations_are_forgotten_on_drop() {
-        let bus = ListenBus::new();
-        let f = Filter::default();
-        let a = bus.register(&json!(1), &f, &f);
-        let b = bus.register(&json!("two"), &f, &f);
-        assert_eq!(bus.open_count(), 2);
-        drop(a);
-        assert_eq!(
-            bus.to_json()["open"],
-            json!([{"id": "two", "notifications": {}, "asked": {}}])
-        );
-        drop(b);
-        assert_eq!(bus.open_count(), 0);
     }
 }

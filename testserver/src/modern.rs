@@ -12,21 +12,17 @@
 
 use serde_json::{Value, json};
 
+use crate::catalog;
 use crate::config::ServerConfig;
+use crate::connection::Shared;
 use crate::listen::{self, LISTEN};
-use crate::server::{Handled, Reply, RpcError, Shared};
-use crate::{catalog, codes, server};
+use crate::methods;
+use crate::protocol::{
+    DISCOVER, META_CAPABILITIES, META_CLIENT_INFO, META_SERVER_INFO, META_VERSION,
+    MODERN_PROTOCOL_VERSIONS, codes, meta,
+};
+use crate::rpc::{Handled, Reply, RpcError};
 
-/// The modern era's discovery method.
-pub(crate) const DISCOVER: &str = "server/discover";
-/// `_meta` key of the request's protocol version.
-pub(crate) const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-/// `_meta` key of the client's capabilities.
-pub(crate) const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-/// `_meta` key of the client's name and version.
-pub(crate) const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-/// Result `_meta` key of the server's name and version.
-pub(crate) const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `ttlMs` of every cacheable modern result, unless [`ServerConfig::cache_ttl_ms`] says.
 pub(crate) const TTL_MS: u64 = 60_000;
 
@@ -71,7 +67,7 @@ fn serves(config: &ServerConfig, method: &str) -> bool {
 /// of them.
 pub(crate) fn capabilities(config: &ServerConfig) -> Value {
     if config.listen {
-        return server::capabilities();
+        return methods::capabilities();
     }
     json!({
         "tools": {},
@@ -85,22 +81,12 @@ pub(crate) fn capabilities(config: &ServerConfig) -> Value {
 /// `requestState` of `confirm_action`'s first round.
 pub(crate) const CONFIRM_STATE: &str = r#"{"tool":"confirm_action","round":1}"#;
 
-/// Whether a request of the `dual` era takes the modern path: `server/discover`, or any request
-/// whose `params._meta` names a protocol version.
-pub(crate) fn is_modern_request(method: &str, params: &Value) -> bool {
-    method == DISCOVER || meta(params).is_some_and(|m| m.get(META_VERSION).is_some())
-}
-
-fn meta(params: &Value) -> Option<&Value> {
-    params.get("_meta").filter(|m| m.is_object())
-}
-
 /// The request's protocol version, if its `_meta` has both required keys (else -32602).
 pub(crate) fn meta_version(params: &Value) -> Result<&str, RpcError> {
     let meta = meta(params).ok_or_else(|| {
         RpcError::invalid_params(format!(
             "missing params._meta (a {} request needs {META_VERSION} and {META_CAPABILITIES})",
-            crate::MODERN_PROTOCOL_VERSIONS[0]
+            MODERN_PROTOCOL_VERSIONS[0]
         ))
     })?;
     let version = meta
@@ -261,20 +247,18 @@ pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &
                 )}],
                 "isError": true,
             })),
-            _ => server::dispatch(shared, method, params, id).await?,
+            _ => methods::dispatch(shared, method, params, id).await?,
         },
         // The modern era says -32602 where the handshake era said -32002.
-        "resources/read" => {
-            server::dispatch(shared, method, params, id)
-                .await
-                .map_err(|mut e| {
-                    if e.code == codes::RESOURCE_NOT_FOUND {
-                        e.code = codes::INVALID_PARAMS;
-                    }
-                    e
-                })?
-        }
-        _ => server::dispatch(shared, method, params, id).await?,
+        "resources/read" => methods::dispatch(shared, method, params, id)
+            .await
+            .map_err(|mut e| {
+                if e.code == codes::RESOURCE_NOT_FOUND {
+                    e.code = codes::INVALID_PARAMS;
+                }
+                e
+            })?,
+        _ => methods::dispatch(shared, method, params, id).await?,
     };
     Ok(match reply {
         Reply::Result(r) => Reply::Result(decorate(config, method, r)),
@@ -423,7 +407,7 @@ mod tests {
         let d = &out[0]["result"];
         assert_eq!(d["resultType"], "complete");
         assert_eq!(d["supportedVersions"], json!(["2026-07-28"]));
-        assert_eq!(d["capabilities"], server::capabilities());
+        assert_eq!(d["capabilities"], methods::capabilities());
         assert_eq!(d["_meta"][META_SERVER_INFO]["name"], "mcp-echo-server");
         assert_eq!(
             (d["ttlMs"].as_u64(), d["cacheScope"].as_str()),

@@ -4,10 +4,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::LOGGER_NAME;
+use crate::bus::ListenEvent;
 use crate::catalog::{self, CHAOS_TOOLS};
-use crate::listen::ListenEvent;
-use crate::server::{Handled, Reply, RpcError, Shared};
+use crate::config::HOSTILE_TEXT;
+use crate::connection::Shared;
+use crate::protocol::LOGGER_NAME;
+use crate::rpc::{Handled, Reply, RpcError};
 
 /// Largest `oversized` line (1 GiB): a guard against typos, not a protocol limit.
 const MAX_OVERSIZED: u64 = 1 << 30;
@@ -15,7 +17,7 @@ const MAX_OVERSIZED: u64 = 1 << 30;
 /// [`crate::HOSTILE_TEXT`] when the configuration is hostile, else nothing.
 fn hostile(shared: &Shared) -> &'static str {
     if shared.config.hostile {
-        crate::HOSTILE_TEXT
+        HOSTILE_TEXT
     } else {
         ""
     }

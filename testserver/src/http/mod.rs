@@ -603,14 +603,14 @@ fn parse(body: &[u8]) -> Result<Message, Box<Response<Body>>> {
     let v: Value = serde_json::from_slice(body).map_err(|e| {
         Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
-            crate::codes::PARSE_ERROR,
+            crate::protocol::codes::PARSE_ERROR,
             &format!("Parse error: {e}"),
         ))
     })?;
     let Value::Object(obj) = &v else {
         return Err(Box::new(rpc_error(
             StatusCode::BAD_REQUEST,
-            crate::codes::INVALID_REQUEST,
+            crate::protocol::codes::INVALID_REQUEST,
             "one JSON-RPC object per POST (batches are not supported)",
         )));
     };
@@ -642,7 +642,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             || msg
                 .method
                 .as_deref()
-                .is_some_and(|m| crate::modern::is_modern_request(m, &msg.params));
+                .is_some_and(|m| crate::protocol::is_modern_request(m, &msg.params));
         if modern {
             if stuck {
                 return std::future::pending().await;
@@ -650,7 +650,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             // `server/discover` is the modern handshake: spared, as `initialize` is.
             let spared = matches!(
                 msg.method.as_deref(),
-                None | Some("initialize" | crate::modern::DISCOVER)
+                None | Some("initialize" | crate::protocol::DISCOVER)
             );
             let fault = if spared || msg.id.is_none() {
                 None
@@ -662,7 +662,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
     if sid.is_none()
         && era == Era::Legacy
-        && msg.method.as_deref() == Some(crate::modern::DISCOVER)
+        && msg.method.as_deref() == Some(crate::protocol::DISCOVER)
         && let Some(r) = probe(state.config.server.probe, msg.id.as_ref()).await
     {
         return r;
@@ -684,7 +684,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         None => {
             return rpc_error(
                 StatusCode::BAD_REQUEST,
-                crate::codes::INVALID_REQUEST,
+                crate::protocol::codes::INVALID_REQUEST,
                 "Bad Request: no Mcp-Session-Id",
             );
         }

@@ -36,11 +36,12 @@ use super::fault::Fault;
 use super::prefix::Prefix;
 use super::session::{Chunk, event};
 use super::{Body, Cut, Message, State, json_response, sse_after, text};
-use crate::codes;
+use crate::bus::{ListenBus, ListenEvent};
 use crate::config::{Era, ServerConfig};
-use crate::listen::{LISTEN, ListenEvent};
-use crate::server::RpcError;
-use crate::{ListenBus, modern};
+use crate::listen::LISTEN;
+use crate::modern;
+use crate::protocol::codes;
+use crate::rpc::RpcError;
 
 /// `MCP-Protocol-Version`.
 pub const PROTOCOL_VERSION_HEADER: &str = "mcp-protocol-version";
