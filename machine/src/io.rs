@@ -424,7 +424,9 @@ pub struct Step {
     pub event: EventKind,
     /// The index of the row in [`crate::ROWS`].
     pub row: u16,
-    /// The line of the row in `spec/transitions.toml` (0 for a row outside the table).
+    /// The spec file of the row, as `spec/<concern>.toml` ("" for a row outside the table).
+    pub file: &'static str,
+    /// The line of the row in its spec file (0 for a row outside the table).
     pub line: u32,
     /// The state after.
     pub to: State,

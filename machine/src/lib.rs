@@ -1,4 +1,4 @@
-//! The sans-IO core of the MCP client: the connection lifecycle of `spec/transitions.toml`,
+//! The sans-IO core of the MCP client: the connection lifecycle of the spec (`spec/`),
 //! generated into Rust at build time, and the handlers that carry out its actions.
 //!
 //! This crate has **no networking code, no tokio, no clock reads and no unseeded randomness**.
@@ -44,7 +44,7 @@ mod request;
 mod rng;
 mod timers;
 
-/// The code generated from `spec/transitions.toml` (states, event kinds, the typed `Event`,
+/// The code generated from the spec, `spec/` (states, event kinds, the typed `Event`,
 /// timers, the handler trait, the exhaustive dispatch and the row metadata). Not hand-written:
 /// change the spec. With the `checker` feature it also holds the table interpreter that runs
 /// mutated copies of the rows.

@@ -1,7 +1,7 @@
 //! The model checker of the MCP client's connection machine.
 //!
 //! A [stateright] model whose state is the real [`mcp_machine::Machine`] (running the table
-//! generated from `spec/transitions.toml`) plus an adversarial environment and ghost history,
+//! generated from the spec in `spec/`) plus an adversarial environment and ghost history,
 //! explored breadth-first to a fixed depth in several configurations. It proves, within those
 //! bounds, that no caller is answered twice, that an ended id never reaches its caller, that
 //! stop answers every call exactly once and sends nothing after, and the other properties of

@@ -271,4 +271,214 @@ ignore = true
             codes(&other)
         );
     }
+
+    /// A spec split in a manifest and two concern files: `a` (the states, events and the `idle`
+    /// rows) and `b` (the `busy` rows, and one guarded row of (idle, go)).
+    const MANIFEST: &str = r#"[machine]
+name = "m"
+concerns = ["a", "b"]
+"#;
+
+    const A: &str = r#"[concerns.a]
+doc = "A."
+
+[states.idle]
+doc = "Idle."
+initial = true
+
+[states.busy]
+doc = "Busy."
+
+[events.go]
+doc = "Go."
+source = "caller"
+
+[guards.ok]
+doc = "Ok."
+
+[actions.work]
+doc = "Work."
+
+[[row]]
+from = "idle"
+on = "go"
+guard = "ok"
+do = ["work"]
+to = "busy"
+
+[[row]]
+from = "idle"
+on = "go"
+do = ["work"]
+"#;
+
+    const B: &str = r#"[concerns.b]
+doc = "B."
+
+[guards.fast]
+doc = "Fast."
+
+[actions.rest]
+doc = "Rest."
+
+[[row]]
+from = "idle"
+on = "go"
+guard = "fast"
+do = ["rest"]
+
+[[row]]
+from = "busy"
+on = "go"
+do = ["rest"]
+to = "idle"
+"#;
+
+    fn split(manifest: &str, a: &str, b: &str) -> Result<Machine, Vec<&'static str>> {
+        let sources = Sources::new([("machine.toml", manifest), ("a.toml", a), ("b.toml", b)]);
+        let spec = crate::spec::parse(sources.text()).map_err(|e| {
+            e.iter().map(|d| d.error.code()).collect::<Vec<_>>()
+        })?;
+        validate(&spec, &sources).map_err(|e| e.iter().map(|d| d.error.code()).collect())
+    }
+
+    const ORDER: &str = r#"
+[[order]]
+doc = "Fast first."
+from = "idle"
+on = "go"
+guards = ["fast", "ok"]
+"#;
+
+    #[test]
+    fn a_cell_whose_guarded_rows_span_files_needs_a_declared_order() {
+        assert_eq!(split(MANIFEST, A, B).unwrap_err(), ["unordered-cell"]);
+        let m = split(&format!("{MANIFEST}{ORDER}"), A, B).unwrap();
+        // The declared order, then the unguarded row: `fast` (row 2) before `ok` (row 0).
+        assert_eq!(m.cell(0, 0).rows, vec![2, 0, 1]);
+        let reversed = ORDER.replace(r#"["fast", "ok"]"#, r#"["ok", "fast"]"#);
+        let m = split(&format!("{MANIFEST}{reversed}"), A, B).unwrap();
+        assert_eq!(m.cell(0, 0).rows, vec![0, 2, 1]);
+        // Rows name their own file and line; guards and actions their concern.
+        assert_eq!((m.rows[2].file.as_str(), m.rows[2].line), ("b.toml", 10));
+        assert_eq!(m.concerns.len(), 2);
+        assert_eq!(m.guards[1].concern, Some(1));
+        assert_eq!(m.actions[0].concern, Some(0));
+    }
+
+    #[test]
+    fn an_order_lists_every_guard_of_its_cells_once_and_nothing_else() {
+        let missing = ORDER.replace(r#"["fast", "ok"]"#, r#"["fast"]"#);
+        assert_eq!(
+            split(&format!("{MANIFEST}{missing}"), A, B).unwrap_err(),
+            ["order-incomplete"]
+        );
+        let twice = ORDER.replace(r#"["fast", "ok"]"#, r#"["fast", "ok", "fast"]"#);
+        assert!(split(&format!("{MANIFEST}{twice}"), A, B)
+            .unwrap_err()
+            .contains(&"order-stray"));
+        let overlap = format!("{MANIFEST}{ORDER}{ORDER}");
+        assert!(split(&overlap, A, B).unwrap_err().contains(&"order-overlap"));
+    }
+
+    #[test]
+    fn the_unguarded_row_is_last_across_files_but_dead_after_one_of_its_own_file() {
+        // B's guarded row after A's unguarded one is not dead: the fallback is last by rule.
+        let unguarded_a = A.replace("guard = \"ok\"\n", "").replace(
+            "[guards.ok]\ndoc = \"Ok.\"\n",
+            "",
+        );
+        let a = unguarded_a.replacen("do = [\"work\"]\nto = \"busy\"\n\n[[row]]\nfrom = \"idle\"\non = \"go\"\ndo = [\"work\"]\n", "do = [\"work\"]\nto = \"busy\"\n", 1);
+        let m = split(MANIFEST, &a, B).unwrap();
+        assert_eq!(m.cell(0, 0).rows, vec![1, 0]);
+        // Within one file, a guarded row after the unguarded one can never fire.
+        let dead = format!("{A}\n[[row]]\nfrom = \"idle\"\non = \"go\"\nguard = \"ok\"\ndo = [\"work\"]\n");
+        assert!(split(MANIFEST, &dead, B).unwrap_err().contains(&"duplicate-cell"));
+    }
+
+    #[test]
+    fn concern_files_match_the_manifest() {
+        let wrong = B.replace("[concerns.b]", "[concerns.c]");
+        assert!(split(MANIFEST, A, &wrong).unwrap_err().contains(&"concern-file"));
+        let late = B.replace("[concerns.b]\ndoc = \"B.\"\n", "") + "[concerns.b]\ndoc = \"B.\"\n";
+        assert!(split(MANIFEST, A, &late).unwrap_err().contains(&"concern-file"));
+        let in_manifest = format!("{MANIFEST}[guards.loose]\ndoc = \"L.\"\n");
+        assert!(split(&in_manifest, A, B).unwrap_err().contains(&"concern-file"));
+    }
+
+    /// A one-state machine with a frame event, for the credit rule and sequences.
+    const CREDIT: &str = r#"
+[machine]
+name = "m"
+
+[machine.credit]
+doc = "Credit."
+action = "credit"
+events = ["frame"]
+unless = ["close"]
+
+[states.on]
+doc = "On."
+initial = true
+
+[events.frame]
+doc = "A frame."
+source = "transport"
+
+[events.tick]
+doc = "A tick."
+source = "caller"
+
+[sequences.wrap_up]
+doc = "Wrap up."
+do = ["note", "close"]
+
+[guards.bad]
+doc = "Bad."
+
+[actions.note]
+doc = "Note."
+
+[actions.close]
+doc = "Close."
+
+[actions.credit]
+doc = "Credit."
+
+[[row]]
+from = "on"
+on = "frame"
+guard = "bad"
+do = ["@wrap_up"]
+
+[[row]]
+from = "on"
+on = "frame"
+do = ["note"]
+
+[[row]]
+from = "on"
+on = "tick"
+do = ["note"]
+"#;
+
+    #[test]
+    fn the_credit_action_is_appended_by_rule_and_sequences_expand() {
+        let spec = crate::spec::parse(CREDIT).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", CREDIT)).unwrap();
+        let names = |r: usize| -> Vec<&str> {
+            m.rows[r].actions.iter().map(|&a| m.actions[a].decl.name.as_str()).collect()
+        };
+        assert_eq!(names(0), ["note", "close"]); // closes: no credit back
+        assert_eq!(names(1), ["note", "credit"]);
+        assert_eq!(names(2), ["note"]); // not a frame
+        let by_hand = CREDIT.replacen("do = [\"note\"]\n", "do = [\"note\", \"credit\"]\n", 1);
+        assert!(codes(&by_hand).contains(&"derived-action"));
+        let mixed = CREDIT.replace("on = \"tick\"", "on = [\"tick\", \"frame\"]");
+        assert!(codes(&mixed).contains(&"credit-mixed"));
+        let unknown = CREDIT.replace("@wrap_up", "@wrap");
+        assert!(codes(&unknown).contains(&"unknown-sequence"));
+        let unused = format!("{CREDIT}\n[sequences.spare]\ndoc = \"S.\"\ndo = [\"note\"]\n");
+        assert!(codes(&unused).contains(&"unused-sequence"));
+    }
 }
