@@ -10,8 +10,8 @@ use std::ops::Range;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
-use crate::source::{Sources, floor_boundary};
 pub use crate::source::line_column;
+use crate::source::{Sources, floor_boundary};
 
 /// The kind of a declaration of the spec (`[states.x]`, `[events.x]`, ...).
 ///
@@ -424,6 +424,10 @@ pub enum SpecError {
         /// The guard.
         guard: String,
     },
+    /// The cells' declared orders contradict each other: no row table can list every cell's
+    /// rows in the order the cell tries them.
+    #[error("the declared orders of the cells contradict each other")]
+    OrderCycle,
     /// A split spec's files and its `[concerns]` do not match.
     #[error("concern files: {message}")]
     ConcernFile {
@@ -495,6 +499,7 @@ impl SpecError {
             SpecError::OrderIncomplete { .. } => "order-incomplete",
             SpecError::OrderOverlap { .. } => "order-overlap",
             SpecError::OrderStray { .. } => "order-stray",
+            SpecError::OrderCycle => "order-cycle",
             SpecError::ConcernFile { .. } => "concern-file",
             SpecError::Internal { .. } => "internal",
         }
@@ -624,7 +629,12 @@ impl Diagnostics {
         let (src, base) = self.sources.file_text(file);
         let local: Vec<Range<usize>> = labels
             .iter()
-            .map(|(_, s, _)| clamp(src, &(s.start.saturating_sub(base)..s.end.saturating_sub(base))))
+            .map(|(_, s, _)| {
+                clamp(
+                    src,
+                    &(s.start.saturating_sub(base)..s.end.saturating_sub(base)),
+                )
+            })
             .collect();
         // Only the lines the labels touch are handed to the renderer (it walks its whole input).
         let lo = local.iter().map(|s| s.start).min().unwrap_or(0);

@@ -14,8 +14,8 @@ use quote::quote;
 use proc_macro2::TokenStream;
 
 use crate::ir::Machine;
-pub use crate::method::{Method, MethodKind, Param, required_methods};
 use crate::method::rust;
+pub use crate::method::{Method, MethodKind, Param, required_methods};
 
 /// Every required method with its doc and concern, guards first.
 fn methods_with_docs(m: &Machine) -> impl Iterator<Item = (Method, &str, Option<usize>)> {

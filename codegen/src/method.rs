@@ -144,4 +144,3 @@ pub fn required_methods(m: &Machine) -> Vec<Method> {
     let actions = m.actions.iter().map(Method::action);
     guards.chain(actions).collect()
 }
-

@@ -27,9 +27,7 @@ pub fn manifest_concerns(manifest: &str) -> Vec<String> {
         .map(|a| {
             a.iter()
                 .filter_map(|v| v.as_str())
-                .filter(|n| {
-                    !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-                })
+                .filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
                 .map(str::to_owned)
                 .collect()
         })
@@ -92,9 +90,8 @@ impl Sources {
         let mut files = vec![(manifest.display().to_string(), text)];
         for name in manifest_concerns(&files[0].1) {
             let file = path.join(format!("{name}.toml"));
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                std::io::Error::new(e.kind(), format!("{}: {e}", file.display()))
-            })?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", file.display())))?;
             files.push((file.display().to_string(), text));
         }
         Ok(Sources::new(

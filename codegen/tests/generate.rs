@@ -54,10 +54,7 @@ fn real_spec_rust() {
 
 #[test]
 fn real_spec_interpreter() {
-    insta::assert_snapshot!(
-        "transitions_interpreter",
-        real().interpreter
-    );
+    insta::assert_snapshot!("transitions_interpreter", real().interpreter);
 }
 
 #[test]
@@ -208,7 +205,11 @@ fn real_spec_shape() {
     // Every guard and action belongs to a concern; rows name their own file.
     assert!(m.guards.iter().all(|g| g.concern.is_some()));
     assert!(m.actions.iter().all(|a| a.concern.is_some()));
-    assert!(m.rows.iter().all(|r| r.file.starts_with("spec/") && r.file != "spec/machine.toml"));
+    assert!(
+        m.rows
+            .iter()
+            .all(|r| r.file.starts_with("spec/") && r.file != "spec/machine.toml")
+    );
 }
 
 /// What the typed fixture lowers to: payloads per event, takes/yields per guard, uses and types

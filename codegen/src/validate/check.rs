@@ -470,7 +470,10 @@ fn order_cells(
             .collect();
         if files.len() > 1 {
             if let Some(&first) = cell.rows.first() {
-                unordered.entry(first).or_default().push((cell.state, cell.event));
+                unordered
+                    .entry(first)
+                    .or_default()
+                    .push((cell.state, cell.event));
             }
         }
     }

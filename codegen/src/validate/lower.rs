@@ -22,6 +22,42 @@ pub(super) fn lower(
         .initial
         .ok_or_else(|| vec![internal("no initial state after checking")])?;
     let Checked { cells, types } = checked;
+    let order = row_order(r.rows.len(), &cells).ok_or_else(|| {
+        vec![
+            Diagnostic::new(
+                SpecError::OrderCycle,
+                spec.machine.span(),
+                "the declared orders of the cells",
+            )
+            .with_note(
+                "two cells try the same rows in opposite orders; make the `[[order]]`s agree",
+            ),
+        ]
+    })?;
+    let mut position = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        position[old] = new;
+    }
+    let cells = cells
+        .into_iter()
+        .map(|c| ir::Cell {
+            rows: c.rows.iter().map(|&i| position[i]).collect(),
+            ..c
+        })
+        .collect();
+    let rows = {
+        let mut by_file = rows(r, sources);
+        let mut placed: Vec<Option<ir::Row>> = by_file.drain(..).map(Some).collect();
+        order
+            .iter()
+            .enumerate()
+            .filter_map(|(new, &old)| {
+                let mut row = placed[old].take()?;
+                row.index = new;
+                Some(row)
+            })
+            .collect()
+    };
     Ok(Machine {
         name: spec.machine.get_ref().name.get_ref().clone(),
         initial_actions: r.initial_actions.iter().map(|(a, _)| *a).collect(),
@@ -40,9 +76,38 @@ pub(super) fn lower(
         timers: timers(spec, r),
         guards: guards(spec, r, types.guard_takes),
         actions: actions(spec, r, &types.action_payload, &types.action_witness)?,
-        rows: rows(r, sources),
+        rows,
         cells,
     })
+}
+
+/// The order of the rows in the row table: every cell's rows appear in the order the cell
+/// tries them, and otherwise the spec's order (the first row of the spec first). So a table
+/// interpreter that tries a cell's rows in table order agrees with the dispatch, and a
+/// one-file spec keeps its file order. `None` when the cells' orders contradict each other.
+fn row_order(n: usize, cells: &[ir::Cell]) -> Option<Vec<usize>> {
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut before = vec![0usize; n];
+    for cell in cells {
+        for w in cell.rows.windows(2) {
+            if !after[w[0]].contains(&w[1]) {
+                after[w[0]].push(w[1]);
+                before[w[1]] += 1;
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| before[i] == 0).collect();
+    let mut out = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        out.push(i);
+        for &j in &after[i] {
+            before[j] -= 1;
+            if before[j] == 0 {
+                ready.insert(j);
+            }
+        }
+    }
+    (out.len() == n).then_some(out)
 }
 
 /// An error of the generator itself.

@@ -336,9 +336,8 @@ to = "idle"
 
     fn split(manifest: &str, a: &str, b: &str) -> Result<Machine, Vec<&'static str>> {
         let sources = Sources::new([("machine.toml", manifest), ("a.toml", a), ("b.toml", b)]);
-        let spec = crate::spec::parse(sources.text()).map_err(|e| {
-            e.iter().map(|d| d.error.code()).collect::<Vec<_>>()
-        })?;
+        let spec = crate::spec::parse(sources.text())
+            .map_err(|e| e.iter().map(|d| d.error.code()).collect::<Vec<_>>())?;
         validate(&spec, &sources).map_err(|e| e.iter().map(|d| d.error.code()).collect())
     }
 
@@ -353,14 +352,27 @@ guards = ["fast", "ok"]
     #[test]
     fn a_cell_whose_guarded_rows_span_files_needs_a_declared_order() {
         assert_eq!(split(MANIFEST, A, B).unwrap_err(), ["unordered-cell"]);
+        let guards = |m: &Machine| -> Vec<String> {
+            m.cell(0, 0)
+                .rows
+                .iter()
+                .map(|&r| {
+                    m.rows[r]
+                        .guard
+                        .map_or("-".to_owned(), |g| m.guards[g].decl.name.clone())
+                })
+                .collect()
+        };
+        // The declared order, then the unguarded row; the row table lists them in that order.
         let m = split(&format!("{MANIFEST}{ORDER}"), A, B).unwrap();
-        // The declared order, then the unguarded row: `fast` (row 2) before `ok` (row 0).
-        assert_eq!(m.cell(0, 0).rows, vec![2, 0, 1]);
+        assert_eq!(guards(&m), ["fast", "ok", "-"]);
+        assert!(m.cell(0, 0).rows.windows(2).all(|w| w[0] < w[1]));
         let reversed = ORDER.replace(r#"["fast", "ok"]"#, r#"["ok", "fast"]"#);
         let m = split(&format!("{MANIFEST}{reversed}"), A, B).unwrap();
-        assert_eq!(m.cell(0, 0).rows, vec![0, 2, 1]);
+        assert_eq!(guards(&m), ["ok", "fast", "-"]);
         // Rows name their own file and line; guards and actions their concern.
-        assert_eq!((m.rows[2].file.as_str(), m.rows[2].line), ("b.toml", 10));
+        let fast = m.rows.iter().find(|r| r.guard == Some(1)).unwrap();
+        assert_eq!((fast.file.as_str(), fast.line), ("b.toml", 10));
         assert_eq!(m.concerns.len(), 2);
         assert_eq!(m.guards[1].concern, Some(1));
         assert_eq!(m.actions[0].concern, Some(0));
@@ -374,36 +386,61 @@ guards = ["fast", "ok"]
             ["order-incomplete"]
         );
         let twice = ORDER.replace(r#"["fast", "ok"]"#, r#"["fast", "ok", "fast"]"#);
-        assert!(split(&format!("{MANIFEST}{twice}"), A, B)
-            .unwrap_err()
-            .contains(&"order-stray"));
+        assert!(
+            split(&format!("{MANIFEST}{twice}"), A, B)
+                .unwrap_err()
+                .contains(&"order-stray")
+        );
         let overlap = format!("{MANIFEST}{ORDER}{ORDER}");
-        assert!(split(&overlap, A, B).unwrap_err().contains(&"order-overlap"));
+        assert!(
+            split(&overlap, A, B)
+                .unwrap_err()
+                .contains(&"order-overlap")
+        );
     }
 
     #[test]
     fn the_unguarded_row_is_last_across_files_but_dead_after_one_of_its_own_file() {
         // B's guarded row after A's unguarded one is not dead: the fallback is last by rule.
-        let unguarded_a = A.replace("guard = \"ok\"\n", "").replace(
-            "[guards.ok]\ndoc = \"Ok.\"\n",
-            "",
-        );
+        let unguarded_a = A
+            .replace("guard = \"ok\"\n", "")
+            .replace("[guards.ok]\ndoc = \"Ok.\"\n", "");
         let a = unguarded_a.replacen("do = [\"work\"]\nto = \"busy\"\n\n[[row]]\nfrom = \"idle\"\non = \"go\"\ndo = [\"work\"]\n", "do = [\"work\"]\nto = \"busy\"\n", 1);
         let m = split(MANIFEST, &a, B).unwrap();
-        assert_eq!(m.cell(0, 0).rows, vec![1, 0]);
+        let cell = &m.cell(0, 0).rows;
+        assert_eq!(cell.len(), 2);
+        assert!(m.rows[cell[0]].guard.is_some() && m.rows[cell[1]].guard.is_none());
         // Within one file, a guarded row after the unguarded one can never fire.
-        let dead = format!("{A}\n[[row]]\nfrom = \"idle\"\non = \"go\"\nguard = \"ok\"\ndo = [\"work\"]\n");
-        assert!(split(MANIFEST, &dead, B).unwrap_err().contains(&"duplicate-cell"));
+        let dead = format!(
+            "{A}\n[[row]]\nfrom = \"idle\"\non = \"go\"\nguard = \"ok\"\ndo = [\"work\"]\n"
+        );
+        assert!(
+            split(MANIFEST, &dead, B)
+                .unwrap_err()
+                .contains(&"duplicate-cell")
+        );
     }
 
     #[test]
     fn concern_files_match_the_manifest() {
         let wrong = B.replace("[concerns.b]", "[concerns.c]");
-        assert!(split(MANIFEST, A, &wrong).unwrap_err().contains(&"concern-file"));
+        assert!(
+            split(MANIFEST, A, &wrong)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
         let late = B.replace("[concerns.b]\ndoc = \"B.\"\n", "") + "[concerns.b]\ndoc = \"B.\"\n";
-        assert!(split(MANIFEST, A, &late).unwrap_err().contains(&"concern-file"));
+        assert!(
+            split(MANIFEST, A, &late)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
         let in_manifest = format!("{MANIFEST}[guards.loose]\ndoc = \"L.\"\n");
-        assert!(split(&in_manifest, A, B).unwrap_err().contains(&"concern-file"));
+        assert!(
+            split(&in_manifest, A, B)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
     }
 
     /// A one-state machine with a frame event, for the credit rule and sequences.
@@ -467,7 +504,11 @@ do = ["note"]
         let spec = crate::spec::parse(CREDIT).unwrap();
         let m = validate(&spec, &Sources::one("m.toml", CREDIT)).unwrap();
         let names = |r: usize| -> Vec<&str> {
-            m.rows[r].actions.iter().map(|&a| m.actions[a].decl.name.as_str()).collect()
+            m.rows[r]
+                .actions
+                .iter()
+                .map(|&a| m.actions[a].decl.name.as_str())
+                .collect()
         };
         assert_eq!(names(0), ["note", "close"]); // closes: no credit back
         assert_eq!(names(1), ["note", "credit"]);

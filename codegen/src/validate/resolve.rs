@@ -256,7 +256,9 @@ fn concerns(spec: &Spec, sources: &Sources, errors: &mut Vec<Diagnostic>) -> Vec
     }
     for (i, d) in declared.iter().enumerate() {
         let file = sources.file_of(d.name.span().start);
-        let expected = listed.get(file.wrapping_sub(1)).map(|n| n.get_ref().as_str());
+        let expected = listed
+            .get(file.wrapping_sub(1))
+            .map(|n| n.get_ref().as_str());
         if file == 0 || expected != Some(d.name.get_ref().as_str()) {
             errors.push(err(
                 format!(
@@ -293,7 +295,11 @@ fn concerns(spec: &Spec, sources: &Sources, errors: &mut Vec<Diagnostic>) -> Vec
     for (k, name) in listed.iter().enumerate() {
         if file_concern.get(k + 1).copied().flatten().is_none() {
             errors.push(err(
-                format!("no `[concerns.{}]` opens the concern file of `{}`", name.get_ref(), name.get_ref()),
+                format!(
+                    "no `[concerns.{}]` opens the concern file of `{}`",
+                    name.get_ref(),
+                    name.get_ref()
+                ),
                 name.span(),
             ));
         }
@@ -636,15 +642,13 @@ impl<'a> Resolver<'a> {
                     .iter()
                     .filter_map(|a| {
                         if let Some(name) = a.get_ref().strip_prefix('@') {
-                            self.errors.push(
-                                Diagnostic::new(
-                                    SpecError::UnknownSequence {
-                                        name: name.to_owned(),
-                                    },
-                                    a.span(),
-                                    "a sequence names actions only",
-                                ),
-                            );
+                            self.errors.push(Diagnostic::new(
+                                SpecError::UnknownSequence {
+                                    name: name.to_owned(),
+                                },
+                                a.span(),
+                                "a sequence names actions only",
+                            ));
                             return None;
                         }
                         self.lookup(DeclKind::Action, a.get_ref(), a.span())
@@ -693,13 +697,12 @@ impl<'a> Resolver<'a> {
                 .filter_map(|(n, sp)| self.lookup(DeclKind::State, &n, sp))
                 .collect(),
         };
-        let on = d
-            .on
-            .get_ref()
-            .items(d.on.span())
-            .into_iter()
-            .filter_map(|(n, sp)| self.lookup(DeclKind::Event, &n, sp))
-            .collect();
+        let on =
+            d.on.get_ref()
+                .items(d.on.span())
+                .into_iter()
+                .filter_map(|(n, sp)| self.lookup(DeclKind::Event, &n, sp))
+                .collect();
         let guards = d
             .guards
             .get_ref()

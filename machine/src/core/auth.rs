@@ -68,7 +68,7 @@ impl AuthHandlers for Ctx<'_> {
     }
 
     fn resend_discover(&mut self) {
-        let version = self.core.probe_version.clone();
+        let version = self.core.attempt.probe_version.clone();
         self.send_discover_at(&version);
     }
 
@@ -94,7 +94,7 @@ impl AuthHandlers for Ctx<'_> {
 
     fn note_auth_failure(&mut self, p: &crate::event::AuthFailure) {
         let reason = p.reason.clone();
-        self.note(Failure::Unauthorized { reason });
+        self.set_last_error(Failure::Unauthorized { reason });
     }
 
     fn note_auth_refusal(&mut self, p: &Response) {
@@ -105,7 +105,7 @@ impl AuthHandlers for Ctx<'_> {
                 self.core.authorizations
             ),
         };
-        self.note(failure.clone());
+        self.set_last_error(failure.clone());
         self.push(Action::Report(Report::InitRejected(failure)));
     }
 

@@ -13,7 +13,7 @@ impl CallsHandlers for Ctx<'_> {
         let id = Self::response_id(p)?;
         // A call awaiting input was answered already: a second answer is not its result.
         let entry = self.core.calls.get(id)?;
-        if entry.phase.answered() || entry.call.is_none() {
+        if entry.phase.answered() || entry.kind.caller().is_none() {
             return None;
         }
         let result = p.body.as_ref().ok()?.value();
@@ -27,7 +27,7 @@ impl CallsHandlers for Ctx<'_> {
         let id = Self::response_id(p)?;
         let entry = self.core.calls.get(id)?;
         if entry.phase.answered()
-            || entry.call.is_none()
+            || entry.kind.caller().is_none()
             || (entry.reissues >= self.core.config.max_reissues
                 && !mutant!(self.core, NoReissueCap))
         {
@@ -50,7 +50,7 @@ impl CallsHandlers for Ctx<'_> {
             return None;
         };
         (e.code == protocol::HEADER_MISMATCH
-            && entry.call.is_some()
+            && entry.kind.caller().is_some()
             && !entry.phase.answered()
             && (!entry.relisted || mutant!(self.core, RelistAlways))
             && protocol::method_of(&entry.frame).as_deref() == Some("tools/call"))
@@ -61,13 +61,17 @@ impl CallsHandlers for Ctx<'_> {
         self.core
             .calls
             .get(*p)
-            .is_some_and(|e| e.relist)
+            .is_some_and(|e| e.kind == RequestKind::Relist)
             .then_some(*p)
     }
 
     fn is_relist_send_end(&self, p: &SendToken) -> Option<PendingSend> {
-        self.pending_send(p)
-            .filter(|s| self.core.calls.get(s.id).is_some_and(|e| e.relist))
+        self.pending_send(p).filter(|s| {
+            self.core
+                .calls
+                .get(s.id)
+                .is_some_and(|e| e.kind == RequestKind::Relist)
+        })
     }
 
     fn is_relist_answer(&self, p: &Response) -> Option<RequestId> {
@@ -75,7 +79,7 @@ impl CallsHandlers for Ctx<'_> {
         self.core
             .calls
             .get(id)
-            .is_some_and(|e| e.relist)
+            .is_some_and(|e| e.kind == RequestKind::Relist)
             .then_some(id)
     }
 
@@ -147,13 +151,16 @@ impl CallsHandlers for Ctx<'_> {
             .timers
             .cancel(TimerKey::keyed(TimerKind::SendRetry, w));
         // One listing serves every call waiting for it.
-        if self.core.calls.iter().any(|(_, e)| e.relist) {
+        if self
+            .core
+            .calls
+            .iter()
+            .any(|(_, e)| e.kind == RequestKind::Relist)
+        {
             return;
         }
-        let id = self.issue(None, "tools/list", None, CallOptions::default(), None);
-        if let Some(e) = self.core.calls.get_mut(id) {
-            e.relist = true;
-        }
+        let options = CallOptions::default();
+        self.issue(RequestKind::Relist, "tools/list", None, options, None);
     }
 
     fn resend_after_relist(&mut self, w: RequestId) {
@@ -239,7 +246,7 @@ impl CallsHandlers for Ctx<'_> {
         let Some(entry) = self.core.calls.get(w) else {
             return;
         };
-        let Some(call) = entry.call else {
+        let Some(call) = entry.kind.caller() else {
             return;
         };
         if entry.reset_on_progress {
@@ -266,7 +273,13 @@ impl CallsHandlers for Ctx<'_> {
     }
 
     fn start_call(&mut self, p: CallRequest) {
-        self.issue(Some(p.call), &p.method, p.params, p.options, p.session);
+        self.issue(
+            RequestKind::Caller(p.call),
+            &p.method,
+            p.params,
+            p.options,
+            p.session,
+        );
     }
 
     fn complete_call(&mut self, p: Response, w: RequestId) {
@@ -404,7 +417,7 @@ impl CallsHandlers for Ctx<'_> {
             };
             self.cancel_call_timers(id);
             self.tombstone(id);
-            if let Some(call) = entry.call {
+            if let Some(call) = entry.kind.caller() {
                 self.reply(call, Some(id), Err(error.clone()));
             }
         }

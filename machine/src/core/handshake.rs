@@ -28,7 +28,7 @@ impl HandshakeHandlers for Ctx<'_> {
     }
 
     fn can_retry_version(&self, p: &Response) -> Option<String> {
-        if !self.answers_handshake(p) || self.core.probe_retried {
+        if !self.answers_handshake(p) || self.core.attempt.probe_retried {
             return None;
         }
         let Err(ResponseError::Rpc(e)) = &p.body else {
@@ -47,7 +47,7 @@ impl HandshakeHandlers for Ctx<'_> {
         // A modern version in common was taken by the rows before (accepted, or asked for
         // again once): what is left of a modern answer is usable only as a legacy one (auto).
         let legacy_only = |v: &[String]| {
-            self.auto() && protocol::common_legacy(v).is_some() && !self.usable_modern(v)
+            self.era_is_auto() && protocol::common_legacy(v).is_some() && !self.usable_modern(v)
         };
         match &p.body {
             Ok(result) => {
@@ -63,7 +63,7 @@ impl HandshakeHandlers for Ctx<'_> {
     }
 
     fn can_fall_back(&self, p: &Response) -> bool {
-        self.auto() && self.answers_handshake(p)
+        self.era_is_auto() && self.answers_handshake(p)
     }
 
     fn is_probe_answer(&self, p: &Response) -> bool {
@@ -71,16 +71,16 @@ impl HandshakeHandlers for Ctx<'_> {
     }
 
     fn can_fall_back_silent(&self) -> bool {
-        self.auto() && !self.core.probe_retried
+        self.era_is_auto() && !self.core.attempt.probe_retried
     }
 
     fn can_respawn_legacy(&self, _p: &TransportError) -> bool {
         // Only a probe in flight can have killed the server (not a wait for authorization).
-        self.auto() && self.core.verdict.is_none() && self.core.init_id.is_some()
+        self.era_is_auto() && self.core.verdict.is_none() && self.core.attempt.init_id.is_some()
     }
 
     fn is_init_modern_refusal(&self, p: &Response) -> bool {
-        if !self.auto() || self.core.reprobed || !self.answers_handshake(p) {
+        if !self.era_is_auto() || self.core.attempt.reprobed || !self.answers_handshake(p) {
             return false;
         }
         // Any error only a modern server answers with proves the legacy verdict wrong.
@@ -93,13 +93,13 @@ impl HandshakeHandlers for Ctx<'_> {
     fn is_init_accepted(&self, p: &Response) -> Option<ServerInfo> {
         let id = Self::response_id(p)?;
         let result = p.body.as_ref().ok()?.value();
-        (Some(id) == self.core.init_id)
+        (Some(id) == self.core.attempt.init_id)
             .then(|| protocol::check_init_result(result).ok())
             .flatten()
     }
 
     fn is_init_response(&self, p: &Response) -> bool {
-        Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
+        Self::response_id(p).is_some_and(|id| Some(id) == self.core.attempt.init_id)
     }
 
     fn is_initialized_send(&self, p: &SendToken) -> bool {
@@ -107,18 +107,18 @@ impl HandshakeHandlers for Ctx<'_> {
     }
 
     fn is_init_send(&self, p: &SendToken) -> bool {
-        matches!(*p, SendToken::Request(id) if Some(id) == self.core.init_id)
+        matches!(*p, SendToken::Request(id) if Some(id) == self.core.attempt.init_id)
     }
 
     fn arm_init_timeout(&mut self) {
-        self.core.init_bound = self.core.config.init_timeout;
-        self.arm(TimerKind::InitTimeout, self.core.init_bound);
+        self.core.attempt.init_bound = self.core.config.init_timeout;
+        self.arm(TimerKind::InitTimeout, self.core.attempt.init_bound);
     }
 
     fn send_initialize(&mut self) {
         let id = self.core.next_id;
         self.core.next_id += 1;
-        self.core.init_id = Some(id);
+        self.core.attempt.init_id = Some(id);
         let params = protocol::initialize_params(&self.core.config);
         self.send(
             SendToken::Request(id),
@@ -127,7 +127,7 @@ impl HandshakeHandlers for Ctx<'_> {
     }
 
     fn send_discover(&mut self) {
-        self.core.probe_retried = false;
+        self.core.attempt.probe_retried = false;
         let version = self
             .modern_version()
             .unwrap_or(protocol::MODERN_PROTOCOL_VERSIONS[0])
@@ -146,15 +146,15 @@ impl HandshakeHandlers for Ctx<'_> {
             tentative: false,
         });
         self.core.server = Some(Arc::new(w));
-        self.core.init_id = None;
+        self.core.attempt.init_id = None;
         self.core.last_error = None;
     }
 
     fn retry_discover(&mut self, w: String) {
-        if let Some(id) = self.core.init_id.take() {
+        if let Some(id) = self.core.attempt.init_id.take() {
             self.tombstone(id);
         }
-        self.core.probe_retried = true;
+        self.core.attempt.probe_retried = true;
         self.send_discover_at(&w);
     }
 
@@ -182,7 +182,7 @@ impl HandshakeHandlers for Ctx<'_> {
                 not_modern(format!("invalid error answering server/discover: {reason}"))
             }
         };
-        self.note(failure.clone());
+        self.set_last_error(failure.clone());
         self.push(Action::Report(Report::InitRejected(failure)));
     }
 
@@ -197,7 +197,7 @@ impl HandshakeHandlers for Ctx<'_> {
 
     fn note_probe_timeout(&mut self) {
         let after = self.core.config.probe_timeout;
-        self.note(Failure::ProbeTimeout { after });
+        self.set_last_error(Failure::ProbeTimeout { after });
         self.push(Action::Report(Report::ProbeTimeout));
     }
 
@@ -223,7 +223,7 @@ impl HandshakeHandlers for Ctx<'_> {
 
     fn forget_verdict(&mut self) {
         self.core.verdict = None;
-        self.core.reprobed = true;
+        self.core.attempt.reprobed = true;
     }
 
     fn accept_init(&mut self, w: ServerInfo) {
@@ -233,7 +233,7 @@ impl HandshakeHandlers for Ctx<'_> {
             tentative: false,
         });
         self.core.server = Some(Arc::new(w));
-        self.core.init_id = None;
+        self.core.attempt.init_id = None;
         self.core.last_error = None;
     }
 
@@ -251,28 +251,28 @@ impl HandshakeHandlers for Ctx<'_> {
                 },
             },
         };
-        self.note(failure.clone());
+        self.set_last_error(failure.clone());
         self.push(Action::Report(Report::InitRejected(failure)));
     }
 
     fn note_initialized_refused(&mut self) {
-        self.note(Failure::InitializedNotSent);
+        self.set_last_error(Failure::InitializedNotSent);
     }
 
     fn fail_init_send(&mut self) {
-        self.note(Failure::InitNotSent);
+        self.set_last_error(Failure::InitNotSent);
         self.push(Action::Report(Report::InitRejected(Failure::InitNotSent)));
     }
 
     fn abandon_init(&mut self) {
-        if let Some(id) = self.core.init_id.take() {
+        if let Some(id) = self.core.attempt.init_id.take() {
             self.tombstone(id);
         }
     }
 
     fn note_init_timeout(&mut self) {
-        let after = self.core.init_bound;
-        self.note(Failure::InitTimeout { after });
+        let after = self.core.attempt.init_bound;
+        self.set_last_error(Failure::InitTimeout { after });
     }
 
     fn send_initialized(&mut self) {

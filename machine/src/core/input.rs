@@ -46,7 +46,7 @@ impl InputHandlers for Ctx<'_> {
         self.core
             .timers
             .cancel(TimerKey::keyed(TimerKind::SendRetry, w.request));
-        let mrtr = entry.mrtr.get_or_insert_with(Box::default);
+        let mrtr = entry.input_rounds.get_or_insert_with(Box::default);
         mrtr.round = mrtr.round.saturating_add(1);
         mrtr.awaiting = w.inputs.iter().map(|(k, _, _)| (k.clone(), None)).collect();
         mrtr.state = w.state;
@@ -87,7 +87,7 @@ impl InputHandlers for Ctx<'_> {
             .core
             .calls
             .get_mut(*w)
-            .and_then(|e| e.mrtr.as_deref_mut())
+            .and_then(|e| e.input_rounds.as_deref_mut())
             && let Some(slot) = mrtr.awaiting.get_mut(&p.key)
         {
             *slot = Some(value.to_string());

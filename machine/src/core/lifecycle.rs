@@ -35,7 +35,7 @@ impl LifecycleHandlers for Ctx<'_> {
             .calls
             .iter()
             .filter(|(id, e)| {
-                e.call.is_some()
+                e.kind.caller().is_some()
                     && (!e.resent || mutant!(self.core, ParkResentAgain))
                     && (e.phase != Phase::Sent || refused.contains(id))
             })
@@ -46,7 +46,7 @@ impl LifecycleHandlers for Ctx<'_> {
 
     fn spawn_transport(&mut self) {
         self.core.generation += 1;
-        self.core.reprobed = false;
+        self.core.attempt.reprobed = false;
         if mutant!(self.core, ReuseIds) {
             self.core.next_id = 1;
         }
@@ -88,8 +88,8 @@ impl LifecycleHandlers for Ctx<'_> {
     }
 
     fn arm_connect_timeout(&mut self) {
-        self.core.init_bound = self.core.config.connect_timeout;
-        self.arm(TimerKind::InitTimeout, self.core.init_bound);
+        self.core.attempt.init_bound = self.core.config.connect_timeout;
+        self.arm(TimerKind::InitTimeout, self.core.attempt.init_bound);
     }
 
     fn arm_tombstone_sweep(&mut self) {
@@ -101,12 +101,12 @@ impl LifecycleHandlers for Ctx<'_> {
     }
 
     fn note_down(&mut self, p: &TransportError) {
-        self.note(Failure::Transport(p.clone()));
+        self.set_last_error(Failure::Transport(p.clone()));
     }
 
     fn note_oversized(&mut self, p: &Oversized) {
         let max = self.core.config.max_frame_bytes;
-        self.note(Failure::Oversized { size: p.size, max });
+        self.set_last_error(Failure::Oversized { size: p.size, max });
     }
 
     fn restore_session(&mut self) {

@@ -30,8 +30,12 @@ impl ListenHandlers for Ctx<'_> {
     }
 
     fn is_listen_send_end(&self, p: &SendToken) -> Option<PendingSend> {
-        self.pending_send(p)
-            .filter(|s| self.core.calls.get(s.id).is_some_and(|e| e.listen))
+        self.pending_send(p).filter(|s| {
+            self.core
+                .calls
+                .get(s.id)
+                .is_some_and(|e| e.kind == RequestKind::Listen)
+        })
     }
 
     fn is_listen_refused(&self, p: &Response) -> Option<RequestId> {
@@ -171,8 +175,8 @@ impl ListenHandlers for Ctx<'_> {
 
     fn await_listen_ack(&mut self, p: CallRequest) {
         let phase = Phase::AwaitingAck;
-        self.enter(
-            Some(p.call),
+        self.record_request(
+            RequestKind::Caller(p.call),
             &p.method,
             p.params,
             p.options,

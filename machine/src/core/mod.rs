@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::Payload;
 use crate::backoff::Backoff;
-use crate::calls::{Calls, Entry, Mrtr, Phase, Tombstones};
+use crate::calls::{Calls, Entry, InputRounds, Phase, RequestKind, Tombstones};
 use crate::codes;
 use crate::config::{Config, Era, EraMode};
 use crate::event::{
@@ -46,15 +46,15 @@ macro_rules! mutant {
     };
 }
 
-mod lifecycle;
-mod handshake;
 mod calls;
+mod handshake;
+mod lifecycle;
 mod server_requests;
 // `listen` names the crate's listen vocabulary here; the file keeps the spec file's name.
+mod auth;
+mod input;
 #[path = "listen.rs"]
 mod listen_rows;
-mod input;
-mod auth;
 
 /// The connection's data: everything but the state (the machine's) and the undrained actions.
 /// `Hash + Eq` so the model checker can store it.
@@ -65,18 +65,10 @@ pub(crate) struct Core {
     pub(crate) now: Duration,
     pub(crate) generation: Generation,
     pub(crate) next_id: RequestId,
-    /// The id of the handshake request in flight: `initialize`, or `server/discover`.
-    pub(crate) init_id: Option<RequestId>,
+    /// What the current connection attempt (probing, initializing) holds.
+    pub(crate) attempt: Attempt,
     /// Which era this server speaks, as far as the client knows (kept across generations).
     pub(crate) verdict: Option<Verdict>,
-    /// This generation probed again after a legacy verdict proved wrong.
-    pub(crate) reprobed: bool,
-    /// The probe in flight was already sent again at another version.
-    pub(crate) probe_retried: bool,
-    /// The version the last probe asked for.
-    pub(crate) probe_version: String,
-    /// The bound the running init timeout was armed with (the row chose which).
-    pub(crate) init_bound: Duration,
     /// The accepted handshake (shared: set once per handshake, never changed in place, so a
     /// copy of the machine, as the model checker makes for every successor, does not copy
     /// the server's JSON).
@@ -120,12 +112,8 @@ impl Core {
             now,
             generation: 0,
             next_id: 1,
-            init_id: None,
+            attempt: Attempt::default(),
             verdict: None,
-            reprobed: false,
-            probe_retried: false,
-            probe_version: String::new(),
-            init_bound: Duration::ZERO,
             server: None,
             last_error: None,
             calls: Calls::default(),
@@ -144,6 +132,22 @@ impl Core {
             mutant: None,
         }
     }
+}
+
+/// The data of one connection attempt: the handshake request in flight and what the probe and
+/// the init timeout chose for it. Only the handshake's rows (probing, initializing) read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct Attempt {
+    /// The id of the handshake request in flight: `initialize`, or `server/discover`.
+    pub(crate) init_id: Option<RequestId>,
+    /// This generation probed again after a legacy verdict proved wrong.
+    pub(crate) reprobed: bool,
+    /// The probe in flight was already sent again at another version.
+    pub(crate) probe_retried: bool,
+    /// The version the last probe asked for.
+    pub(crate) probe_version: String,
+    /// The bound the running init timeout was armed with (the row chose which).
+    pub(crate) init_bound: Duration,
 }
 
 /// What the client knows of the era a server speaks.
@@ -220,7 +224,7 @@ impl Ctx<'_> {
     /// Answers the call an entry is for: its caller, or for a request of the client's own (a
     /// session restore) a report when it failed.
     fn answer(&mut self, entry: &Entry, id: RequestId, outcome: Result<Payload, CallError>) {
-        match (entry.call, outcome) {
+        match (entry.kind.caller(), outcome) {
             (Some(call), outcome) => self.reply(call, Some(id), outcome),
             (None, Ok(_)) => {}
             (None, Err(_)) => {
@@ -239,21 +243,27 @@ impl Ctx<'_> {
             SessionChange::SetLogLevel(level) => ("logging/setLevel", json!({ "level": level })),
         };
         let options = CallOptions::default();
-        self.issue(None, method, Some(params), options, Some(change));
+        self.issue(
+            RequestKind::Restore,
+            method,
+            Some(params),
+            options,
+            Some(change),
+        );
     }
 
     /// Gives a request the next id, records it, arms its timeout and sends its frame: a caller's
-    /// call, or (`call: None`) a request of the client's own. Returns its id.
+    /// call, or a request of the client's own (`kind`). Returns its id.
     fn issue(
         &mut self,
-        call: Option<CallId>,
+        kind: RequestKind,
         method: &str,
         params: Option<Value>,
         options: CallOptions,
         session: Option<SessionChange>,
     ) -> RequestId {
-        let (id, frame) = self.enter(
-            call,
+        let (id, frame) = self.record_request(
+            kind,
             method,
             params,
             options,
@@ -266,9 +276,9 @@ impl Ctx<'_> {
 
     /// Gives a request the next id, records it in `phase` and arms its timeout; returns the id
     /// and the frame, not sent.
-    fn enter(
+    fn record_request(
         &mut self,
-        call: Option<CallId>,
+        kind: RequestKind,
         method: &str,
         params: Option<Value>,
         options: CallOptions,
@@ -298,7 +308,7 @@ impl Ctx<'_> {
         self.core.calls.insert(
             id,
             Entry {
-                call,
+                kind,
                 session,
                 frame: frame.clone(),
                 phase,
@@ -308,11 +318,9 @@ impl Ctx<'_> {
                 reset_on_progress: options.reset_timeout_on_progress,
                 max_total: options.max_total_timeout,
                 resent: false,
-                mrtr: None,
+                input_rounds: None,
                 reissues: 0,
                 relisted: false,
-                relist: false,
-                listen: false,
                 auth_refused: false,
             },
         );
@@ -337,7 +345,7 @@ impl Ctx<'_> {
         protocol::common_modern(versions).is_some()
     }
 
-    fn auto(&self) -> bool {
+    fn era_is_auto(&self) -> bool {
         self.core.config.era == EraMode::Auto
     }
 
@@ -358,7 +366,7 @@ impl Ctx<'_> {
         let entry = self.core.calls.get(id)?;
         let result = p.body.as_ref().ok()?.value();
         (!entry.phase.answered()
-            && entry.call.is_some()
+            && entry.kind.caller().is_some()
             && protocol::result_type(result).as_deref() == Some("input_required"))
         .then_some((id, result))
     }
@@ -370,7 +378,7 @@ impl Ctx<'_> {
         if !protocol::INPUT_METHODS.contains(&method.as_str()) {
             return Err(format!("{method} cannot ask for input"));
         }
-        let rounds = entry.mrtr.as_ref().map_or(0, |m| m.round);
+        let rounds = entry.input_rounds.as_ref().map_or(0, |m| m.round);
         let cap = self.core.config.max_input_rounds;
         if rounds >= cap && !mutant!(self.core, NoRoundCap) {
             return Err(format!("the server asked for input {cap} times already"));
@@ -421,9 +429,9 @@ impl Ctx<'_> {
     }
 
     /// The call an input reply is for, if it awaits that input.
-    fn awaited(&self, p: &InputReply) -> Option<&Mrtr> {
+    fn awaited(&self, p: &InputReply) -> Option<&InputRounds> {
         let entry = self.core.calls.get(p.request)?;
-        let mrtr = entry.mrtr.as_deref()?;
+        let mrtr = entry.input_rounds.as_deref()?;
         (entry.phase == Phase::AwaitingInput && matches!(mrtr.awaiting.get(&p.key), Some(None)))
             .then_some(mrtr)
     }
@@ -436,7 +444,7 @@ impl Ctx<'_> {
         };
         let id = self.core.next_id;
         self.core.next_id += 1;
-        let mrtr = entry.mrtr.get_or_insert_with(Box::default);
+        let mrtr = entry.input_rounds.get_or_insert_with(Box::default);
         let inputs: serde_json::Map<String, Value> = std::mem::take(&mut mrtr.awaiting)
             .into_iter()
             .filter_map(|(k, v)| Some((k, serde_json::from_str(&v?).ok()?)))
@@ -508,10 +516,13 @@ impl Ctx<'_> {
         }
         let params = listen::params(&filter);
         let options = CallOptions::default();
-        let id = self.issue(None, listen::LISTEN_METHOD, Some(params), options, None);
-        if let Some(e) = self.core.calls.get_mut(id) {
-            e.listen = true;
-        }
+        let id = self.issue(
+            RequestKind::Listen,
+            listen::LISTEN_METHOD,
+            Some(params),
+            options,
+            None,
+        );
         self.core.listens.current = Some(OpenListen {
             id,
             asked: filter,
@@ -566,7 +577,7 @@ impl Ctx<'_> {
             if outcome.is_ok() {
                 self.core.session.subscriptions.insert(uri);
             }
-            if let Some(call) = entry.call {
+            if let Some(call) = entry.kind.caller() {
                 self.reply(call, None, outcome.map(|()| json!({}).into()));
             }
         }
@@ -574,15 +585,15 @@ impl Ctx<'_> {
 
     /// Whether the response answers the handshake request in flight.
     fn answers_handshake(&self, p: &Response) -> bool {
-        Self::response_id(p).is_some_and(|id| Some(id) == self.core.init_id)
+        Self::response_id(p).is_some_and(|id| Some(id) == self.core.attempt.init_id)
     }
 
     /// Sends `server/discover` at `version` as the handshake request.
     fn send_discover_at(&mut self, version: &str) {
         let id = self.core.next_id;
         self.core.next_id += 1;
-        self.core.init_id = Some(id);
-        self.core.probe_version = version.to_owned();
+        self.core.attempt.init_id = Some(id);
+        self.core.attempt.probe_version = version.to_owned();
         let config = Arc::clone(&self.core.config);
         let envelope = Envelope {
             version,
@@ -654,14 +665,14 @@ impl Ctx<'_> {
             .filter(|(_, e)| {
                 !(mutant!(self.core, ForgetRetries) && matches!(e.phase, Phase::Retrying { .. }))
             })
-            .filter_map(|(id, e)| Some((id, e.call?)))
+            .filter_map(|(id, e)| Some((id, e.kind.caller()?)))
             .collect();
         for (id, call) in targets {
             self.reply(call, Some(id), Err(error.clone()));
         }
     }
 
-    fn note(&mut self, failure: Failure) {
+    fn set_last_error(&mut self, failure: Failure) {
         self.core.last_error = Some(failure);
     }
 
@@ -727,7 +738,10 @@ impl Ctx<'_> {
         Self::auth_challenge(p)?;
         let id = Self::response_id(p)?;
         let entry = self.core.calls.get(id)?;
-        (entry.call.is_some() && !entry.phase.answered() && !entry.listen && !entry.relist)
+        (entry.kind.caller().is_some()
+            && !entry.phase.answered()
+            && entry.kind != RequestKind::Listen
+            && entry.kind != RequestKind::Relist)
             .then_some(id)
     }
 
