@@ -7,7 +7,8 @@
 //! does what the scenario asks over Streamable HTTP and exits 0, or exits non-zero with one
 //! `mcpc: conformance <scenario>: <why>` line. At the 2025 wire revisions (the handshake era)
 //! mcpc speaks the legacy era only (a probe would break the suite's per-revision schema check);
-//! at 2026-07-28 it negotiates (`--era auto`), as a host would. The `auth/*` scenarios are
+//! at 2026-07-28 it negotiates (`--era auto`), as a host would. The `auth/*` scenarios of
+//! [`AUTH_SCENARIOS`] authorize as a host would, then call every tool; any other scenario is
 //! refused with exit 2.
 
 use mcp_runtime::{

@@ -15,7 +15,7 @@ Exit codes:
        not match the outputSchema it declared (--no-validate-output skips that check)
   2    usage error: bad flags or arguments, invalid --args JSON, an argument the tool's
        schema does not have, a bad -H header, or what this build does not have yet
-       (--era modern, a conformance scenario)
+       (a conformance scenario)
   3    could not connect: spawn failed, handshake failed or timed out (--connect-timeout,
        default 60 s), the server exited
   4    the call timed out (--timeout, default 30 s)
@@ -135,8 +135,8 @@ impl CliError {
             // Made up by the HTTP transport, not the server's answer: a 2xx without the
             // response, a refused POST (2026-07-28), a stream lost.
             E::Server { code, .. }
-                if *code == mcp_runtime::transport::HTTP_REFUSED
-                    || *code == mcp_runtime::transport::STREAM_LOST =>
+                if *code == mcp_runtime::codes::HTTP_REFUSED
+                    || *code == mcp_runtime::codes::STREAM_LOST =>
             {
                 Exit::Transport
             }
@@ -194,13 +194,13 @@ mod tests {
             "mcpc: tools call late: request timed out after 300 ms"
         );
         let server = mcp_runtime::Error::Server {
-            code: -32602,
+            code: mcp_runtime::codes::INVALID_PARAMS,
             message: "Unknown tool: nope".into(),
             data: None,
         };
         assert_eq!(CliError::call("x", &server).exit.code(), 1);
         let made_up = mcp_runtime::Error::Server {
-            code: mcp_runtime::transport::HTTP_REFUSED,
+            code: mcp_runtime::codes::HTTP_REFUSED,
             message: "the server answered the POST of tools/call with HTTP 200 and no response"
                 .into(),
             data: None,

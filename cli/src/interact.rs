@@ -19,14 +19,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::sync::Mutex;
 
 use mcp_runtime::{
-    CreateMessageResult, ElicitParams, ElicitResult, Handlers, Root, Roots, RpcError,
+    CreateMessageResult, ElicitParams, ElicitResult, Handlers, Root, Roots, RpcError, codes,
 };
 use serde_json::{Map, Value, json};
 
 use crate::sanitize::clean;
-
-/// JSON-RPC "Invalid params": the answer to an elicitation mode the client did not declare.
-const INVALID_PARAMS: i64 = -32602;
 
 /// Refuses an elicitation request whose mode mcpc did not declare (it declares form only;
 /// a request without `mode` is a form request).
@@ -35,7 +32,7 @@ pub fn check_mode(params: &Value) -> Result<(), RpcError> {
         None => Ok(()),
         Some(Value::String(mode)) if mode == "form" => Ok(()),
         Some(mode) => Err(RpcError {
-            code: INVALID_PARAMS,
+            code: codes::INVALID_PARAMS,
             message: format!(
                 "elicitation mode {mode} was not declared by this client (mcpc declares form mode only)"
             ),
@@ -74,12 +71,12 @@ pub fn handlers(sampling_reply: Option<String>, roots: &[String], server: &str) 
                 })
                 .await
                 .map_err(|e| RpcError {
-                    code: -32603,
+                    code: codes::INTERNAL_ERROR,
                     message: format!("elicitation prompt failed: {e}"),
                     data: None,
                 })?;
                 serde_json::from_value(answer).map_err(|e| RpcError {
-                    code: -32603,
+                    code: codes::INTERNAL_ERROR,
                     message: format!("elicitation answer malformed: {e}"),
                     data: None,
                 })

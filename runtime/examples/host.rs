@@ -137,7 +137,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     print_transitions(&mut transitions);
     // The subscription comes back with the new connection: the table sends the restoring
     // `resources/subscribe` before any other call, but this server runs requests concurrently,
-    // so a call right after `ready()` may overtake it (calls do not wait for the restore yet).
+    // so a call right after `ready()` may overtake it (calls wait for the restore to be sent,
+    // not for its answer).
     for _ in 0..20 {
         let touched = client
             .call_tool("touch", json!({"uri": "test://static/1"}))

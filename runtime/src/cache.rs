@@ -8,8 +8,9 @@
 //! - **Key.** The method, the one parameter that affects the result (the list's `cursor`, absent
 //!   and `""` being different cursors; the read's `uri`), and the partition: `public` entries
 //!   are shared by every authorization context, a `private` entry belongs to the context it was
-//!   fetched in and is never served to another. Today a client has one context (authorization
-//!   is not built yet), but the context is part of every lookup and every private key.
+//!   fetched in and is never served to another. A client has one context for its whole life,
+//!   also when it authorizes with OAuth (a new authorization does not start a new one), but the
+//!   context is part of every lookup and every private key.
 //! - **Freshness.** Fresh while `now < received + ttlMs`, on tokio's clock
 //!   ([`tokio::time::Instant`], so paused time drives it in tests). `ttlMs` absent, negative, not
 //!   an integer, or 0: not cached. A TTL over [`CacheConfig::max_ttl`] is cut to it.
@@ -42,6 +43,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use mcp_machine::codes;
 use mcp_machine::generated::ActionId;
 use mcp_machine::{ListenFilter, ListenStatus, ROWS, State, Step};
 use serde_json::Value;
@@ -49,9 +51,6 @@ use tokio::time::Instant;
 
 use crate::feed::json_size;
 use crate::types::ServerNotification;
-
-/// JSON-RPC's invalid params: a server's answer to a list call with an invalid cursor.
-const INVALID_PARAMS: i64 = -32602;
 
 /// How a [`crate::Client`] caches results (SEP-2549): on by default, with bounds. Set it with
 /// [`crate::ClientBuilder::cache_config`], or only switch it with
@@ -219,7 +218,7 @@ impl AuthContext {
         AuthContext(key.into())
     }
 
-    /// The one context of a client without authorization (today every client).
+    /// The context every client uses today, authorized or not (see the module's documentation).
     pub(crate) fn unauthenticated() -> Self {
         AuthContext::new("")
     }
@@ -503,7 +502,7 @@ impl ResponseCache {
         if !self.enabled()
             || !request.method.is_list()
             || request.param.is_none()
-            || code != INVALID_PARAMS
+            || code != codes::INVALID_PARAMS
         {
             return;
         }
@@ -1160,19 +1159,19 @@ mod tests {
     async fn an_invalid_cursor_drops_every_page_of_its_list() {
         let cache = filled();
         // Another error code, or -32602 for a first page (no cursor): nothing dropped.
-        cache.failed(&miss(&cache, &tools(Some("gone"))), -32603);
-        cache.failed(&miss(&cache, &tools(Some("p9"))), -32603);
+        cache.failed(&miss(&cache, &tools(Some("gone"))), codes::INTERNAL_ERROR);
+        cache.failed(&miss(&cache, &tools(Some("p9"))), codes::INTERNAL_ERROR);
         let first = Ticket {
             request: tools(None),
             context: ctx(),
             marks: None,
         };
-        cache.failed(&first, INVALID_PARAMS);
+        cache.failed(&first, codes::INVALID_PARAMS);
         assert_eq!(held(&cache), [2, 2, 2, 2, 2]);
-        cache.failed(&miss(&cache, &tools(Some("gone"))), INVALID_PARAMS);
+        cache.failed(&miss(&cache, &tools(Some("gone"))), codes::INVALID_PARAMS);
         assert_eq!(held(&cache), [0, 2, 2, 2, 2]);
         let prompts = CacheRequest::list(Cacheable::PromptsList, Some("x".into()));
-        cache.failed(&miss(&cache, &prompts), INVALID_PARAMS);
+        cache.failed(&miss(&cache, &prompts), codes::INVALID_PARAMS);
         assert_eq!(held(&cache), [0, 0, 2, 2, 2]);
         // A read's -32602 is "no such resource", not a cursor.
         let read = Ticket {
@@ -1180,7 +1179,7 @@ mod tests {
             context: ctx(),
             marks: None,
         };
-        cache.failed(&read, INVALID_PARAMS);
+        cache.failed(&read, codes::INVALID_PARAMS);
         assert_eq!(held(&cache), [0, 0, 2, 2, 2]);
     }
 

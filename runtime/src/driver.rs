@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use mcp_machine::codes;
 use mcp_machine::{
     Action, Body, CallId, Failure, HandlerReply, Input, Machine, Payload, Report, RpcError,
     ServerRequestId, Step,
@@ -750,7 +751,7 @@ impl Driver {
                 let message = format!("the client's handler for {method} panicked");
                 Box::pin(async move {
                     Err(RpcError {
-                        code: -32603,
+                        code: codes::INTERNAL_ERROR,
                         message,
                         data: None,
                     })
@@ -764,7 +765,7 @@ impl Driver {
             let result = match inner.await {
                 Ok(r) => r,
                 Err(e) if e.is_panic() => Err(RpcError {
-                    code: -32603,
+                    code: codes::INTERNAL_ERROR,
                     message: format!("the client's handler for {method} panicked"),
                     data: None,
                 }),

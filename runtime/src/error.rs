@@ -323,7 +323,7 @@ impl From<CallError> for Error {
             CallError::Backpressure { attempts } => Error::Backpressure { attempts },
             // -32021: a 2026-07-28 server needs client capabilities the request did not
             // declare; it names them.
-            CallError::Server(e) if e.code == mcp_machine::MISSING_CAPABILITY => {
+            CallError::Server(e) if e.code == mcp_machine::codes::MISSING_CAPABILITY => {
                 Error::MissingCapability {
                     required: e
                         .data

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use mcp_machine::{RpcError, ServerRequestId};
+use mcp_machine::{RpcError, ServerRequestId, codes};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -176,7 +176,7 @@ pub trait ClientHandler: Send + Sync + 'static {
 
 fn unsupported<T: Send + 'static>(method: &str) -> HandlerFuture<T> {
     let err = RpcError {
-        code: -32601,
+        code: codes::METHOD_NOT_FOUND,
         message: format!("method not found: {method}"),
         data: None,
     };
@@ -356,7 +356,7 @@ fn to_wire<T: Serialize + Send + 'static>(fut: HandlerFuture<T>) -> HandlerFutur
     Box::pin(async move {
         let result = fut.await?;
         serde_json::to_value(result).map_err(|e| RpcError {
-            code: -32603,
+            code: codes::INTERNAL_ERROR,
             message: format!("the client could not encode its answer: {e}"),
             data: None,
         })
@@ -365,7 +365,7 @@ fn to_wire<T: Serialize + Send + 'static>(fut: HandlerFuture<T>) -> HandlerFutur
 
 fn invalid_params(method: &str, e: serde_json::Error) -> HandlerFuture<Value> {
     let err = RpcError {
-        code: -32602,
+        code: codes::INVALID_PARAMS,
         message: format!("invalid params for {method}: {e}"),
         data: None,
     };

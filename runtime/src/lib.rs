@@ -138,9 +138,9 @@ pub mod transport;
 pub mod types;
 
 pub use crate::cache::{CacheConfig, CacheStats};
-pub use crate::client::{
-    Client, ClientBuilder, MIN_BACKOFF, PROGRESS_CHANNEL_CAPACITY, RequestOptions,
-};
+pub use crate::client::Client;
+pub use crate::client::builder::{ClientBuilder, MIN_BACKOFF};
+pub use crate::client::options::{PROGRESS_CHANNEL_CAPACITY, RequestOptions};
 pub use crate::error::{ConnectError, Error, PaginationStop, Result};
 pub use crate::feed::{Feed, FeedLimits};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides, RequestContext, Roots};
@@ -154,6 +154,7 @@ pub use crate::types::{
     CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
     ServerCapabilities, ServerInfo, ServerNotification,
 };
+pub use mcp_machine::codes;
 pub use mcp_machine::{
     Era, EraMode, Failure, IoCause, ListenFilter, ListenStatus, MODERN_PROTOCOL_VERSIONS, RpcError,
     SUPPORTED_PROTOCOL_VERSIONS, TransportError,

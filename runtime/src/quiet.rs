@@ -2,9 +2,8 @@
 //!
 //! `tokio::select!` polls every branch each time its task wakes, whichever branch woke it. A
 //! branch that waits for something rare (a child's exit, a close request, a deadline) beside
-//! busy ones (frames in and out) is so polled once per frame for nothing: a process-exit
-//! future, a watch channel's `Notified` and a timer each cost a few hundred instructions per
-//! poll. `Quiet` gives the future a waker of its own and polls it only when that waker was
+//! busy ones (frames in and out) is so polled once per frame for nothing, and a process-exit
+//! future, a watch channel's `Notified` and a timer each do real work at every poll. `Quiet` gives the future a waker of its own and polls it only when that waker was
 //! woken since the last poll (or when told to, [`Quiet::inner_mut`]); otherwise a poll is one
 //! atomic swap.
 //!

@@ -67,6 +67,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use mcp_machine::codes;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
 use reqwest::{Method, StatusCode};
 use serde::de::IgnoredAny;
@@ -125,11 +126,7 @@ fn is_modern_refusal(body: &[u8]) -> bool {
     v.get("method").is_none()
         && matches!(
             code,
-            Some(
-                mcp_machine::UNSUPPORTED_VERSION
-                    | mcp_machine::HEADER_MISMATCH
-                    | mcp_machine::MISSING_CAPABILITY
-            )
+            Some(codes::UNSUPPORTED_VERSION | codes::HEADER_MISMATCH | codes::MISSING_CAPABILITY)
         )
 }
 

@@ -22,7 +22,16 @@
 //! driver under the same credit, read-ahead and frame-limit rules (a hidden `Delivery`), so
 //! no pipe, line splitting or extra task sits between the driver and the HTTP client.
 //!
-//! This module is not a protocol layer: it never parses JSON and knows nothing of MCP messages.
+//! This module is not a protocol layer: what a message means for the connection is the
+//! machine's business, and every message reaches the driver as it came. The stdio and stream
+//! transports never parse JSON; they move lines. The HTTP transports read what HTTP needs: the
+//! head of each outgoing frame (its method and id, to pair a request with its POST and to end
+//! the POST of a cancelled one), a modern frame whole (for its `Mcp-Method`, `Mcp-Name` and
+//! `Mcp-Param-*` headers), the answers to modern `tools/list` requests (for the tools' header
+//! mappings: [`tool_headers`]), the `initialize` answer (for the session's protocol version
+//! header), and the body of a refusal (to tell an expired session or a modern server). When
+//! HTTP loses a request's answer they make one up: a JSON-RPC error with [`HTTP_REFUSED`],
+//! [`STREAM_LOST`] or [`AUTH_REQUIRED`].
 
 mod bridge;
 #[doc(hidden)]
@@ -101,7 +110,7 @@ pub enum TransportEvent {
     Down(TransportError),
 }
 
-pub use mcp_machine::headers::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
+pub use mcp_machine::codes::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
 pub use mcp_machine::{IoCause, SendOutcome, TransportError};
 
 /// Transport settings, shared by every generation.

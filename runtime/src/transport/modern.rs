@@ -25,7 +25,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use mcp_machine::headers::{self, HTTP_REFUSED, STREAM_LOST};
+use mcp_machine::codes::{HTTP_REFUSED, STREAM_LOST};
+use mcp_machine::headers;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -39,8 +40,7 @@ use super::web::{
 
 /// The frame as JSON when it is modern; `None` (without parsing it) when it cannot be.
 pub(crate) fn parse(frame: &str) -> Option<Value> {
-    // The searcher is built once: a `str::contains` builds one per call (a fifth of the
-    // bridge's own cost per frame).
+    // The searcher is built once: a `str::contains` would build one for every frame.
     static META: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(headers::PROTOCOL_VERSION_META));
     META.find(frame.as_bytes())?;

@@ -279,7 +279,7 @@ impl WebOptions {
         }
         let reason = response.status().canonical_reason().unwrap_or("refused");
         let error = serde_json::json!({
-            "code": mcp_machine::headers::AUTH_REQUIRED,
+            "code": mcp_machine::codes::AUTH_REQUIRED,
             "message": format!("HTTP {status} {reason}"),
             "data": {"httpStatus": status, "wwwAuthenticate": challenges.join(", ")},
         });

@@ -568,7 +568,7 @@ fn unknown_session(state: &State) -> Response<Body> {
     if state.config.fault == Some(Fault::Expire400) {
         rpc_error(
             StatusCode::BAD_REQUEST,
-            -32600,
+            crate::protocol::codes::INVALID_REQUEST,
             "Bad Request: unknown session",
         )
     } else {

@@ -11,9 +11,8 @@
 //! - A read sees what other processes wrote (a login, a refreshed token): it reads the file
 //!   again whenever its stamp (size, times, inode) is not the one last read, or was too
 //!   recent then to tell a later change by; otherwise it answers from the last read (a
-//!   `stat`: 3.5 µs a read here, against 33 to 70 µs to read and parse a store of three
-//!   tokens; test build, loaded machine). No lock is needed to read: the file is only ever
-//!   replaced whole, by a rename.
+//!   `stat`, far cheaper than reading and parsing the file again). No lock is needed to read:
+//!   the file is only ever replaced whole, by a rename.
 //! - Directories the store creates are `0700`. An existing directory is left as it is (it
 //!   may be a home or a shared directory the user chose); when others may write in it (group
 //!   or other write permission, no sticky bit), a warning is logged once, since they could

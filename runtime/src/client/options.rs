@@ -1,0 +1,83 @@
+//! [`RequestOptions`]: what one call asks beyond the client's defaults (its timeout, its
+//! progress, and how progress moves the timeout).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::command::ProgressSink;
+use crate::types::Progress;
+
+/// How many progress notifications [`RequestOptions::progress_channel`] holds for a slow
+/// receiver.
+pub const PROGRESS_CHANNEL_CAPACITY: usize = 256;
+
+/// Per-call options: timeout, progress, and how progress moves the timeout.
+#[derive(Clone, Default)]
+pub struct RequestOptions {
+    pub(super) timeout: Option<Duration>,
+    pub(super) progress: Option<ProgressSink>,
+    pub(super) reset_timeout_on_progress: bool,
+    pub(super) max_total_timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for RequestOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestOptions")
+            .field("timeout", &self.timeout)
+            .field("progress", &self.progress.is_some())
+            .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
+            .field("max_total_timeout", &self.max_total_timeout)
+            .finish()
+    }
+}
+
+impl RequestOptions {
+    /// Default options (the client's request timeout, no progress).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// This call's timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Ask for progress and pass each notification to `f`.
+    pub fn on_progress(mut self, f: impl Fn(Progress) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Ask for progress and deliver it on a bounded channel. Every notification that arrived
+    /// before the call's answer is in the channel before the call resolves: poll the channel
+    /// first (`biased` in a `select!`), or drain it with `try_recv` after the call.
+    ///
+    /// The channel holds [`PROGRESS_CHANNEL_CAPACITY`] notifications; when the receiver lags,
+    /// newer ones are dropped and counted in a `tracing` debug event, so a flooding server
+    /// cannot grow memory.
+    pub fn progress_channel(self) -> (Self, mpsc::Receiver<Progress>) {
+        let (tx, rx) = mpsc::channel(PROGRESS_CHANNEL_CAPACITY);
+        let dropped = std::sync::atomic::AtomicU64::new(0);
+        (
+            self.on_progress(move |p| {
+                if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(p) {
+                    let n = dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                    tracing::debug!(target: "mcp::progress", dropped = n, "progress receiver lags; notification dropped");
+                }
+            }),
+            rx,
+        )
+    }
+
+    /// Restart the timeout at each progress notification, but never wait more than `max_total`
+    /// in all.
+    pub fn reset_timeout_on_progress(mut self, max_total: Duration) -> Self {
+        self.reset_timeout_on_progress = true;
+        self.max_total_timeout = Some(max_total);
+        self
+    }
+}
