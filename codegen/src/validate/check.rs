@@ -468,13 +468,13 @@ fn order_cells(
             .filter(|&&i| r.rows[i].guard.is_some())
             .map(|&i| r.rows[i].file)
             .collect();
-        if files.len() > 1 {
-            if let Some(&first) = cell.rows.first() {
-                unordered
-                    .entry(first)
-                    .or_default()
-                    .push((cell.state, cell.event));
-            }
+        if files.len() > 1
+            && let Some(&first) = cell.rows.first()
+        {
+            unordered
+                .entry(first)
+                .or_default()
+                .push((cell.state, cell.event));
         }
     }
     for (o, cells_of) in overlap {
