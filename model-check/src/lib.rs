@@ -1,26 +1,97 @@
 //! The model checker of the MCP client's connection machine.
 //!
 //! A [stateright] model whose state is the real [`mcp_machine::Machine`] (running the table
-//! generated from the spec in `spec/`) plus an adversarial environment and ghost history,
-//! explored breadth-first to a fixed depth in several configurations. It proves, within those
-//! bounds, that no caller is answered twice, that an ended id never reaches its caller, that
-//! stop answers every call exactly once and sends nothing after, and the other properties of
-//! [`harness::Harness`]; it reports row coverage, and a mutation self-test shows each property
-//! can fail. It is not a test of the runtime's IO: only the lifecycle core is explored.
+//! generated from `spec/transitions.toml`) plus an adversarial environment and ghost history,
+//! explored breadth-first to a fixed depth in several configurations ([`configurations`]). It
+//! proves the properties below within those bounds, reports row and cell coverage, and a
+//! mutation self-test ([`mutants`]) shows each property can fail. It is not a test of the
+//! runtime's IO: only the lifecycle core is explored.
+//!
+//! # Layout
+//!
+//! - [`model`]: the [`model::Harness`] (a stateright `Model`), the bounds of a configuration
+//!   and the machine explored (the real one or a mutant).
+//! - [`world`]: the explored state: the machine, the environment, the ghost history.
+//! - [`env`](mod@env): the environment's moves, how a move is applied and its step settled, how the
+//!   machine's actions are carried out (as the driver does), and the server's frames with the
+//!   predicates on them.
+//! - [`ghost`]: what the ghost history learns from the machine's outputs.
+//! - [`properties`]: one module per concern, each with its violation bits, its properties and
+//!   the checks that set those bits; [`properties::guards`] holds the vacuity guards.
+//! - [`coverage`], [`explore`] (the level-synchronous explorer), [`mutants`], [`walk`] (seeded
+//!   random walks beyond the bounds), [`sorted`] (the state's small collections).
+//!
+//! # What is proven
+//!
+//! Within the bounds of every configuration, on every state reached (the property names are
+//! those a run reports; each module's doc says more):
+//!
+//! - Answers ([`properties::replies`]): no caller is answered twice; an ended id never reaches
+//!   its caller; answers reach the caller that asked; a live answer reaches its caller at
+//!   once; a cancel is answered at once; no progress after the answer; a caller turned away is
+//!   told the cause of the last failure.
+//! - Stop ([`properties::stop`]): after stop every call has exactly one answer; nothing is
+//!   sent after stop; every stop is answered once; the connection closes only when stopped,
+//!   with its exit, every transport closed.
+//! - Transports ([`properties::transport`]): stale generations change nothing; credit only
+//!   for the open transport, never more than the read window; frames only to the open
+//!   transport; a transport is closed before the next spawns; an open transport is always
+//!   read.
+//! - The wire ([`properties::wire`]): ids are never reused; cancel only what the server saw,
+//!   once; initialized once, before any call; what is owed to the server goes on the wire
+//!   once, or is being retried.
+//! - Deadlines ([`properties::deadlines`], [`properties::backoff`]): request timers die with
+//!   their calls; no call is pending past its deadline; starting, initializing, backoff and
+//!   closing end within their bounds; backoff stays within bounds.
+//! - Frames and sends ([`properties::reports`], [`properties::sends`]): every frame is
+//!   reported, delivered or answered as the protocol says; late answers are recognised as
+//!   late; no tombstone is held past its expiry plus one sweep period; a busy request is
+//!   offered again in time.
+//! - The session ([`properties::session`]): no call outlives ready, but those kept across a
+//!   session expiry; a reconnect asks again for exactly the live subscriptions, once; an
+//!   expired session's calls that never ran are sent again once on the new one, the others
+//!   are answered at once; an expired session is initialized again at once, at most the
+//!   budget in a row.
+//! - The era ([`properties::era`]): ready knows the server the handshake accepted; the era is
+//!   decided before a modern request, initialize never goes to a modern server, and only a
+//!   legacy server is answered; a legacy guess whose handshake failed is probed again; a
+//!   server that dies of the probe is spawned again at once in auto (unless it was last found
+//!   modern), after a backoff delay otherwise.
+//! - 2026-07-28 ([`properties::mrtr`], [`properties::reissue`], [`properties::listen`]): an
+//!   `input_required` round is sent again exactly; a modern request lost without an answer is
+//!   sent again at once under a new id, a bounded number of times, then its error is the
+//!   answer (and -32020 waits for a listing of the tools); in modern ready the listen asks for
+//!   what is wanted, its notifications are delivered exactly while due, a subscribe is
+//!   answered by the acknowledgement, and a lost listen is reopened only by its timer, within
+//!   the cap.
+//! - Authorization ([`properties::auth`]): a request refused for want of authorization waits
+//!   for one authorization at a time, within the budget, and goes out again exactly when it
+//!   ends with a token; refused again, or the authorization failed, it is answered.
+//! - The table ([`properties::rows`], [`coverage`]): impossible rows never fire; every other
+//!   row and every cell with a possible row fires in some configuration.
+//! - Vacuity ([`properties::guards`]): ready is reached and a call succeeds in every
+//!   configuration, and each of [`properties::guards::RUN_GUARDS`] happens in some
+//!   configuration.
 
+pub mod coverage;
+pub mod env;
 pub mod explore;
-pub mod harness;
+pub mod ghost;
+pub mod model;
 pub mod mutants;
+pub mod properties;
 pub mod sorted;
 pub mod walk;
 pub mod world;
 
+pub use coverage::{cell_summary, coverage_summary};
+
 use std::time::Duration;
 
-use mcp_machine::ROWS;
 use stateright::Model;
 
-use crate::harness::{Bounds, Coverage, Harness, Variant};
+use crate::coverage::Coverage;
+use crate::model::{Bounds, Harness, Variant};
 use crate::world::{Junk, Move, ServerKind, World};
 use mcp_machine::EraMode;
 
@@ -416,7 +487,9 @@ pub fn check(
     let mut failures = Vec::new();
     let mut guards_met = Vec::new();
     for p in &props {
-        let run_guard = harness::RUN_GUARDS.iter().any(|(name, _)| *name == p.name);
+        let run_guard = properties::guards::RUN_GUARDS
+            .iter()
+            .any(|(name, _)| *name == p.name);
         let discovered = run.discoveries.get(p.name);
         if run_guard {
             if discovered.is_some() {
@@ -492,52 +565,4 @@ pub fn render_trace(model: &Harness, init: usize, moves: Vec<Move>) -> String {
         lines.extend(log);
     }
     lines.join("\n")
-}
-
-/// The cells that must fire (those with a row not marked impossible) and those that did not.
-pub fn cell_summary(coverage: &Coverage) -> (usize, usize, Vec<String>) {
-    let mut fired = 0;
-    let mut total = 0;
-    let mut missing = Vec::new();
-    for state in mcp_machine::State::ALL {
-        for event in mcp_machine::generated::EventKind::ALL {
-            let possible = ROWS
-                .iter()
-                .any(|r| r.from.contains(&state) && r.on.contains(&event) && !r.impossible);
-            if !possible {
-                continue;
-            }
-            total += 1;
-            if coverage.cell_fired(state, event) {
-                fired += 1;
-            } else {
-                missing.push(format!("cell ({}, {})", state.name(), event.name()));
-            }
-        }
-    }
-    (fired, total, missing)
-}
-
-/// The rows that must fire (all but those marked impossible) and those that did.
-pub fn coverage_summary(coverage: &Coverage) -> (usize, usize, Vec<String>) {
-    let mut fired = 0;
-    let mut total = 0;
-    let mut missing = Vec::new();
-    for (i, row) in ROWS.iter().enumerate() {
-        if row.impossible {
-            continue;
-        }
-        total += 1;
-        if coverage.fired(i) {
-            fired += 1;
-        } else {
-            let from: Vec<_> = row.from.iter().map(|s| s.name()).collect();
-            let on: Vec<_> = row.on.iter().map(|e| e.name()).collect();
-            missing.push(format!(
-                "row #{i} (line {}): {from:?} on {on:?} guard {:?}",
-                row.line, row.guard
-            ));
-        }
-    }
-    (fired, total, missing)
 }
