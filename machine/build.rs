@@ -1,20 +1,26 @@
-//! Generates the connection table's Rust from `spec/transitions.toml` into `OUT_DIR`.
+//! Generates the connection table's Rust from the spec (`spec/`: the manifest `machine.toml` and
+//! one file per concern) into `OUT_DIR`.
 
-use std::{env, fs, path::PathBuf, process::ExitCode};
+use std::{env, fs, path::Path, path::PathBuf, process::ExitCode};
 
 fn main() -> ExitCode {
-    let spec = PathBuf::from("../spec/transitions.toml");
-    println!("cargo::rerun-if-changed=../spec/transitions.toml");
-    let source = match fs::read_to_string(&spec) {
+    // A directory: cargo reruns this script when any file under it changes.
+    println!("cargo::rerun-if-changed=../spec");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    // Read from the workspace root, so the rows name their files as `spec/<concern>.toml`.
+    if let Err(e) = env::set_current_dir("..") {
+        println!("cargo::error=cannot enter the workspace root: {e}");
+        return ExitCode::FAILURE;
+    }
+    let sources = match mcp_codegen::Sources::read(Path::new("spec")) {
         Ok(s) => s,
         Err(e) => {
-            println!("cargo::error=cannot read {}: {e}", spec.display());
+            println!("cargo::error=cannot read the spec: {e}");
             return ExitCode::FAILURE;
         }
     };
-    match mcp_codegen::generate(&source, "spec/transitions.toml") {
+    match mcp_codegen::generate_sources(&sources, "spec/") {
         Ok(generated) => {
-            let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
             let files = [
                 ("connection.rs", generated.rust),
                 ("connection_interpreter.rs", generated.interpreter),

@@ -585,7 +585,7 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
                     };
                     if g.json {
                         out_exact(&json!({"at": at, "from": t.from().name(), "to": t.to().name(),
-                            "event": t.event(), "row": t.step.row, "line": t.line(), "note": note}).to_string());
+                            "event": t.event(), "row": t.step.row, "file": t.spec_file(), "line": t.line(), "note": note}).to_string());
                     } else {
                         let line = format!(
                             "+{at:.3}s  {:<12} -> {:<12}  event {:<18} row {:<3}{}",

@@ -157,7 +157,7 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
         "The client opens a transport (here an in-process pipe to a fresh test server) and asks\n\
          which era it speaks (server/discover). This server is a handshake-era one, so the client\n\
          falls back to initialize on the same pipe and is ready once the handshake is done. The\n\
-         lifecycle is the table of spec/transitions.toml: each line is one transition with the\n\
+         lifecycle is the table in spec/ (one file per concern): each line is one transition with the\n\
          event and row that fired.",
     );
     let start = Instant::now();

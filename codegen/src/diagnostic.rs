@@ -10,6 +10,9 @@ use std::ops::Range;
 
 use annotate_snippets::{AnnotationKind, Group, Level, Renderer, Snippet};
 
+pub use crate::source::line_column;
+use crate::source::{Sources, floor_boundary};
+
 /// The kind of a declaration of the spec (`[states.x]`, `[events.x]`, ...).
 ///
 /// Used in messages; it is not the declaration itself.
@@ -374,6 +377,63 @@ pub enum SpecError {
         /// `payload` or `witness`.
         value: &'static str,
     },
+    /// A row names `@name` but no `[sequences.<name>]` is declared (or a sequence names another).
+    #[error("unknown sequence `{name}`")]
+    UnknownSequence {
+        /// The name after `@`.
+        name: String,
+    },
+    /// A `[sequences.<name>]` no row names.
+    #[error("sequence `{name}` is never used")]
+    UnusedSequence {
+        /// The sequence.
+        name: String,
+    },
+    /// A row writes the action that `[machine.credit]` appends by rule.
+    #[error("`{action}` is appended by `[machine.credit]`; a row does not write it")]
+    DerivedAction {
+        /// The derived action.
+        action: String,
+    },
+    /// A row that is not ignored mixes events the credit rule selects with others.
+    #[error("this row mixes events that hand a credit back with events that do not")]
+    CreditMixed,
+    /// The guarded rows of a cell come from several files and no `[[order]]` says their order.
+    #[error("the order of the guarded rows of {cells} is not declared")]
+    UnorderedCell {
+        /// The cells, as text.
+        cells: String,
+    },
+    /// A guarded row of a cell an `[[order]]` covers names a guard the order does not list.
+    #[error("guard `{guard}` is not listed by the `[[order]]` of {cells}")]
+    OrderIncomplete {
+        /// The guard.
+        guard: String,
+        /// The cells, as text.
+        cells: String,
+    },
+    /// Two `[[order]]`s cover one cell.
+    #[error("{cells} is ordered twice")]
+    OrderOverlap {
+        /// The cells, as text.
+        cells: String,
+    },
+    /// A guard an `[[order]]` lists twice, or that guards no row of the cells it covers.
+    #[error("guard `{guard}` is listed twice or guards no row of the cells of this `[[order]]`")]
+    OrderStray {
+        /// The guard.
+        guard: String,
+    },
+    /// The cells' declared orders contradict each other: no row table can list every cell's
+    /// rows in the order the cell tries them.
+    #[error("the declared orders of the cells contradict each other")]
+    OrderCycle,
+    /// A split spec's files and its `[concerns]` do not match.
+    #[error("concern files: {message}")]
+    ConcernFile {
+        /// What does not match.
+        message: String,
+    },
     /// The generator produced Rust that does not parse: a bug in mcp-codegen, not in the spec.
     #[error("internal error (a bug in mcp-codegen): {message}")]
     Internal {
@@ -431,6 +491,16 @@ impl SpecError {
             SpecError::UseAfterMove { .. } => "use-after-move",
             SpecError::UnusedWitness { .. } => "unused-witness",
             SpecError::InitialActionTakes { .. } => "initial-action-takes",
+            SpecError::UnknownSequence { .. } => "unknown-sequence",
+            SpecError::UnusedSequence { .. } => "unused-sequence",
+            SpecError::DerivedAction { .. } => "derived-action",
+            SpecError::CreditMixed => "credit-mixed",
+            SpecError::UnorderedCell { .. } => "unordered-cell",
+            SpecError::OrderIncomplete { .. } => "order-incomplete",
+            SpecError::OrderOverlap { .. } => "order-overlap",
+            SpecError::OrderStray { .. } => "order-stray",
+            SpecError::OrderCycle => "order-cycle",
+            SpecError::ConcernFile { .. } => "concern-file",
             SpecError::Internal { .. } => "internal",
         }
     }
@@ -505,36 +575,37 @@ impl Diagnostic {
     }
 }
 
-/// Every error found in one spec file, with the file's path and text so it renders itself.
+/// Every error found in one spec (one file, or a manifest and its concern files), with the
+/// files' paths and texts so it renders itself.
 ///
 /// `Display` renders each error like rustc (`error[code]: message`, `--> path:line:column`, the
-/// offending excerpt) followed by a summary line. It is deterministic and uncoloured. An empty
-/// `Diagnostics` is never returned by [`crate::generate`].
+/// offending excerpt, one excerpt per file a label points into) followed by a summary line. It is
+/// deterministic and uncoloured. An empty `Diagnostics` is never returned by [`crate::generate`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostics {
-    path: String,
-    source: String,
+    sources: Sources,
     items: Vec<Diagnostic>,
 }
 
 impl Diagnostics {
-    /// Wraps the errors of the spec at `path` whose text is `source`.
+    /// Wraps the errors of the one-file spec at `path` whose text is `source`.
     pub fn new(path: &str, source: &str, items: Vec<Diagnostic>) -> Self {
-        Diagnostics {
-            path: path.to_owned(),
-            source: source.to_owned(),
-            items,
-        }
+        Diagnostics::of(Sources::one(path, source), items)
     }
 
-    /// The errors, in the order they were found (by check, then by position in the file).
+    /// Wraps the errors of a spec of several files (spans point into [`Sources::text`]).
+    pub fn of(sources: Sources, items: Vec<Diagnostic>) -> Self {
+        Diagnostics { sources, items }
+    }
+
+    /// The errors, in the order they were found (by check, then by position in the spec).
     pub fn items(&self) -> &[Diagnostic] {
         &self.items
     }
 
-    /// The path the spec was read from, as given.
+    /// The path of the spec's first file (the only one of a one-file spec), as given.
     pub fn path(&self) -> &str {
-        &self.path
+        self.sources.files().first().map_or("", |f| f.path.as_str())
     }
 
     /// The codes of the errors ([`SpecError::code`]), in order.
@@ -542,20 +613,32 @@ impl Diagnostics {
         self.items.iter().map(|d| d.error.code()).collect()
     }
 
-    /// 1-based line and column (in characters) of a byte offset of the spec.
+    /// 1-based line and column (in characters), within its own file, of a byte offset of the
+    /// spec.
     pub fn line_column(&self, offset: usize) -> (usize, usize) {
-        line_column(&self.source, offset)
+        let (text, start) = self.sources.file_text(self.sources.file_of(offset));
+        line_column(text, offset.saturating_sub(start))
     }
 
-    fn render_one(&self, d: &Diagnostic) -> String {
-        let src = self.source.as_str();
-        let spans: Vec<Range<usize>> = std::iter::once(&d.primary)
-            .chain(&d.context)
-            .map(|l| clamp(src, &l.span))
+    /// One excerpt of `file` holding `labels` (primary first when it is there).
+    fn snippet<'a>(
+        &'a self,
+        file: usize,
+        labels: &[(bool, Range<usize>, &'a str)],
+    ) -> Snippet<'a, annotate_snippets::Annotation<'a>> {
+        let (src, base) = self.sources.file_text(file);
+        let local: Vec<Range<usize>> = labels
+            .iter()
+            .map(|(_, s, _)| {
+                clamp(
+                    src,
+                    &(s.start.saturating_sub(base)..s.end.saturating_sub(base)),
+                )
+            })
             .collect();
         // Only the lines the labels touch are handed to the renderer (it walks its whole input).
-        let lo = spans.iter().map(|s| s.start).min().unwrap_or(0);
-        let hi = spans.iter().map(|s| s.end).max().unwrap_or(0);
+        let lo = local.iter().map(|s| s.start).min().unwrap_or(0);
+        let hi = local.iter().map(|s| s.end).max().unwrap_or(0);
         let window_start = src[..lo].rfind('\n').map_or(0, |i| i + 1);
         let window_end = src[hi..].find('\n').map_or(src.len(), |i| hi + i);
         let window = &src[window_start..window_end];
@@ -563,23 +646,46 @@ impl Diagnostics {
         let shift = |r: &Range<usize>| r.start - window_start..r.end - window_start;
         let mut snippet = Snippet::source(window)
             .line_start(first_line)
-            .path(self.path.as_str())
-            .annotation(
-                AnnotationKind::Primary
-                    .span(shift(&spans[0]))
-                    .label(d.primary.message.as_str()),
-            );
-        for (c, span) in d.context.iter().zip(&spans[1..]) {
-            snippet = snippet.annotation(
+            .path(self.sources.files()[file].path.as_str());
+        for ((primary, _, message), span) in labels.iter().zip(&local) {
+            snippet = snippet.annotation(if *primary {
+                AnnotationKind::Primary.span(shift(span)).label(*message)
+            } else {
                 AnnotationKind::Context
                     .span(shift(span))
-                    .label((!c.message.is_empty()).then_some(c.message.as_str())),
-            );
+                    .label((!message.is_empty()).then_some(*message))
+            });
         }
+        snippet
+    }
+
+    fn render_one(&self, d: &Diagnostic) -> String {
+        let labels: Vec<(bool, Range<usize>, &str)> = std::iter::once((true, &d.primary))
+            .chain(d.context.iter().map(|c| (false, c)))
+            .map(|(p, l)| (p, l.span.clone(), l.message.as_str()))
+            .collect();
+        let mut files: Vec<usize> = Vec::new();
+        for (_, span, _) in &labels {
+            let f = self.sources.file_of(span.start);
+            if !files.contains(&f) {
+                files.push(f);
+            }
+        }
+        let snippets: Vec<_> = files
+            .into_iter()
+            .map(|f| {
+                let mine: Vec<(bool, Range<usize>, &str)> = labels
+                    .iter()
+                    .filter(|(_, s, _)| self.sources.file_of(s.start) == f)
+                    .cloned()
+                    .collect();
+                self.snippet(f, &mine)
+            })
+            .collect();
         let mut group: Group<'_> = Level::ERROR
             .primary_title(d.error.to_string())
             .id(d.error.code())
-            .element(snippet);
+            .elements(snippets);
         for n in &d.notes {
             group = group.element(Level::NOTE.message(n.as_str()));
         }
@@ -599,29 +705,12 @@ impl fmt::Display for Diagnostics {
             "error: {} error{} in `{}`; nothing was generated",
             n,
             if n == 1 { "" } else { "s" },
-            self.path
+            self.sources.paths()
         )
     }
 }
 
 impl std::error::Error for Diagnostics {}
-
-/// 1-based line and column (in characters) of byte `offset` in `source` (clamped to the text).
-pub fn line_column(source: &str, offset: usize) -> (usize, usize) {
-    let offset = floor_boundary(source, offset.min(source.len()));
-    let before = &source[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = source[line_start..offset].chars().count() + 1;
-    (line, column)
-}
-
-fn floor_boundary(source: &str, mut i: usize) -> usize {
-    while i > 0 && !source.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
 
 /// Keeps a span inside the text, on character boundaries and on one line (a multi-line span is
 /// cut at the end of its first line), so that rendering never fails.

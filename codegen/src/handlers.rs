@@ -9,152 +9,24 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use proc_macro2::TokenStream;
 use quote::quote;
 
-use crate::emit_rust::rust;
-use crate::ir::{Action, Guard, Machine, Use};
+use proc_macro2::TokenStream;
 
-/// Whether a required method is a guard or an action.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum MethodKind {
-    /// `fn name(&self[, p: &P]) -> bool` (or `-> Option<W>` when it yields a witness).
-    Guard,
-    /// `fn name(&mut self[, p: P | &P][, w: W | &W])`.
-    Action,
-}
+use crate::ir::Machine;
+use crate::method::rust;
+pub use crate::method::{Method, MethodKind, Param, required_methods};
 
-/// One argument of a method after the receiver.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Param {
-    /// `p` (the payload) or `w` (the witness).
-    pub name: &'static str,
-    /// Its type (`&Response`, `RequestId`).
-    pub ty: String,
-}
-
-/// One method of the generated `Handlers` trait.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Method {
-    /// The method's name (the guard's or action's name in the spec).
-    pub name: String,
-    /// Guard or action.
-    pub kind: MethodKind,
-    /// The arguments after the receiver: the payload first, then the witness.
-    pub params: Vec<Param>,
-    /// The return type (`bool` or `Option<W>` for guards, none for actions).
-    pub output: Option<String>,
-}
-
-/// `&T` or `T`.
-fn by(u: Use, t: &str) -> String {
-    match u {
-        Use::Ref => format!("&{t}"),
-        Use::Move => t.to_owned(),
-    }
-}
-
-impl Method {
-    /// The method of a guard: `&P` of its rows' events if they carry one; `bool`, or
-    /// `Option<W>` when it yields `W`.
-    pub fn guard(g: &Guard) -> Self {
-        Method {
-            name: g.decl.name.clone(),
-            kind: MethodKind::Guard,
-            params: g
-                .takes
-                .iter()
-                .map(|t| Param {
-                    name: "p",
-                    ty: format!("&{t}"),
-                })
-                .collect(),
-            output: Some(
-                g.yields
-                    .as_ref()
-                    .map_or_else(|| "bool".to_owned(), |w| format!("Option<{w}>")),
-            ),
-        }
-    }
-
-    /// The method of an action: the payload and the witness it declares, each by reference or
-    /// by value.
-    pub fn action(a: &Action) -> Self {
-        let payload = a
-            .payload
-            .zip(a.payload_type.as_deref())
-            .map(|(u, t)| Param {
-                name: "p",
-                ty: by(u, t),
-            });
-        let witness = a
-            .witness
-            .zip(a.witness_type.as_deref())
-            .map(|(u, t)| Param {
-                name: "w",
-                ty: by(u, t),
-            });
-        Method {
-            name: a.decl.name.clone(),
-            kind: MethodKind::Action,
-            params: payload.into_iter().chain(witness).collect(),
-            output: None,
-        }
-    }
-
-    /// `&self` for a guard, `&mut self` for an action.
-    pub fn receiver(&self) -> &'static str {
-        match self.kind {
-            MethodKind::Guard => "&self",
-            MethodKind::Action => "&mut self",
-        }
-    }
-
-    /// The signature with arguments named with `prefix` (`""` in the trait, `"_"` in a
-    /// skeleton).
-    fn signature_with(&self, prefix: &str) -> String {
-        let mut args = vec![self.receiver().to_owned()];
-        args.extend(
-            self.params
-                .iter()
-                .map(|p| format!("{prefix}{}: {}", p.name, p.ty)),
-        );
-        let output = self
-            .output
-            .as_ref()
-            .map_or_else(String::new, |o| format!(" -> {o}"));
-        format!("fn {}({}){output}", self.name, args.join(", "))
-    }
-
-    /// The method's signature as it appears in the trait (without `;`), for example
-    /// `fn is_live_response(&self, p: &Response) -> Option<RequestId>`.
-    pub fn signature(&self) -> String {
-        self.signature_with("")
-    }
-
-    /// The signature's tokens (for the generated trait).
-    pub(crate) fn tokens(&self) -> TokenStream {
-        rust(&self.signature())
-    }
-}
-
-/// The methods the spec requires, guards first, each in declaration order.
-pub fn required_methods(m: &Machine) -> Vec<Method> {
-    let guards = m.guards.iter().map(Method::guard);
-    let actions = m.actions.iter().map(Method::action);
-    guards.chain(actions).collect()
-}
-
-/// Every required method with its doc, guards first.
-fn methods_with_docs(m: &Machine) -> impl Iterator<Item = (Method, &str)> {
+/// Every required method with its doc and concern, guards first.
+fn methods_with_docs(m: &Machine) -> impl Iterator<Item = (Method, &str, Option<usize>)> {
     let guards = m
         .guards
         .iter()
-        .map(|g| (Method::guard(g), g.decl.doc.as_str()));
+        .map(|g| (Method::guard(g), g.decl.doc.as_str(), g.concern));
     let actions = m
         .actions
         .iter()
-        .map(|a| (Method::action(a), a.decl.doc.as_str()));
+        .map(|a| (Method::action(a), a.decl.doc.as_str(), a.concern));
     guards.chain(actions)
 }
 
@@ -162,21 +34,34 @@ fn methods_with_docs(m: &Machine) -> impl Iterator<Item = (Method, &str)> {
 ///
 /// `Context` is a placeholder to rename.
 pub fn skeleton(m: &Machine) -> String {
-    let methods = methods_with_docs(m).map(|(method, doc)| {
-        let docs = doc.lines().map(|l| format!(" {}", l.trim_end()));
-        let sig = rust(&method.signature_with("_"));
+    let block = |name: String, concern: Option<usize>| {
+        let methods = methods_with_docs(m)
+            .filter(|(_, _, c)| concern.is_none() || *c == concern)
+            .map(|(method, doc, _)| {
+                let docs = doc.lines().map(|l| format!(" {}", l.trim_end()));
+                let sig = rust(&method.signature_with("_"));
+                quote! {
+                    #( #[doc = #docs] )*
+                    #sig {
+                        todo!()
+                    }
+                }
+            });
+        let name = rust(&name);
         quote! {
-            #( #[doc = #docs] )*
-            #sig {
-                todo!()
+            impl #name for Context {
+                #( #methods )*
             }
         }
-    });
-    let tokens = quote! {
-        impl Handlers for Context {
-            #( #methods )*
-        }
     };
+    let blocks: Vec<TokenStream> = if m.concerns.is_empty() {
+        vec![block("Handlers".to_owned(), None)]
+    } else {
+        (0..m.concerns.len())
+            .map(|c| block(format!("{}Handlers", m.concerns[c].decl.camel), Some(c)))
+            .collect()
+    };
+    let tokens = quote!( #( #blocks )* );
     let body = match syn::parse2::<syn::File>(tokens) {
         Ok(file) => prettyplease::unparse(&file),
         Err(e) => format!("// internal error (a bug in mcp-codegen): {e}\n"),
@@ -260,7 +145,9 @@ fn collect_impl_methods(
         match item {
             syn::Item::Impl(imp) => {
                 let is_handlers = imp.trait_.as_ref().is_some_and(|(path, _)| {
-                    path.segments.last().is_some_and(|s| s.ident == "Handlers")
+                    path.segments
+                        .last()
+                        .is_some_and(|s| s.ident.to_string().ends_with("Handlers"))
                 });
                 if is_handlers {
                     *found = true;
@@ -282,7 +169,8 @@ fn collect_impl_methods(
 }
 
 /// Compares the `impl ... Handlers for ...` blocks of `rust_source` (all of them, in inline
-/// modules too) with the methods `m` requires.
+/// modules too; any trait whose name ends in `Handlers`, so the concern traits of a split spec
+/// count) with the methods `m` requires.
 pub fn compare_impl(m: &Machine, rust_source: &str) -> Result<ImplDiff, ImplError> {
     let file = syn::parse_file(rust_source).map_err(|e| ImplError::Parse(e.to_string()))?;
     let mut found = false;

@@ -5,8 +5,9 @@
 //! guard gets one payload type (or none) and every action that takes the payload or the witness
 //! has its type, the same on every row that runs it. Types are canonical Rust type paths
 //! ([`crate::rust_type`]). Order is
-//! the file's everywhere (declarations, rows, and the rows of a cell), so everything emitted from
-//! it is byte-stable. It holds no spans: diagnostics are done by then.
+//! the spec's everywhere (declarations and rows in file order, the files of a split spec in the
+//! manifest's order; the rows of a cell in their declared order), so everything emitted from it
+//! is byte-stable. It holds no spans: diagnostics are done by then.
 
 /// A declared name with its Rust spelling and its doc.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,16 @@ impl Named {
             doc: doc.to_owned(),
         }
     }
+}
+
+/// A concern: one file of a split spec, with the guards and actions it declares (one handler
+/// trait each).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Concern {
+    /// Name (the file's stem) and doc.
+    pub decl: Named,
+    /// The file's path, as given.
+    pub file: String,
 }
 
 /// A state.
@@ -83,6 +94,8 @@ pub struct Guard {
     pub takes: Option<String>,
     /// `yields`: the witness type it returns (`Option<T>`); `None`: it returns `bool`.
     pub yields: Option<String>,
+    /// The concern that declares it (`None` in a one-file spec).
+    pub concern: Option<usize>,
 }
 
 /// An action: a `Handlers` method a row runs.
@@ -98,6 +111,8 @@ pub struct Action {
     pub payload_type: Option<String>,
     /// The witness type, exactly when `witness` is set (one type on every row using it).
     pub witness_type: Option<String>,
+    /// The concern that declares it (`None` in a one-file spec).
+    pub concern: Option<usize>,
 }
 
 /// How long a timer lives.
@@ -129,10 +144,14 @@ pub struct Timer {
 /// One row as written, names resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
-    /// Position in the file (0-based).
+    /// Position in the spec (0-based; the files of a split spec in the manifest's order).
     pub index: usize,
-    /// Line of its `[[row]]` header (1-based).
+    /// The path of its file, as given.
+    pub file: String,
+    /// Line of its `[[row]]` header (1-based, within its file).
     pub line: u32,
+    /// The concern whose file holds it (`None` in a one-file spec).
+    pub concern: Option<usize>,
     /// The from-states (all states for `"*"`), in the order written.
     pub from: Vec<usize>,
     /// Whether `from` was written `"*"`.
@@ -158,7 +177,8 @@ impl Row {
     }
 }
 
-/// One (state, event) cell and the rows covering it, in file order.
+/// One (state, event) cell and the rows covering it, in the order they are tried: the guarded
+/// rows (in file order, or in the order an `[[order]]` declares), then the unguarded one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Cell {
     /// The state index.
@@ -176,6 +196,8 @@ pub struct Machine {
     pub name: String,
     /// `initial_actions` (action indexes).
     pub initial_actions: Vec<usize>,
+    /// The concerns of a split spec, in the manifest's order (empty for a one-file spec).
+    pub concerns: Vec<Concern>,
     /// The states, in declaration order.
     pub states: Vec<State>,
     /// The initial state's index.

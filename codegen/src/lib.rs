@@ -1,4 +1,4 @@
-//! `mcp-codegen`: turns the connection table (`spec/transitions.toml`) into Rust, a Mermaid
+//! `mcp-codegen`: turns the connection table (`spec/`) into Rust, a Mermaid
 //! diagram and a Markdown table.
 //!
 //! The pipeline:
@@ -18,9 +18,16 @@
 //! Every error of a spec is collected and rendered like rustc ([`Diagnostics`]); nothing is
 //! generated from a spec with errors.
 //!
-//! What this crate is not: it reads no file and writes none ([`generate`] takes the text; the
-//! binary and build scripts do I/O), it runs no machine, and it does not compile the Rust it
-//! emits (the machine crate does, with `include!`).
+//! A spec is one file, or a directory (`spec/`) holding a manifest (`machine.toml`: the
+//! machine's name, its initial actions, its concerns in order, the derived credit rule and the
+//! declared order of cells whose rows span concerns) and one file per concern, each with the
+//! declarations it introduces beside its rows. The files are read as one document
+//! ([`Sources`]); diagnostics and the generated row table name each row's own file and line,
+//! and each concern gets its own handler trait.
+//!
+//! What this crate is not: it writes no file and reads none except in [`Sources::read`]
+//! ([`generate`] takes the text; the binary and build scripts do I/O), it runs no machine, and
+//! it does not compile the Rust it emits (the machine crate does, with `include!`).
 
 #![warn(missing_docs)]
 
@@ -30,12 +37,15 @@ pub mod emit_mermaid;
 pub mod emit_rust;
 pub mod handlers;
 pub mod ir;
+mod method;
 pub mod rust_type;
+pub mod source;
 pub mod spec;
 pub mod validate;
 
 pub use diagnostic::{DeclKind, Diagnostic, Diagnostics, Label, SpecError};
 pub use ir::Machine;
+pub use source::{Sources, manifest_concerns};
 
 /// Everything generated from one valid spec.
 ///
@@ -50,36 +60,57 @@ pub struct Generated {
     pub mermaid: String,
     /// The Markdown table of the rows.
     pub markdown: String,
+    /// The per-state view: for each state and event, the rows in the order they are tried
+    /// (`docs/table.md`).
+    pub cells: String,
 }
 
-/// Parses and validates a spec: the lowered machine, or every error found.
+/// Parses and validates a one-file spec: the lowered machine, or every error found.
 ///
 /// `path` is only used in diagnostics. Never panics, whatever the text.
 pub fn load(source: &str, path: &str) -> Result<Machine, Diagnostics> {
-    let spec = spec::parse(source).map_err(|e| Diagnostics::new(path, source, e))?;
-    validate::validate(&spec, source).map_err(|e| Diagnostics::new(path, source, e))
+    load_sources(&Sources::one(path, source))
 }
 
-/// Generates the Rust, the Mermaid diagram and the Markdown table of the spec `source`, read from
-/// `path` (used in diagnostics and in the generated header lines).
+/// Parses and validates a spec of one or several files (see [`Sources`]).
+///
+/// Never panics, whatever the texts.
+pub fn load_sources(sources: &Sources) -> Result<Machine, Diagnostics> {
+    let fail = |e| Diagnostics::of(sources.clone(), e);
+    let spec = spec::parse(sources.text()).map_err(fail)?;
+    validate::validate(&spec, sources).map_err(fail)
+}
+
+/// Generates the Rust, the Mermaid diagram and the Markdown tables of the one-file spec `source`,
+/// read from `path` (used in diagnostics and in the generated header lines).
 ///
 /// Returns every error of the spec instead when there is any. Never panics, whatever the text.
 pub fn generate(source: &str, path: &str) -> Result<Generated, Diagnostics> {
-    let machine = load(source, path)?;
-    let mermaid = emit_mermaid::emit(&machine, path);
-    let markdown = emit_markdown::emit(&machine, path);
+    generate_sources(&Sources::one(path, source), path)
+}
+
+/// Generates everything from a spec of one or several files; `label` names the spec in the
+/// generated header lines (for example `spec/`).
+///
+/// Returns every error of the spec instead when there is any. Never panics, whatever the texts.
+pub fn generate_sources(sources: &Sources, label: &str) -> Result<Generated, Diagnostics> {
+    let machine = load_sources(sources)?;
+    let mermaid = emit_mermaid::emit(&machine, label);
+    let markdown = emit_markdown::emit(&machine, label);
+    let cells = emit_markdown::emit_cells(&machine, label);
     let internal = |message| {
         let error = SpecError::Internal { message };
         let d = Diagnostic::new(error, 0..0, "while generating from this spec");
-        Diagnostics::new(path, source, vec![d])
+        Diagnostics::of(sources.clone(), vec![d])
     };
-    let rust = emit_rust::emit(&machine, path, &mermaid).map_err(internal)?;
-    let interpreter = emit_rust::emit_interpreter(&machine, path).map_err(internal)?;
+    let rust = emit_rust::emit(&machine, label, &mermaid).map_err(internal)?;
+    let interpreter = emit_rust::emit_interpreter(&machine, label).map_err(internal)?;
     Ok(Generated {
         rust,
         interpreter,
         mermaid,
         markdown,
+        cells,
     })
 }
 
@@ -87,7 +118,18 @@ pub fn generate(source: &str, path: &str) -> Result<Generated, Diagnostics> {
 mod tests {
     use super::*;
 
-    const SPEC: &str = include_str!("../../spec/transitions.toml");
+    /// The real spec's files, concatenated (read as one file here: the cuts below are about
+    /// never panicking, not about being valid).
+    const SPEC: &str = concat!(
+        include_str!("../../spec/machine.toml"),
+        include_str!("../../spec/lifecycle.toml"),
+        include_str!("../../spec/handshake.toml"),
+        include_str!("../../spec/calls.toml"),
+        include_str!("../../spec/server_requests.toml"),
+        include_str!("../../spec/listen.toml"),
+        include_str!("../../spec/input.toml"),
+        include_str!("../../spec/auth.toml"),
+    );
 
     /// Truncations and single-line deletions of the real spec never panic; every truncation that
     /// fails renders its diagnostics.

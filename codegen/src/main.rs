@@ -8,11 +8,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mcp_codegen::handlers::{self, MethodKind};
-use mcp_codegen::{Diagnostics, Generated, Machine};
+use mcp_codegen::{Diagnostics, Generated, Machine, Sources};
 
-const DEFAULT_SPEC: &str = "spec/transitions.toml";
+const DEFAULT_SPEC: &str = "spec/";
 
-/// Checks spec/transitions.toml and prints the Rust, diagram, table or handler skeleton made from it.
+/// Checks the spec (spec/) and prints the Rust, diagram, table or handler skeleton made from it.
 #[derive(Debug, Parser)]
 #[command(name = "mcp-codegen", version)]
 struct Cli {
@@ -24,26 +24,33 @@ struct Cli {
 enum Command {
     /// Validates the spec: diagnostics on stderr and exit 1 on error, a summary line on success.
     Check {
-        /// The spec file.
+        /// The spec: a directory with machine.toml and its concern files, or one file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
     },
     /// Prints the Mermaid stateDiagram-v2.
     Diagram {
-        /// The spec file.
+        /// The spec: a directory with machine.toml and its concern files, or one file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
     },
     /// Prints the Markdown table of the rows.
     Table {
-        /// The spec file.
+        /// The spec: a directory with machine.toml and its concern files, or one file.
+        #[arg(default_value = DEFAULT_SPEC)]
+        path: PathBuf,
+    },
+    /// Prints the per-state view (docs/table.md): for each state and event, the rows in the
+    /// order they are tried.
+    Cells {
+        /// The spec: a directory with machine.toml and its concern files, or one file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
     },
     /// Prints the generated Rust (what the machine runs), or with --interpreter the table
     /// interpreter the model checker uses for mutated tables.
     Rust {
-        /// The spec file.
+        /// The spec: a directory with machine.toml and its concern files, or one file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
         /// Print the interpreter instead.
@@ -52,13 +59,13 @@ enum Command {
     },
     /// Prints an `impl Handlers` skeleton, or with --impl compares an existing impl to the spec.
     Handlers {
-        /// The spec file.
+        /// The spec: a directory with machine.toml and its concern files, or one file.
         #[arg(default_value = DEFAULT_SPEC)]
         path: PathBuf,
         /// A Rust file holding an `impl ... Handlers for ...` block: prints the methods it lacks,
         /// those whose arguments or return differ from the spec's, and those the spec no longer
         /// has; exit 1 if any is missing or differs.
-        #[arg(long = "impl", value_name = "FILE.rs")]
+        #[arg(long = "impl", value_name = "FILE.rs|DIR")]
         impl_file: Option<PathBuf>,
     },
 }
@@ -75,18 +82,54 @@ fn report(d: &Diagnostics) -> ExitCode {
     ExitCode::from(1)
 }
 
+fn sources(path: &Path) -> Result<Sources, ExitCode> {
+    Sources::read(path).map_err(|e| {
+        eprintln!("error: cannot read `{}`: {e}", path.display());
+        ExitCode::from(2)
+    })
+}
+
 fn machine(path: &Path) -> Result<Machine, ExitCode> {
-    let source = read(path)?;
-    mcp_codegen::load(&source, &path.display().to_string()).map_err(|d| report(&d))
+    mcp_codegen::load_sources(&sources(path)?).map_err(|d| report(&d))
 }
 
 fn generated(path: &Path) -> Result<Generated, ExitCode> {
-    let source = read(path)?;
-    mcp_codegen::generate(&source, &path.display().to_string()).map_err(|d| report(&d))
+    mcp_codegen::generate_sources(&sources(path)?, &path.display().to_string())
+        .map_err(|d| report(&d))
+}
+
+/// The Rust of `path`: the file, or every `.rs` file under the directory (sorted), joined.
+fn rust_of(path: &Path) -> Result<String, ExitCode> {
+    if !path.is_dir() {
+        return read(path);
+    }
+    let mut files = Vec::new();
+    let mut dirs = vec![path.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| {
+            eprintln!("error: cannot read `{}`: {e}", dir.display());
+            ExitCode::from(2)
+        })?;
+        for entry in entries.flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut text = String::new();
+    for f in files {
+        text.push_str(&read(&f)?);
+        text.push('\n');
+    }
+    Ok(text)
 }
 
 fn compare(m: &Machine, file: &Path) -> Result<(), ExitCode> {
-    let rust = read(file)?;
+    let rust = rust_of(file)?;
     let diff = handlers::compare_impl(m, &rust).map_err(|e| {
         eprintln!("error: {}: {e}", file.display());
         ExitCode::from(1)
@@ -135,6 +178,7 @@ fn run(cli: Cli) -> Result<(), ExitCode> {
         }
         Command::Diagram { path } => print!("{}", generated(&path)?.mermaid),
         Command::Table { path } => print!("{}", generated(&path)?.markdown),
+        Command::Cells { path } => print!("{}", generated(&path)?.cells),
         Command::Rust { path, interpreter } => {
             let g = generated(&path)?;
             print!("{}", if interpreter { g.interpreter } else { g.rust });

@@ -145,7 +145,7 @@ impl Parser<'_> {
         let root = PATH_ROOTS.contains(&word.as_str());
         let leading_super =
             word == "super" && self.text[..self.pos].trim_end().ends_with("super::");
-        if crate::validate::is_keyword(&word) && !(root && (first || leading_super)) {
+        if crate::validate::names::is_keyword(&word) && !(root && (first || leading_super)) {
             return Err(format!("`{word}` is a keyword"));
         }
         self.pos += len;

@@ -1,6 +1,6 @@
 //! The spec as written: serde structures with the span of every value.
 //!
-//! This is only the *shape* of `spec/transitions.toml` (`deny_unknown_fields` everywhere, every
+//! This is only the *shape* of the spec (`spec/`) (`deny_unknown_fields` everywhere, every
 //! value wrapped in [`Spanned`]); names are not resolved and no rule is checked here: that is
 //! [`crate::validate`]. Declarations keep their file order (TOML tables are sorted by the parser;
 //! they are put back in the order of their names' positions).
@@ -15,12 +15,16 @@ use toml::Spanned;
 
 use crate::diagnostic::{Diagnostic, SpecError};
 
-/// The whole spec file as written.
+/// The whole spec as written (one file, or the concatenation of a manifest and its concern
+/// files, see [`crate::source`]).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
     /// `[machine]`.
     pub machine: Spanned<MachineDecl>,
+    /// `[concerns.<name>]`, in file order: one per concern file of a split spec.
+    #[serde(default)]
+    pub concerns: Decls<ConcernDecl>,
     /// `[states.<name>]`, in file order.
     #[serde(default)]
     pub states: Decls<StateDecl>,
@@ -36,9 +40,63 @@ pub struct Spec {
     /// `[actions.<name>]`, in file order.
     #[serde(default)]
     pub actions: Decls<ActionDecl>,
+    /// `[sequences.<name>]`, in file order: named lists of actions a row's `do` may name as
+    /// `"@name"`.
+    #[serde(default)]
+    pub sequences: Decls<SequenceDecl>,
     /// `[[row]]`, in file order.
     #[serde(default)]
     pub row: Vec<Spanned<RowDecl>>,
+    /// `[[order]]`: the declared order of the guarded rows of cells.
+    #[serde(default)]
+    pub order: Vec<Spanned<OrderDecl>>,
+}
+
+/// `[concerns.<name>]`: the header of a concern file (its name is the file's stem).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConcernDecl {
+    /// `doc`.
+    pub doc: Spanned<String>,
+}
+
+/// `[sequences.<name>]`: a named, ordered list of actions, expanded where a row names it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SequenceDecl {
+    /// `doc`.
+    pub doc: Spanned<String>,
+    /// `do`: the actions, in order.
+    #[serde(rename = "do")]
+    pub actions: Spanned<Vec<Spanned<String>>>,
+}
+
+/// `[[order]]`: the order in which the guarded rows of some cells are tried, by guard.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrderDecl {
+    /// `doc`: why this order.
+    pub doc: Spanned<String>,
+    /// `from`: a state, a list of states, or `"*"`.
+    pub from: Spanned<Names>,
+    /// `on`: an event or a list of events.
+    pub on: Spanned<Names>,
+    /// `guards`: every guard of the cells' guarded rows, first tried first.
+    pub guards: Spanned<Vec<Spanned<String>>>,
+}
+
+/// `[machine.credit]`: an action the generator appends to rows by rule.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreditDecl {
+    /// `doc`: the rule in words.
+    pub doc: Spanned<String>,
+    /// `action`: the action appended (last) to every row the rule selects.
+    pub action: Spanned<String>,
+    /// `events`: a row on any of these events (and only these) is selected...
+    pub events: Spanned<Vec<Spanned<String>>>,
+    /// `unless`: ...unless it is an ignore row or runs one of these actions.
+    pub unless: Spanned<Vec<Spanned<String>>>,
 }
 
 /// `[machine]`: the machine's name and the actions run once at construction.
@@ -50,6 +108,11 @@ pub struct MachineDecl {
     /// `initial_actions` (absent means none).
     #[serde(default)]
     pub initial_actions: Vec<Spanned<String>>,
+    /// `concerns`: the concern files of a split spec, in order (absent: a one-file spec).
+    #[serde(default)]
+    pub concerns: Vec<Spanned<String>>,
+    /// `[machine.credit]`: the derived action, if any.
+    pub credit: Option<Spanned<CreditDecl>>,
 }
 
 /// `[states.<name>]`.

@@ -109,7 +109,7 @@ fn handlers_impl_reports_missing_mismatched_and_extra_methods() {
     assert!(!stdout.contains("fn is_ping("), "{stdout}");
 
     // The skeleton itself is complete, for the typed fixture and the real spec.
-    for spec in [TYPED, "spec/transitions.toml"] {
+    for spec in [TYPED, "spec"] {
         let skeleton = bin().args(["handlers", spec]).output().unwrap().stdout;
         let file = dir.join("handlers_full.rs");
         std::fs::write(&file, skeleton).unwrap();

@@ -1,4 +1,4 @@
-//! `spec_splice`: the real `spec/transitions.toml` with the input's edits spliced in (deletions,
+//! `spec_splice`: the real `spec/*.toml` with the input's edits spliced in (deletions,
 //! insertions, copies of its own text elsewhere), so that most inputs are valid TOML and reach the
 //! validator's rules. The checks of `spec`, at `Depth::Bounded`: one diagnostic of each kind is
 //! rendered, and a valid spec's Rust is not emitted (the `spec` target does both, on small

@@ -2,15 +2,25 @@
 //! spec it accepts. A spec with errors is fine; a panic is a bug (both are documented to never
 //! panic, whatever the text).
 //!
-//! Two ways in: any text ([`check_text`]), and the real `spec/transitions.toml` with the fuzzer's
+//! Two ways in: any text ([`check_text`]), and the real spec (`spec/*.toml`) with the fuzzer's
 //! edits spliced in ([`splice`]), which gets past the TOML syntax to the validator's rules.
 
 use std::hint::black_box;
 
 use mcp_codegen::Diagnostics;
 
-/// The real spec: the base of the splices.
-pub const SPEC: &str = include_str!("../../spec/transitions.toml");
+/// The real spec's files, concatenated: the base of the splices (read as one file, so the
+/// splices reach the validator's rules on a full-size text).
+pub const SPEC: &str = concat!(
+    include_str!("../../spec/machine.toml"),
+    include_str!("../../spec/lifecycle.toml"),
+    include_str!("../../spec/handshake.toml"),
+    include_str!("../../spec/calls.toml"),
+    include_str!("../../spec/server_requests.toml"),
+    include_str!("../../spec/listen.toml"),
+    include_str!("../../spec/input.toml"),
+    include_str!("../../spec/auth.toml"),
+);
 
 /// How much of the work on an accepted or rejected spec a target does per input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

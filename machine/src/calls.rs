@@ -46,7 +46,7 @@ impl Phase {
 
 /// The `input_required` rounds of one call.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct Mrtr {
+pub(crate) struct InputRounds {
     /// Rounds so far.
     pub(crate) round: u8,
     /// The inputs of the current round by key: the handler's result as JSON text, once given.
@@ -55,11 +55,34 @@ pub(crate) struct Mrtr {
     pub(crate) state: Option<String>,
 }
 
+/// Whose request an entry is: a caller's, or one of the client's own and what for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum RequestKind {
+    /// A caller's call, answered to that caller.
+    Caller(CallId),
+    /// A request of the client's own restoring the session (log level, subscriptions).
+    Restore,
+    /// The client's own listing of the tools again after a -32020.
+    Relist,
+    /// A listen (`subscriptions/listen`).
+    Listen,
+}
+
+impl RequestKind {
+    /// The caller waiting for the answer, for a caller's call.
+    pub(crate) fn caller(self) -> Option<CallId> {
+        match self {
+            RequestKind::Caller(call) => Some(call),
+            RequestKind::Restore | RequestKind::Relist | RequestKind::Listen => None,
+        }
+    }
+}
+
 /// One call in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Entry {
-    /// The caller, or `None` for a request of the client's own (a session restore).
-    pub(crate) call: Option<CallId>,
+    /// Whose request it is.
+    pub(crate) kind: RequestKind,
     /// What the call changes in the session, recorded when the server acknowledges it.
     pub(crate) session: Option<crate::event::SessionChange>,
     pub(crate) frame: Vec<u8>,
@@ -72,15 +95,11 @@ pub(crate) struct Entry {
     /// Sent again after a session expiry (a call is sent again at most once).
     pub(crate) resent: bool,
     /// Its `input_required` rounds, once it had one.
-    pub(crate) mrtr: Option<Box<Mrtr>>,
+    pub(crate) input_rounds: Option<Box<InputRounds>>,
     /// Times it was sent again after its request was lost without an answer.
     pub(crate) reissues: u8,
     /// It was refused with -32020 once already (the tools were listed again for it).
     pub(crate) relisted: bool,
-    /// A request of the client's own listing the tools again after a -32020.
-    pub(crate) relist: bool,
-    /// A listen (`subscriptions/listen`, a request of the client's own).
-    pub(crate) listen: bool,
     /// It was refused for want of authorization once already (a second refusal is its answer).
     pub(crate) auth_refused: bool,
 }
@@ -99,7 +118,7 @@ pub(crate) struct Calls {
 
 impl Calls {
     pub(crate) fn insert(&mut self, id: RequestId, entry: Entry) {
-        if let Some(call) = entry.call {
+        if let Some(call) = entry.kind.caller() {
             self.by_call.insert(call, id);
         }
         self.by_id.insert(id, Box::new(entry));
@@ -119,7 +138,7 @@ impl Calls {
 
     pub(crate) fn remove(&mut self, id: RequestId) -> Option<Entry> {
         let entry = self.by_id.remove(&id)?;
-        if let Some(call) = entry.call {
+        if let Some(call) = entry.kind.caller() {
             self.by_call.remove(&call);
         }
         Some(*entry)

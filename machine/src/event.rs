@@ -1,4 +1,4 @@
-//! The payloads the table's events carry (named in `spec/transitions.toml`), and the witnesses
+//! The payloads the table's events carry (named in the spec, `spec/`), and the witnesses
 //! its guards yield. Each is built once (a frame is parsed once, by [`crate::classify`]) and
 //! moved, never deep-copied, to the action that consumes it.
 
@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::io::{CallId, CallOptions, RequestId, RpcError};
+use crate::request::{CallId, CallOptions, RequestId, RpcError};
 
 /// The id of a response, as far as matching goes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -12,7 +12,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::io::RpcError;
+use crate::request::RpcError;
 
 /// An `io::Error` shared by every copy of the failure that carries it.
 ///
@@ -139,7 +139,7 @@ pub enum TransportError {
         session_hint: String,
         /// Ids of our requests the server refused with that status: they never ran, so the
         /// machine sends them again on the new session.
-        refused: Vec<crate::io::RequestId>,
+        refused: Vec<crate::request::RequestId>,
     },
 }
 

@@ -12,58 +12,7 @@ use crate::failure::{Failure, TransportError};
 use crate::generated::{EventKind, State};
 use crate::listen::{ListenFilter, ListenStatus};
 
-/// A JSON-RPC request id issued by this client: one counter per machine lifetime, never reset,
-/// never reused (across reconnects, and `initialize` takes one too).
-pub type RequestId = u64;
-
-/// A transport generation: each spawned transport gets the next one; inputs tagged with an
-/// older generation never change anything.
-pub type Generation = u64;
-
-/// The driver's name for one caller waiting for an answer (a call, a notify or a stop).
-///
-/// Chosen by the driver, opaque to the machine; every `CallId` given in an input is answered by
-/// exactly one [`Action::Reply`] (or [`Action::StopDone`] for a stop).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct CallId(pub u64);
-
-/// Per-call options.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct CallOptions {
-    /// This call's timeout instead of the configured default.
-    pub timeout: Option<Duration>,
-    /// Ask the server for progress (`_meta.progressToken`, the request id).
-    pub progress: bool,
-    /// Each progress notification restarts the timeout...
-    pub reset_timeout_on_progress: bool,
-    /// ...but never beyond this total since the call started.
-    pub max_total_timeout: Option<Duration>,
-}
-
-/// A JSON-RPC error object (from the server, or sent by us).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RpcError {
-    /// The error code.
-    pub code: i64,
-    /// The message.
-    pub message: String,
-    /// Optional data.
-    pub data: Option<Value>,
-}
-
-impl std::hash::Hash for RpcError {
-    // Consistent with `Eq`; `data` is left out of the hash.
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.code.hash(state);
-        self.message.hash(state);
-    }
-}
-
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({})", self.message, self.code)
-    }
-}
+pub use crate::request::{CallId, CallOptions, Generation, RequestId, RpcError};
 
 /// Which send an [`Input::SendResult`] answers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -475,7 +424,9 @@ pub struct Step {
     pub event: EventKind,
     /// The index of the row in [`crate::ROWS`].
     pub row: u16,
-    /// The line of the row in `spec/transitions.toml` (0 for a row outside the table).
+    /// The spec file of the row, as `spec/<concern>.toml` ("" for a row outside the table).
+    pub file: &'static str,
+    /// The line of the row in its spec file (0 for a row outside the table).
     pub line: u32,
     /// The state after.
     pub to: State,

@@ -1,4 +1,4 @@
-//! The sans-IO core of the MCP client: the connection lifecycle of `spec/transitions.toml`,
+//! The sans-IO core of the MCP client: the connection lifecycle of the spec (`spec/`),
 //! generated into Rust at build time, and the handlers that carry out its actions.
 //!
 //! This crate has **no networking code, no tokio, no clock reads and no unseeded randomness**.
@@ -20,6 +20,78 @@
 //! ([`generated::dispatch`]); the handlers in this crate carry out the named actions and answer
 //! the named guards, nothing else.
 //!
+//! # A driver, in memory
+//!
+//! The whole contract in one loop: spawn and connect when asked, answer every send's outcome at
+//! once, deliver frames only against the credit the machine grants, and hand replies to their
+//! callers. The server here is a function that answers `initialize` and `tools/list`; the
+//! runtime's driver does the same with real transports, a clock and tasks.
+//!
+//! ```
+//! use std::collections::VecDeque;
+//! use std::time::Duration;
+//!
+//! use mcp_machine::{Action, CallId, CallRequest, Config, EraMode, Input, Machine, SendOutcome, State};
+//! use serde_json::{Value, json};
+//!
+//! /// A handshake-era server: the answer to a request, nothing for a notification.
+//! fn serve(frame: &[u8]) -> Option<Vec<u8>> {
+//!     let request: Value = serde_json::from_slice(frame).ok()?;
+//!     let result = match request["method"].as_str()? {
+//!         "initialize" => json!({"protocolVersion": "2025-11-25", "capabilities": {},
+//!                                "serverInfo": {"name": "memory", "version": "1"}}),
+//!         "tools/list" => json!({"tools": []}),
+//!         _ => return None,
+//!     };
+//!     serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": request["id"], "result": result})).ok()
+//! }
+//!
+//! let config = Config { era: EraMode::Legacy, ..Config::default() };
+//! let mut machine = Machine::new(config, 7, Duration::ZERO);
+//! let now = Duration::ZERO; // a real driver passes its clock; nothing times out here
+//! let (mut inputs, mut frames, mut credit) = (VecDeque::new(), VecDeque::new(), 0);
+//! let mut asked = false;
+//! let mut answer = None;
+//! loop {
+//!     while let Some(action) = machine.poll_action() {
+//!         match action {
+//!             Action::SpawnTransport { generation } => {
+//!                 inputs.push_back(Input::TransportUp { generation })
+//!             }
+//!             Action::Send { generation, token, frame } => {
+//!                 // The outcome goes back at once, before the next action.
+//!                 let outcome = SendOutcome::Ok;
+//!                 machine.handle(Input::SendResult { generation, token, outcome }, now);
+//!                 frames.extend(serve(&frame).map(|bytes| (generation, bytes)));
+//!             }
+//!             Action::GrantCredit { credits, .. } => credit += credits,
+//!             Action::Reply { call, outcome, .. } => answer = Some((call, outcome)),
+//!             _ => {} // reports, notifications, server requests: none here
+//!         }
+//!     }
+//!     if machine.state() == State::Ready && !asked {
+//!         asked = true;
+//!         let call = CallRequest {
+//!             call: CallId(1),
+//!             method: "tools/list".into(),
+//!             params: None,
+//!             options: Default::default(),
+//!             session: None,
+//!         };
+//!         inputs.push_back(Input::Call(call));
+//!     }
+//!     if credit > 0 && let Some((generation, bytes)) = frames.pop_front() {
+//!         credit -= 1;
+//!         inputs.push_back(Input::Frame { generation, bytes });
+//!     }
+//!     let Some(input) = inputs.pop_front() else { break };
+//!     machine.handle(input, now);
+//! }
+//! let (call, outcome) = answer.expect("the call was answered");
+//! assert_eq!(call, CallId(1));
+//! assert_eq!(outcome.unwrap().value(), &json!({"tools": []}));
+//! ```
+//!
 //! The `checker` feature (enabled only by the model checker and tests) adds the table
 //! interpreter, [`Machine::fire_timer`] and the deliberate handler bugs of the mutation
 //! self-test; a product build contains none of them.
@@ -40,10 +112,11 @@ mod machine;
 mod mutant;
 mod payload;
 mod protocol;
+mod request;
 mod rng;
 mod timers;
 
-/// The code generated from `spec/transitions.toml` (states, event kinds, the typed `Event`,
+/// The code generated from the spec, `spec/` (states, event kinds, the typed `Event`,
 /// timers, the handler trait, the exhaustive dispatch and the row metadata). Not hand-written:
 /// change the spec. With the `checker` feature it also holds the table interpreter that runs
 /// mutated copies of the rows.

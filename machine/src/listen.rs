@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::event::Notification;
-use crate::io::RequestId;
+use crate::request::RequestId;
 
 /// The method of the request that opens a listen.
 pub(crate) const LISTEN_METHOD: &str = "subscriptions/listen";

@@ -292,6 +292,7 @@ impl Machine {
             from,
             event: kind,
             row: fired.row,
+            file: row.map_or("", |r| r.file),
             line: row.map_or(0, |r| r.line),
             to: fired.to,
         }

@@ -130,7 +130,8 @@ mod tests {
             Duration::from_secs(1),
         );
         t.leave_for(State::Ready);
-        let kinds: Vec<_> = t.armed().map(|(k, _)| k.kind).collect();
+        let mut kinds: Vec<_> = t.armed().map(|(k, _)| k.kind).collect();
+        kinds.sort_by_key(|k| format!("{k:?}"));
         assert_eq!(
             kinds,
             [TimerKind::RequestTimeout, TimerKind::TombstoneSweep]

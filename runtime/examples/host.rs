@@ -64,10 +64,11 @@ fn handlers(roots: Roots) -> Handlers {
 fn print_transitions(transitions: &mut Transitions) {
     while let Some(t) = transitions.try_recv() {
         println!(
-            "  {} -> {} ({}, spec line {})",
+            "  {} -> {} ({}, {}:{})",
             t.from(),
             t.to(),
             t.event(),
+            t.spec_file(),
             t.line()
         );
     }

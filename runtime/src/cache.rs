@@ -1189,6 +1189,7 @@ mod tests {
             from,
             event: mcp_machine::EventKind::Response,
             row,
+            file: "",
             line: 0,
             to,
         };

@@ -366,7 +366,7 @@ impl Driver {
     fn observe(&mut self, step: Step) {
         self.record(|| Record::Step(step));
         self.out.cache.observe_step(&step);
-        tracing::trace!(target: "mcp::row", row = step.row, line = step.line, state = step.from.name(), event = step.event.name(), "row fired");
+        tracing::trace!(target: "mcp::row", row = step.row, file = step.file, line = step.line, state = step.from.name(), event = step.event.name(), "row fired");
         if step.from == step.to {
             return;
         }
@@ -376,6 +376,7 @@ impl Driver {
             to = step.to.name(),
             event = step.event.name(),
             row = step.row,
+            spec_file = step.file,
             spec_line = step.line,
             "transition"
         );

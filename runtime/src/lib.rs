@@ -2,7 +2,7 @@
 //! [`Client`] API. This is the crate applications depend on.
 //!
 //! The connection lifecycle (connecting, handshake, ready, backoff, closing) is not decided
-//! here: it is the table of `spec/transitions.toml`, generated into [`mcp_machine`] and
+//! here: it is the table of `spec/` (one file per concern), generated into [`mcp_machine`] and
 //! model-checked. This crate runs that machine on tokio: a [`Client`] handle sends commands
 //! to one driver task, which feeds the machine and carries out its actions over a transport
 //! (a child process over stdio, any byte stream, Streamable HTTP or legacy HTTP+SSE:

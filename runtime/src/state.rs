@@ -1,7 +1,7 @@
 //! [`ConnState`] and [`Transition`]: the connection state and its changes as the public API
 //! shows them. Both are the machine's own types: a state added to the table needs no edit here.
 
-/// The state of a client's connection: the states of `spec/transitions.toml`, as generated.
+/// The state of a client's connection: the states of the spec (`spec/lifecycle.toml`), as generated.
 pub type ConnState = mcp_machine::State;
 
 /// One state change of the connection: the row that fired (its [`mcp_machine::Step`]), when,
@@ -37,7 +37,12 @@ impl Transition {
         self.step.event.name()
     }
 
-    /// The row's line in `spec/transitions.toml`.
+    /// The spec file of the row that fired, as `spec/<concern>.toml`.
+    pub fn spec_file(&self) -> &'static str {
+        self.step.file
+    }
+
+    /// The row's line in its spec file ([`Transition::spec_file`]).
     pub fn line(&self) -> u32 {
         self.step.line
     }

@@ -48,9 +48,9 @@ pub(super) fn dispatch(
     }
 }
 
-/// Where a row is written, for comments: `spec/transitions.toml:329 row 23`.
-fn row_comment(path: &str, r: &Row) -> String {
-    format!("{path}:{} row {}", r.line, r.index)
+/// Where a row is written, for comments: `spec/calls.toml:329 row 23`.
+fn row_comment(_path: &str, r: &Row) -> String {
+    format!("{}:{} row {}", r.file, r.line, r.index)
 }
 
 /// The rows of an arm, for its comment: `spec.toml:12 row 3, :20 row 5`.
@@ -59,8 +59,10 @@ fn rows_comment(path: &str, rows: &[&Row]) -> String {
     for (i, r) in rows.iter().enumerate() {
         if i == 0 {
             text.push_str(&row_comment(path, r));
-        } else {
+        } else if r.file == rows[0].file {
             text.push_str(&format!(", :{} row {}", r.line, r.index));
+        } else {
+            text.push_str(&format!(", {}", row_comment(path, r)));
         }
     }
     text

@@ -207,14 +207,7 @@ pub(crate) fn usize_lit(n: usize) -> Literal {
     Literal::usize_unsuffixed(n)
 }
 
-/// The tokens of a type (or signature fragment) the validator accepted; a `compile_error!`
-/// type if it does not lex, which validation rules out.
-pub(crate) fn rust(text: &str) -> TokenStream {
-    text.parse::<TokenStream>().unwrap_or_else(|_| {
-        let message = format!("mcp-codegen: `{text}` is not Rust");
-        quote!(::core::compile_error!(#message))
-    })
-}
+pub(crate) use crate::method::rust;
 
 /// One `#[doc]` attribute per line (so prettyplease prints `///` lines); never empty.
 pub(crate) fn doc(text: &str) -> TokenStream {

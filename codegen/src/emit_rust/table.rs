@@ -15,7 +15,9 @@ pub(super) fn row_struct() -> TokenStream {
         pub struct Row {
             /// The row's position in the spec (0-based); `Fired::row` and `cell_rows` use it.
             pub index: u16,
-            /// The line of the row's `[[row]]` header in the spec (1-based).
+            /// The spec file the row is written in, as the generator was given it.
+            pub file: &'static str,
+            /// The line of the row's `[[row]]` header in its file (1-based).
             pub line: u32,
             /// The states the row starts from (every state for `from = "*"`).
             pub from: &'static [State],
@@ -41,6 +43,7 @@ pub(super) fn rows(m: &Machine, ids: &Idents) -> TokenStream {
     let rows = m.rows.iter().map(|r| {
         let index = u16_lit(r.index);
         let line = Literal::u32_unsuffixed(r.line);
+        let file = r.file.as_str();
         let from = r.from.iter().map(|&s| &ids.st[s]);
         let on = r.on.iter().map(|&e| &ids.ev[e]);
         let guard = match r.guard {
@@ -62,6 +65,7 @@ pub(super) fn rows(m: &Machine, ids: &Idents) -> TokenStream {
         quote! {
             Row {
                 index: #index,
+                file: #file,
                 line: #line,
                 from: &[ #( State::#from ),* ],
                 on: &[ #( EventKind::#on ),* ],

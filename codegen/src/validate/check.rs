@@ -366,7 +366,7 @@ struct CellProblems {
 
 /// Every cell covered, by rows whose last is unguarded, without dead rows or a guard twice.
 fn cells(r: &Resolved, usage: &Usage, errors: &mut Vec<Diagnostic>) -> Vec<Cell> {
-    let cells = ir::expand_cells(
+    let mut cells = ir::expand_cells(
         r.decls.states.len(),
         r.decls.events.len(),
         r.rows
@@ -374,6 +374,7 @@ fn cells(r: &Resolved, usage: &Usage, errors: &mut Vec<Diagnostic>) -> Vec<Cell>
             .map(|row| (row.from.as_slice(), row.on.as_slice())),
     );
     let mut problems = CellProblems::default();
+    order_cells(r, &mut cells, &mut problems, errors);
     for cell in &cells {
         if cell.rows.is_empty() {
             if usage.states[cell.state] && usage.events[cell.event] {
@@ -385,6 +386,160 @@ fn cells(r: &Resolved, usage: &Usage, errors: &mut Vec<Diagnostic>) -> Vec<Cell>
     }
     report_cell_problems(r, problems, errors);
     cells
+}
+
+/// Puts the rows of every cell in the order they are tried. A cell whose guarded rows all come
+/// from one file keeps that file's order. A cell an `[[order]]` covers has its guarded rows in
+/// the order's guard order, then its unguarded rows; a cell whose guarded rows come from several
+/// files must be covered by one. Unused sequences are reported here too.
+fn order_cells(
+    r: &Resolved,
+    cells: &mut [Cell],
+    problems: &mut CellProblems,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let n_events = r.decls.events.len();
+    // Guarded rows first, unguarded last; a guarded row written after an unguarded row of the
+    // same cell in the same file can never fire (across files the fallback is last by rule).
+    for cell in cells.iter_mut() {
+        let key = (cell.state, cell.event);
+        let (guarded, unguarded): (Vec<usize>, Vec<usize>) =
+            cell.rows.iter().partition(|&&i| r.rows[i].guard.is_some());
+        for &g in &guarded {
+            let earlier = unguarded
+                .iter()
+                .find(|&&u| u < g && r.rows[u].file == r.rows[g].file);
+            if let Some(&u) = earlier {
+                problems.dead.entry((g, u)).or_default().push(key);
+            }
+        }
+        cell.rows = guarded.into_iter().chain(unguarded).collect();
+    }
+    let mut covered: Vec<Option<usize>> = vec![None; cells.len()];
+    let mut overlap: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+    let mut incomplete: BTreeMap<(usize, usize), Vec<(usize, usize)>> = BTreeMap::new();
+    let mut unordered: BTreeMap<usize, Vec<(usize, usize)>> = BTreeMap::new();
+    for (o, order) in r.orders.iter().enumerate() {
+        let mut seen: Vec<usize> = Vec::new();
+        let mut guards_used: BTreeSet<usize> = BTreeSet::new();
+        for (g, span) in &order.guards {
+            if seen.contains(g) {
+                errors.push(stray(r, *g, span.clone()));
+            }
+            seen.push(*g);
+        }
+        for &st in &order.from {
+            for &ev in &order.on {
+                let c = st * n_events + ev;
+                if covered[c].replace(o).is_some() {
+                    overlap.entry(o).or_default().push((st, ev));
+                }
+                let cell = &mut cells[c];
+                let (mut guarded, unguarded): (Vec<usize>, Vec<usize>) =
+                    cell.rows.iter().partition(|&&i| r.rows[i].guard.is_some());
+                for &i in &guarded {
+                    if let Some((Some(g), _)) = r.rows[i].guard {
+                        guards_used.insert(g);
+                        if !seen.contains(&g) {
+                            incomplete.entry((o, i)).or_default().push((st, ev));
+                        }
+                    }
+                }
+                guarded.sort_by_key(|&i| match r.rows[i].guard {
+                    Some((Some(g), _)) => seen.iter().position(|&x| x == g).unwrap_or(usize::MAX),
+                    _ => usize::MAX,
+                });
+                cell.rows = guarded.into_iter().chain(unguarded).collect();
+            }
+        }
+        for (g, span) in &order.guards {
+            if !guards_used.contains(g) {
+                errors.push(stray(r, *g, span.clone()));
+            }
+        }
+    }
+    for (c, cell) in cells.iter().enumerate() {
+        if covered[c].is_some() {
+            continue;
+        }
+        let files: BTreeSet<usize> = cell
+            .rows
+            .iter()
+            .filter(|&&i| r.rows[i].guard.is_some())
+            .map(|&i| r.rows[i].file)
+            .collect();
+        if files.len() > 1
+            && let Some(&first) = cell.rows.first()
+        {
+            unordered
+                .entry(first)
+                .or_default()
+                .push((cell.state, cell.event));
+        }
+    }
+    for (o, cells_of) in overlap {
+        errors.push(Diagnostic::new(
+            SpecError::OrderOverlap {
+                cells: cells_text(&cells_of, r),
+            },
+            r.orders[o].span.clone(),
+            "a second `[[order]]` covers it here",
+        ));
+    }
+    for ((o, i), cells_of) in incomplete {
+        let Some((Some(g), span)) = r.rows[i].guard.clone() else {
+            continue;
+        };
+        errors.push(
+            Diagnostic::new(
+                SpecError::OrderIncomplete {
+                    guard: r.decls.guards[g].name.clone(),
+                    cells: cells_text(&cells_of, r),
+                },
+                span,
+                "this row's guard",
+            )
+            .with_context(r.orders[o].span.clone(), "the order of its cell")
+            .with_note("list every guard of the cell's guarded rows in `guards`"),
+        );
+    }
+    for (first, cells_of) in unordered {
+        errors.push(
+            Diagnostic::new(
+                SpecError::UnorderedCell {
+                    cells: cells_text(&cells_of, r),
+                },
+                r.rows[first].header.clone(),
+                "the first of its rows",
+            )
+            .with_note(
+                "rows of one cell written in several files are not ordered by file order: add an \
+                 `[[order]]` with `from`, `on` and `guards` to the manifest",
+            ),
+        );
+    }
+    for (d, used) in r.sequences_decls.iter().zip(&r.sequences_used) {
+        if !used {
+            errors.push(Diagnostic::new(
+                SpecError::UnusedSequence {
+                    name: d.name.clone(),
+                },
+                d.span.clone(),
+                "declared here",
+            ));
+        }
+    }
+}
+
+/// A guard an `[[order]]` lists twice or uselessly.
+fn stray(r: &Resolved, g: usize, span: std::ops::Range<usize>) -> Diagnostic {
+    Diagnostic::new(
+        SpecError::OrderStray {
+            guard: r.decls.guards[g].name.clone(),
+        },
+        span,
+        "here",
+    )
 }
 
 /// A cell no row covers.

@@ -5,6 +5,7 @@
 
 use crate::diagnostic::{Diagnostic, SpecError};
 use crate::ir::{self, Machine, Named};
+use crate::source::Sources;
 use crate::spec::{SourceDecl, Spec, TimerKindDecl};
 
 use super::check::Checked;
@@ -13,6 +14,7 @@ use super::resolve::Resolved;
 /// The machine of a spec without errors; an internal error if the stages disagree.
 pub(super) fn lower(
     spec: &Spec,
+    sources: &Sources,
     r: &Resolved,
     checked: Checked,
 ) -> Result<Machine, Vec<Diagnostic>> {
@@ -20,18 +22,92 @@ pub(super) fn lower(
         .initial
         .ok_or_else(|| vec![internal("no initial state after checking")])?;
     let Checked { cells, types } = checked;
+    let order = row_order(r.rows.len(), &cells).ok_or_else(|| {
+        vec![
+            Diagnostic::new(
+                SpecError::OrderCycle,
+                spec.machine.span(),
+                "the declared orders of the cells",
+            )
+            .with_note(
+                "two cells try the same rows in opposite orders; make the `[[order]]`s agree",
+            ),
+        ]
+    })?;
+    let mut position = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        position[old] = new;
+    }
+    let cells = cells
+        .into_iter()
+        .map(|c| ir::Cell {
+            rows: c.rows.iter().map(|&i| position[i]).collect(),
+            ..c
+        })
+        .collect();
+    let rows = {
+        let mut by_file = rows(r, sources);
+        let mut placed: Vec<Option<ir::Row>> = by_file.drain(..).map(Some).collect();
+        order
+            .iter()
+            .enumerate()
+            .filter_map(|(new, &old)| {
+                let mut row = placed[old].take()?;
+                row.index = new;
+                Some(row)
+            })
+            .collect()
+    };
     Ok(Machine {
         name: spec.machine.get_ref().name.get_ref().clone(),
         initial_actions: r.initial_actions.iter().map(|(a, _)| *a).collect(),
+        concerns: spec
+            .concerns
+            .entries
+            .iter()
+            .map(|d| ir::Concern {
+                decl: named(d, &d.value.get_ref().doc),
+                file: sources.path_of(d.name.span().start).to_owned(),
+            })
+            .collect(),
         states: states(spec, r, initial),
         initial,
         events: events(spec, r),
         timers: timers(spec, r),
         guards: guards(spec, r, types.guard_takes),
         actions: actions(spec, r, &types.action_payload, &types.action_witness)?,
-        rows: rows(r),
+        rows,
         cells,
     })
+}
+
+/// The order of the rows in the row table: every cell's rows appear in the order the cell
+/// tries them, and otherwise the spec's order (the first row of the spec first). So a table
+/// interpreter that tries a cell's rows in table order agrees with the dispatch, and a
+/// one-file spec keeps its file order. `None` when the cells' orders contradict each other.
+fn row_order(n: usize, cells: &[ir::Cell]) -> Option<Vec<usize>> {
+    let mut after: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut before = vec![0usize; n];
+    for cell in cells {
+        for w in cell.rows.windows(2) {
+            if !after[w[0]].contains(&w[1]) {
+                after[w[0]].push(w[1]);
+                before[w[1]] += 1;
+            }
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> = (0..n).filter(|&i| before[i] == 0).collect();
+    let mut out = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        out.push(i);
+        for &j in &after[i] {
+            before[j] -= 1;
+            if before[j] == 0 {
+                ready.insert(j);
+            }
+        }
+    }
+    (out.len() == n).then_some(out)
 }
 
 /// An error of the generator itself.
@@ -125,6 +201,7 @@ fn guards(spec: &Spec, r: &Resolved, takes: Vec<Option<String>>) -> Vec<ir::Guar
             decl: named(d, &d.value.get_ref().doc),
             takes,
             yields: r.yields[g].as_ref().map(|t| t.text.clone()),
+            concern: r.file_concern[r.guard_file[g]],
         })
         .collect()
 }
@@ -155,18 +232,21 @@ fn actions(
             witness,
             payload_type,
             witness_type,
+            concern: r.file_concern[r.action_file[a]],
         });
     }
     Ok(out)
 }
 
-fn rows(r: &Resolved) -> Vec<ir::Row> {
+fn rows(r: &Resolved, sources: &Sources) -> Vec<ir::Row> {
     r.rows
         .iter()
         .enumerate()
         .map(|(index, row)| ir::Row {
             index,
+            file: sources.files()[row.file].path.clone(),
             line: row.line,
+            concern: r.file_concern[row.file],
             from: row.from.clone(),
             from_star: row.from_star,
             on: row.on.clone(),

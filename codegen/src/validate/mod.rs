@@ -17,27 +17,28 @@
 
 mod check;
 mod lower;
-mod names;
+pub(crate) mod names;
 mod resolve;
 mod typing;
 
 use crate::diagnostic::Diagnostic;
 use crate::ir::Machine;
+use crate::source::Sources;
 use crate::spec::Spec;
 
 pub use names::{is_keyword, name_problem};
 
-/// Checks `spec` (parsed from `source`) and lowers it, or returns every error found, sorted by
-/// position in the file.
-pub fn validate(spec: &Spec, source: &str) -> Result<Machine, Vec<Diagnostic>> {
+/// Checks `spec` (parsed from the text of `sources`) and lowers it, or returns every error
+/// found, sorted by position in the spec.
+pub fn validate(spec: &Spec, sources: &Sources) -> Result<Machine, Vec<Diagnostic>> {
     let mut errors = Vec::new();
-    let resolved = resolve::resolve(spec, source, &mut errors);
+    let resolved = resolve::resolve(spec, sources, &mut errors);
     let checked = check::check(spec, &resolved, &mut errors);
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.primary.span.start);
         return Err(errors);
     }
-    lower::lower(spec, &resolved, checked)
+    lower::lower(spec, sources, &resolved, checked)
 }
 
 #[cfg(test)]
@@ -105,7 +106,7 @@ ignore = true
 
     fn codes(src: &str) -> Vec<&'static str> {
         let spec = crate::spec::parse(src).unwrap();
-        match validate(&spec, src) {
+        match validate(&spec, &Sources::one("m.toml", src)) {
             Ok(_) => Vec::new(),
             Err(e) => e.iter().map(|d| d.error.code()).collect(),
         }
@@ -115,7 +116,7 @@ ignore = true
     fn the_small_spec_is_valid_and_lowers() {
         let src = format!("{HEAD}{ROWS}");
         let spec = crate::spec::parse(&src).unwrap();
-        let m = validate(&spec, &src).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", &src)).unwrap();
         assert_eq!(m.states.len(), 3);
         assert_eq!(m.initial, 0);
         assert_eq!(m.cells.len(), 6);
@@ -259,7 +260,7 @@ ignore = true
     fn types_are_compared_by_their_canonical_text() {
         let spaced = TYPED.replace(r#"yields = "Box<Slot>""#, r#"yields = "Box< Slot >""#);
         let spec = crate::spec::parse(&spaced).unwrap();
-        let m = validate(&spec, &spaced).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", &spaced)).unwrap();
         let can_send = m.guards.iter().find(|g| g.decl.name == "can_send").unwrap();
         assert_eq!(can_send.yields.as_deref(), Some("Box<Slot>"));
         let other = TYPED.replacen(r#"payload = "Frame""#, r#"payload = "crate::Frame""#, 1);
@@ -269,5 +270,256 @@ ignore = true
             "{:?}",
             codes(&other)
         );
+    }
+
+    /// A spec split in a manifest and two concern files: `a` (the states, events and the `idle`
+    /// rows) and `b` (the `busy` rows, and one guarded row of (idle, go)).
+    const MANIFEST: &str = r#"[machine]
+name = "m"
+concerns = ["a", "b"]
+"#;
+
+    const A: &str = r#"[concerns.a]
+doc = "A."
+
+[states.idle]
+doc = "Idle."
+initial = true
+
+[states.busy]
+doc = "Busy."
+
+[events.go]
+doc = "Go."
+source = "caller"
+
+[guards.ok]
+doc = "Ok."
+
+[actions.work]
+doc = "Work."
+
+[[row]]
+from = "idle"
+on = "go"
+guard = "ok"
+do = ["work"]
+to = "busy"
+
+[[row]]
+from = "idle"
+on = "go"
+do = ["work"]
+"#;
+
+    const B: &str = r#"[concerns.b]
+doc = "B."
+
+[guards.fast]
+doc = "Fast."
+
+[actions.rest]
+doc = "Rest."
+
+[[row]]
+from = "idle"
+on = "go"
+guard = "fast"
+do = ["rest"]
+
+[[row]]
+from = "busy"
+on = "go"
+do = ["rest"]
+to = "idle"
+"#;
+
+    fn split(manifest: &str, a: &str, b: &str) -> Result<Machine, Vec<&'static str>> {
+        let sources = Sources::new([("machine.toml", manifest), ("a.toml", a), ("b.toml", b)]);
+        let spec = crate::spec::parse(sources.text())
+            .map_err(|e| e.iter().map(|d| d.error.code()).collect::<Vec<_>>())?;
+        validate(&spec, &sources).map_err(|e| e.iter().map(|d| d.error.code()).collect())
+    }
+
+    const ORDER: &str = r#"
+[[order]]
+doc = "Fast first."
+from = "idle"
+on = "go"
+guards = ["fast", "ok"]
+"#;
+
+    #[test]
+    fn a_cell_whose_guarded_rows_span_files_needs_a_declared_order() {
+        assert_eq!(split(MANIFEST, A, B).unwrap_err(), ["unordered-cell"]);
+        let guards = |m: &Machine| -> Vec<String> {
+            m.cell(0, 0)
+                .rows
+                .iter()
+                .map(|&r| {
+                    m.rows[r]
+                        .guard
+                        .map_or("-".to_owned(), |g| m.guards[g].decl.name.clone())
+                })
+                .collect()
+        };
+        // The declared order, then the unguarded row; the row table lists them in that order.
+        let m = split(&format!("{MANIFEST}{ORDER}"), A, B).unwrap();
+        assert_eq!(guards(&m), ["fast", "ok", "-"]);
+        assert!(m.cell(0, 0).rows.windows(2).all(|w| w[0] < w[1]));
+        let reversed = ORDER.replace(r#"["fast", "ok"]"#, r#"["ok", "fast"]"#);
+        let m = split(&format!("{MANIFEST}{reversed}"), A, B).unwrap();
+        assert_eq!(guards(&m), ["ok", "fast", "-"]);
+        // Rows name their own file and line; guards and actions their concern.
+        let fast = m.rows.iter().find(|r| r.guard == Some(1)).unwrap();
+        assert_eq!((fast.file.as_str(), fast.line), ("b.toml", 10));
+        assert_eq!(m.concerns.len(), 2);
+        assert_eq!(m.guards[1].concern, Some(1));
+        assert_eq!(m.actions[0].concern, Some(0));
+    }
+
+    #[test]
+    fn an_order_lists_every_guard_of_its_cells_once_and_nothing_else() {
+        let missing = ORDER.replace(r#"["fast", "ok"]"#, r#"["fast"]"#);
+        assert_eq!(
+            split(&format!("{MANIFEST}{missing}"), A, B).unwrap_err(),
+            ["order-incomplete"]
+        );
+        let twice = ORDER.replace(r#"["fast", "ok"]"#, r#"["fast", "ok", "fast"]"#);
+        assert!(
+            split(&format!("{MANIFEST}{twice}"), A, B)
+                .unwrap_err()
+                .contains(&"order-stray")
+        );
+        let overlap = format!("{MANIFEST}{ORDER}{ORDER}");
+        assert!(
+            split(&overlap, A, B)
+                .unwrap_err()
+                .contains(&"order-overlap")
+        );
+    }
+
+    #[test]
+    fn the_unguarded_row_is_last_across_files_but_dead_after_one_of_its_own_file() {
+        // B's guarded row after A's unguarded one is not dead: the fallback is last by rule.
+        let unguarded_a = A
+            .replace("guard = \"ok\"\n", "")
+            .replace("[guards.ok]\ndoc = \"Ok.\"\n", "");
+        let a = unguarded_a.replacen("do = [\"work\"]\nto = \"busy\"\n\n[[row]]\nfrom = \"idle\"\non = \"go\"\ndo = [\"work\"]\n", "do = [\"work\"]\nto = \"busy\"\n", 1);
+        let m = split(MANIFEST, &a, B).unwrap();
+        let cell = &m.cell(0, 0).rows;
+        assert_eq!(cell.len(), 2);
+        assert!(m.rows[cell[0]].guard.is_some() && m.rows[cell[1]].guard.is_none());
+        // Within one file, a guarded row after the unguarded one can never fire.
+        let dead = format!(
+            "{A}\n[[row]]\nfrom = \"idle\"\non = \"go\"\nguard = \"ok\"\ndo = [\"work\"]\n"
+        );
+        assert!(
+            split(MANIFEST, &dead, B)
+                .unwrap_err()
+                .contains(&"duplicate-cell")
+        );
+    }
+
+    #[test]
+    fn concern_files_match_the_manifest() {
+        let wrong = B.replace("[concerns.b]", "[concerns.c]");
+        assert!(
+            split(MANIFEST, A, &wrong)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
+        let late = B.replace("[concerns.b]\ndoc = \"B.\"\n", "") + "[concerns.b]\ndoc = \"B.\"\n";
+        assert!(
+            split(MANIFEST, A, &late)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
+        let in_manifest = format!("{MANIFEST}[guards.loose]\ndoc = \"L.\"\n");
+        assert!(
+            split(&in_manifest, A, B)
+                .unwrap_err()
+                .contains(&"concern-file")
+        );
+    }
+
+    /// A one-state machine with a frame event, for the credit rule and sequences.
+    const CREDIT: &str = r#"
+[machine]
+name = "m"
+
+[machine.credit]
+doc = "Credit."
+action = "credit"
+events = ["frame"]
+unless = ["close"]
+
+[states.on]
+doc = "On."
+initial = true
+
+[events.frame]
+doc = "A frame."
+source = "transport"
+
+[events.tick]
+doc = "A tick."
+source = "caller"
+
+[sequences.wrap_up]
+doc = "Wrap up."
+do = ["note", "close"]
+
+[guards.bad]
+doc = "Bad."
+
+[actions.note]
+doc = "Note."
+
+[actions.close]
+doc = "Close."
+
+[actions.credit]
+doc = "Credit."
+
+[[row]]
+from = "on"
+on = "frame"
+guard = "bad"
+do = ["@wrap_up"]
+
+[[row]]
+from = "on"
+on = "frame"
+do = ["note"]
+
+[[row]]
+from = "on"
+on = "tick"
+do = ["note"]
+"#;
+
+    #[test]
+    fn the_credit_action_is_appended_by_rule_and_sequences_expand() {
+        let spec = crate::spec::parse(CREDIT).unwrap();
+        let m = validate(&spec, &Sources::one("m.toml", CREDIT)).unwrap();
+        let names = |r: usize| -> Vec<&str> {
+            m.rows[r]
+                .actions
+                .iter()
+                .map(|&a| m.actions[a].decl.name.as_str())
+                .collect()
+        };
+        assert_eq!(names(0), ["note", "close"]); // closes: no credit back
+        assert_eq!(names(1), ["note", "credit"]);
+        assert_eq!(names(2), ["note"]); // not a frame
+        let by_hand = CREDIT.replacen("do = [\"note\"]\n", "do = [\"note\", \"credit\"]\n", 1);
+        assert!(codes(&by_hand).contains(&"derived-action"));
+        let mixed = CREDIT.replace("on = \"tick\"", "on = [\"tick\", \"frame\"]");
+        assert!(codes(&mixed).contains(&"credit-mixed"));
+        let unknown = CREDIT.replace("@wrap_up", "@wrap");
+        assert!(codes(&unknown).contains(&"unknown-sequence"));
+        let unused = format!("{CREDIT}\n[sequences.spare]\ndoc = \"S.\"\ndo = [\"note\"]\n");
+        assert!(codes(&unused).contains(&"unused-sequence"));
     }
 }

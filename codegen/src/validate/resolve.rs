@@ -13,6 +13,7 @@ use std::ops::Range;
 use crate::diagnostic::{DeclKind, Diagnostic, SpecError};
 use crate::ir::{self, Use};
 use crate::rust_type;
+use crate::source::Sources;
 use crate::spec::{self, Names as NameList, Spec, TimerKindDecl, UseDecl};
 
 use super::names::{closest, name_problem};
@@ -71,8 +72,10 @@ pub(super) struct Takes {
 pub(super) struct Row {
     /// The span of the whole row.
     pub header: Range<usize>,
-    /// The line of its `[[row]]` header (1-based).
+    /// The line of its `[[row]]` header (1-based, within its file).
     pub line: u32,
+    /// The index of its file in the spec's [`Sources`].
+    pub file: usize,
     /// The from-states (every state for `"*"`).
     pub from: Vec<usize>,
     /// `from = "*"`.
@@ -119,13 +122,68 @@ pub(super) struct Resolved {
     pub takes: Vec<Takes>,
     /// The rows, in file order.
     pub rows: Vec<Row>,
+    /// `[sequences.*]`.
+    pub sequences_decls: Vec<Decl>,
+    /// Whether some row names each `[sequences.*]`.
+    pub sequences_used: Vec<bool>,
+    /// The `[[order]]`s.
+    pub orders: Vec<Order>,
+    /// The concern of each file of the spec (`None`: the manifest, or a one-file spec).
+    pub file_concern: Vec<Option<usize>>,
+    /// The file of each guard's declaration.
+    pub guard_file: Vec<usize>,
+    /// The file of each action's declaration.
+    pub action_file: Vec<usize>,
 }
 
-/// Resolves `spec` (parsed from `source`), pushing every naming error to `errors`.
-pub(super) fn resolve(spec: &Spec, source: &str, errors: &mut Vec<Diagnostic>) -> Resolved {
+/// One `[[order]]`, resolved.
+pub(super) struct Order {
+    /// The span of the whole entry.
+    pub span: Range<usize>,
+    /// The states it covers.
+    pub from: Vec<usize>,
+    /// The events it covers.
+    pub on: Vec<usize>,
+    /// The guards, first tried first, with where each is written.
+    pub guards: Vec<(usize, Range<usize>)>,
+}
+
+/// Resolves `spec` (parsed from `sources`), pushing every naming error to `errors`.
+pub(super) fn resolve(spec: &Spec, sources: &Sources, errors: &mut Vec<Diagnostic>) -> Resolved {
     let decls = declarations(spec);
     check_names(&decls, errors);
+    let file_concern = concerns(spec, sources, errors);
+    let guard_file: Vec<usize> = decls
+        .guards
+        .iter()
+        .map(|d| sources.file_of(d.span.start))
+        .collect();
+    let action_file: Vec<usize> = decls
+        .actions
+        .iter()
+        .map(|d| sources.file_of(d.span.start))
+        .collect();
+    if !spec.machine.get_ref().concerns.is_empty() {
+        let files: Vec<usize> = guard_file.iter().chain(&action_file).copied().collect();
+        for (d, file) in decls.guards.iter().chain(&decls.actions).zip(files) {
+            if file_concern.get(file).copied().flatten().is_none() {
+                errors.push(Diagnostic::new(
+                    SpecError::ConcernFile {
+                        message: format!(
+                            "`{}` is declared outside a concern file; guards and actions belong \
+                             to the concern whose rows use them",
+                            d.name
+                        ),
+                    },
+                    d.span.clone(),
+                    "here",
+                ));
+            }
+        }
+    }
     let mut r = Resolver::new(&decls, errors);
+    let sequences = r.sequences(spec);
+    r.credit = r.credit_rule(spec);
     let timer_states = spec
         .timers
         .entries
@@ -133,7 +191,17 @@ pub(super) fn resolve(spec: &Spec, source: &str, errors: &mut Vec<Diagnostic>) -
         .map(|d| r.timer_states(d))
         .collect();
     let initial_actions = r.initial_actions(spec);
-    let rows = spec.row.iter().map(|row| r.row(row, source)).collect();
+    let rows = spec
+        .row
+        .iter()
+        .map(|row| r.row(row, sources, &sequences))
+        .collect();
+    let orders = spec.order.iter().map(|o| r.order(o)).collect();
+    let mut sequences = sequences;
+    for &i in &r.used_sequences {
+        sequences[i].used = true;
+    }
+    let sequences_used = sequences.iter().map(|s| s.used).collect();
     let (payloads, yields) = types(spec, errors);
     Resolved {
         initial: spec
@@ -154,7 +222,89 @@ pub(super) fn resolve(spec: &Spec, source: &str, errors: &mut Vec<Diagnostic>) -
         takes: spec.actions.entries.iter().map(takes).collect(),
         rows,
         decls,
+        sequences_decls: decls_of(&spec.sequences.entries),
+        sequences_used,
+        orders,
+        file_concern,
+        guard_file,
+        action_file,
     }
+}
+
+/// The concern of each file: a split spec's manifest lists its concerns, and each concern file
+/// opens with the `[concerns.<name>]` the manifest names at its place. A one-file spec has none.
+fn concerns(spec: &Spec, sources: &Sources, errors: &mut Vec<Diagnostic>) -> Vec<Option<usize>> {
+    let n_files = sources.files().len();
+    let mut file_concern = vec![None; n_files];
+    let listed = &spec.machine.get_ref().concerns;
+    let declared = &spec.concerns.entries;
+    let err = |message: String, span: Range<usize>| {
+        Diagnostic::new(SpecError::ConcernFile { message }, span, "here")
+    };
+    if listed.is_empty() && declared.is_empty() {
+        return file_concern;
+    }
+    if listed.len() + 1 != n_files {
+        errors.push(err(
+            format!(
+                "`[machine] concerns` lists {} concerns but the spec has {} concern files",
+                listed.len(),
+                n_files.saturating_sub(1)
+            ),
+            spec.machine.span(),
+        ));
+    }
+    for (i, d) in declared.iter().enumerate() {
+        let file = sources.file_of(d.name.span().start);
+        let expected = listed
+            .get(file.wrapping_sub(1))
+            .map(|n| n.get_ref().as_str());
+        if file == 0 || expected != Some(d.name.get_ref().as_str()) {
+            errors.push(err(
+                format!(
+                    "`[concerns.{}]` is not the concern `[machine] concerns` names for this file{}",
+                    d.name.get_ref(),
+                    expected.map_or(String::new(), |e| format!(" (`{e}`)"))
+                ),
+                d.name.span(),
+            ));
+            continue;
+        }
+        let (text, start) = sources.file_text(file);
+        let first_table = text
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .unwrap_or("");
+        if first_table != format!("[concerns.{}]", d.name.get_ref()) {
+            errors.push(err(
+                format!(
+                    "a concern file opens with its `[concerns.{}]`, before any other table",
+                    d.name.get_ref()
+                ),
+                start..start,
+            ));
+        }
+        if file_concern[file].replace(i).is_some() {
+            errors.push(err(
+                "a file declares two concerns".to_owned(),
+                d.name.span(),
+            ));
+        }
+    }
+    for (k, name) in listed.iter().enumerate() {
+        if file_concern.get(k + 1).copied().flatten().is_none() {
+            errors.push(err(
+                format!(
+                    "no `[concerns.{}]` opens the concern file of `{}`",
+                    name.get_ref(),
+                    name.get_ref()
+                ),
+                name.span(),
+            ));
+        }
+    }
+    file_concern
 }
 
 /// Whether an optional boolean field is written `true`.
@@ -375,6 +525,9 @@ fn takes(d: &spec::Decl<spec::ActionDecl>) -> Takes {
 struct Resolver<'a> {
     tables: [(DeclKind, BTreeMap<&'a str, usize>); 4],
     n_states: usize,
+    action_names: Vec<&'a str>,
+    credit: Option<Credit>,
+    used_sequences: Vec<usize>,
     errors: &'a mut Vec<Diagnostic>,
 }
 
@@ -388,6 +541,9 @@ impl<'a> Resolver<'a> {
                 (DeclKind::Action, index_of(&d.actions)),
             ],
             n_states: d.states.len(),
+            action_names: d.actions.iter().map(|a| a.name.as_str()).collect(),
+            credit: None,
+            used_sequences: Vec::new(),
             errors,
         }
     }
@@ -474,8 +630,103 @@ impl<'a> Resolver<'a> {
             .collect()
     }
 
+    /// The sequences, their actions resolved.
+    fn sequences(&mut self, spec: &Spec) -> Vec<Sequence> {
+        spec.sequences
+            .entries
+            .iter()
+            .map(|d| {
+                let list = &d.value.get_ref().actions;
+                let actions = list
+                    .get_ref()
+                    .iter()
+                    .filter_map(|a| {
+                        if let Some(name) = a.get_ref().strip_prefix('@') {
+                            self.errors.push(Diagnostic::new(
+                                SpecError::UnknownSequence {
+                                    name: name.to_owned(),
+                                },
+                                a.span(),
+                                "a sequence names actions only",
+                            ));
+                            return None;
+                        }
+                        self.lookup(DeclKind::Action, a.get_ref(), a.span())
+                    })
+                    .collect();
+                Sequence {
+                    name: d.name.get_ref().clone(),
+                    actions,
+                    used: false,
+                }
+            })
+            .collect()
+    }
+
+    /// `[machine.credit]`, resolved.
+    fn credit_rule(&mut self, spec: &Spec) -> Option<Credit> {
+        let c = spec.machine.get_ref().credit.as_ref()?.get_ref();
+        let action = self.lookup(DeclKind::Action, c.action.get_ref(), c.action.span())?;
+        let events = c
+            .events
+            .get_ref()
+            .iter()
+            .filter_map(|e| self.lookup(DeclKind::Event, e.get_ref(), e.span()))
+            .collect();
+        let unless = c
+            .unless
+            .get_ref()
+            .iter()
+            .filter_map(|a| self.lookup(DeclKind::Action, a.get_ref(), a.span()))
+            .collect();
+        Some(Credit {
+            action,
+            events,
+            unless,
+        })
+    }
+
+    /// One `[[order]]`.
+    fn order(&mut self, o: &toml::Spanned<spec::OrderDecl>) -> Order {
+        let d = o.get_ref();
+        let from = match d.from.get_ref() {
+            NameList::One(s) if s == "*" => (0..self.n_states).collect(),
+            names => names
+                .items(d.from.span())
+                .into_iter()
+                .filter_map(|(n, sp)| self.lookup(DeclKind::State, &n, sp))
+                .collect(),
+        };
+        let on =
+            d.on.get_ref()
+                .items(d.on.span())
+                .into_iter()
+                .filter_map(|(n, sp)| self.lookup(DeclKind::Event, &n, sp))
+                .collect();
+        let guards = d
+            .guards
+            .get_ref()
+            .iter()
+            .filter_map(|g| {
+                self.lookup(DeclKind::Guard, g.get_ref(), g.span())
+                    .map(|i| (i, g.span()))
+            })
+            .collect();
+        Order {
+            span: o.span(),
+            from,
+            on,
+            guards,
+        }
+    }
+
     /// One row.
-    fn row(&mut self, row: &toml::Spanned<spec::RowDecl>, source: &str) -> Row {
+    fn row(
+        &mut self,
+        row: &toml::Spanned<spec::RowDecl>,
+        sources: &Sources,
+        sequences: &[Sequence],
+    ) -> Row {
         let header = row.span();
         let r = row.get_ref();
         let (from, from_star) = self.from(r);
@@ -484,14 +735,16 @@ impl<'a> Resolver<'a> {
             let ix = self.lookup(DeclKind::Guard, g.get_ref(), g.span());
             (ix, g.span())
         });
-        let (actions, action_spans) = self.actions(r);
+        let (mut actions, mut action_spans) = self.actions(r, sequences);
+        self.derive_credit(r, &on, &mut actions, &mut action_spans, header.clone());
         let to =
             r.to.as_ref()
                 .and_then(|t| self.lookup(DeclKind::State, t.get_ref(), t.span()));
         let impossible = flag(&r.impossible);
-        let line = crate::diagnostic::line_column(source, header.start).0;
+        let line = sources.line_of(header.start);
         Row {
             line: u32::try_from(line).unwrap_or(u32::MAX),
+            file: sources.file_of(header.start),
             header,
             from,
             from_star,
@@ -564,8 +817,57 @@ impl<'a> Resolver<'a> {
         (on, spans)
     }
 
-    /// `do`: the actions that resolve and where each is written.
-    fn actions(&mut self, r: &spec::RowDecl) -> (Vec<usize>, Vec<Range<usize>>) {
+    /// The credit rule on one row: its action appended when the rule selects the row; a row
+    /// that writes it by hand, or mixes selected events with others, is an error.
+    fn derive_credit(
+        &mut self,
+        r: &spec::RowDecl,
+        on: &[usize],
+        actions: &mut Vec<usize>,
+        spans: &mut Vec<Range<usize>>,
+        header: Range<usize>,
+    ) {
+        let Some(c) = &self.credit else {
+            return;
+        };
+        if let Some(p) = actions.iter().position(|&a| a == c.action) {
+            self.errors.push(Diagnostic::new(
+                SpecError::DerivedAction {
+                    action: self.action_names[c.action].to_owned(),
+                },
+                spans[p].clone(),
+                "remove it: the rule appends it",
+            ));
+            return;
+        }
+        if flag(&r.ignore) || flag(&r.impossible) || r.actions.is_none() {
+            return;
+        }
+        let selected = on.iter().filter(|e| c.events.contains(e)).count();
+        if selected == 0 {
+            return;
+        }
+        if selected != on.len() {
+            self.errors.push(Diagnostic::new(
+                SpecError::CreditMixed,
+                r.on.span(),
+                "split this row by event",
+            ));
+            return;
+        }
+        if actions.iter().any(|a| c.unless.contains(a)) {
+            return;
+        }
+        actions.push(c.action);
+        spans.push(header);
+    }
+
+    /// `do`: the actions that resolve (sequences expanded) and where each is written.
+    fn actions(
+        &mut self,
+        r: &spec::RowDecl,
+        sequences: &[Sequence],
+    ) -> (Vec<usize>, Vec<Range<usize>>) {
         let Some(list) = &r.actions else {
             return (Vec::new(), Vec::new());
         };
@@ -579,14 +881,52 @@ impl<'a> Resolver<'a> {
                 .with_note("a row that does nothing is written `ignore = true`"),
             );
         }
-        list.get_ref()
-            .iter()
-            .filter_map(|a| {
-                self.lookup(DeclKind::Action, a.get_ref(), a.span())
-                    .map(|i| (i, a.span()))
-            })
-            .unzip()
+        let mut out = (Vec::new(), Vec::new());
+        for a in list.get_ref() {
+            if let Some(name) = a.get_ref().strip_prefix('@') {
+                match sequences.iter().position(|s| s.name == name) {
+                    Some(i) => {
+                        self.used_sequences.push(i);
+                        for &action in &sequences[i].actions {
+                            out.0.push(action);
+                            out.1.push(a.span());
+                        }
+                    }
+                    None => self.errors.push(Diagnostic::new(
+                        SpecError::UnknownSequence {
+                            name: name.to_owned(),
+                        },
+                        a.span(),
+                        "no `[sequences.<name>]` of this name",
+                    )),
+                }
+            } else if let Some(i) = self.lookup(DeclKind::Action, a.get_ref(), a.span()) {
+                out.0.push(i);
+                out.1.push(a.span());
+            }
+        }
+        out
     }
+}
+
+/// A `[sequences.<name>]`, resolved.
+pub(super) struct Sequence {
+    /// Its name.
+    name: String,
+    /// Its actions, in order.
+    actions: Vec<usize>,
+    /// Whether a row names it.
+    used: bool,
+}
+
+/// `[machine.credit]`, resolved.
+struct Credit {
+    /// The appended action.
+    action: usize,
+    /// The events whose rows it selects.
+    events: Vec<usize>,
+    /// The actions that exempt a row.
+    unless: Vec<usize>,
 }
 
 /// A name listed twice in `field`.

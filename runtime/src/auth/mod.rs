@@ -4,7 +4,7 @@
 //! registrations and tokens ([`store`]), and the authorization itself ([`flow`]).
 //!
 //! Not here: the decisions of a connection that meets a 401 or a 403 (they are rows of
-//! `spec/transitions.toml`).
+//! `spec/auth.toml`).
 
 pub mod challenge;
 pub mod discovery;
