@@ -85,7 +85,8 @@ pub(crate) struct Entry {
     pub(crate) kind: RequestKind,
     /// What the call changes in the session, recorded when the server acknowledges it.
     pub(crate) session: Option<crate::event::SessionChange>,
-    pub(crate) frame: Vec<u8>,
+    /// Its frame as sent (the copy kept to send it again).
+    pub(crate) frame: crate::outgoing::Outgoing,
     pub(crate) phase: Phase,
     pub(crate) started: Duration,
     pub(crate) timeout: Duration,

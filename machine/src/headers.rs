@@ -15,6 +15,8 @@ use std::collections::HashSet;
 use base64::prelude::{BASE64_STANDARD, Engine as _};
 use serde_json::Value;
 
+use crate::outgoing::Head;
+
 /// The `_meta` key whose presence (a string) makes a frame modern: the protocol version of
 /// the 2026-07-28 era and later.
 pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
@@ -116,23 +118,51 @@ pub fn standard(frame: &Value) -> Vec<(&'static str, String)> {
     let Some(version) = protocol_version(frame) else {
         return Vec::new();
     };
+    let method = frame.get("method").and_then(Value::as_str);
+    let name = method
+        .and_then(name_field)
+        .and_then(|f| frame.get("params")?.get(f))
+        .and_then(Value::as_str);
+    standard_from(version, method, name)
+}
+
+/// [`standard`] of a frame the machine wrote, from its [`Head`] (without reading the frame):
+/// the same headers, in the same order. Empty for a frame that is not modern.
+pub fn standard_of(head: &Head) -> Vec<(&'static str, String)> {
+    match &head.version {
+        Some(version) => standard_from(version, head.method.as_deref(), head.name.as_deref()),
+        None => Vec::new(),
+    }
+}
+
+/// The standard headers of a modern frame whose `_meta` names `version`, whose method is
+/// `method` and whose `Mcp-Name` value ([`name_field`]) is `name`: what [`standard`] gives,
+/// from what the frame's head says rather than the frame.
+pub fn standard_from(
+    version: &str,
+    method: Option<&str>,
+    name: Option<&str>,
+) -> Vec<(&'static str, String)> {
     let mut headers = vec![("MCP-Protocol-Version", encode_value(version))];
-    let Some(method) = frame.get("method").and_then(Value::as_str) else {
+    let Some(method) = method else {
         return headers;
     };
     headers.push(("Mcp-Method", encode_value(method)));
-    let name_field = match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        _ => None,
-    };
-    if let Some(name) = name_field
-        .and_then(|f| frame.get("params")?.get(f))
-        .and_then(Value::as_str)
-    {
+    if let Some(name) = name {
         headers.push(("Mcp-Name", encode_value(name)));
     }
     headers
+}
+
+/// The member of a modern request's `params` its `Mcp-Name` header mirrors: `name` for
+/// `tools/call` and `prompts/get`, `uri` for `resources/read`; `None` for every other method
+/// (no `Mcp-Name`).
+pub fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        _ => None,
+    }
 }
 
 /// One `x-mcp-header` mapping of a tool: the header `Mcp-Param-<name>` carries the argument
@@ -263,16 +293,20 @@ fn pointer(base: &str, key: &str) -> String {
 /// `inputSchema`) is valid with no mappings. Never panics, whatever the value; walks the
 /// schema without recursion.
 pub fn validate_tool(tool: &Value) -> Result<ToolHeaders, InvalidToolHeaders> {
+    let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+    match tool.get("inputSchema") {
+        Some(schema) => validate_input_schema(name, schema),
+        None => Ok(ToolHeaders::default()),
+    }
+}
+
+/// [`validate_tool`] of the tool `name` whose `inputSchema` is `schema`, without a tool
+/// object built to hold them (`Value::Null`, a schema that is absent, has no mappings). The
+/// same rules and the same errors.
+pub fn validate_input_schema(name: &str, root: &Value) -> Result<ToolHeaders, InvalidToolHeaders> {
     let invalid = |reason| InvalidToolHeaders {
-        tool: tool
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        tool: name.to_owned(),
         reason,
-    };
-    let Some(root) = tool.get("inputSchema") else {
-        return Ok(ToolHeaders::default());
     };
     let mut mappings = Vec::new();
     let mut seen = HashSet::new();

@@ -11,6 +11,7 @@ use crate::event::{
 use crate::failure::{Failure, TransportError};
 use crate::generated::{EventKind, State};
 use crate::listen::{ListenFilter, ListenStatus};
+use crate::outgoing::Outgoing;
 
 pub use crate::request::{CallId, CallOptions, Generation, RequestId, RpcError};
 
@@ -322,8 +323,8 @@ pub enum Action {
         generation: Generation,
         /// Which send, to echo back.
         token: SendToken,
-        /// The JSON bytes (no newline).
-        frame: Vec<u8>,
+        /// The JSON bytes (no newline) and their typed head; derefs to the bytes.
+        frame: Outgoing,
     },
     /// Let that generation deliver `credits` more frames.
     GrantCredit {

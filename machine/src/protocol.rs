@@ -11,6 +11,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{ServerInfo, ServerRequestId};
 use crate::failure::Failure;
 use crate::io::RpcError;
+use crate::outgoing::{FrameKind, Head, Outgoing};
 
 /// The newest handshake revision, offered in `initialize`.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -194,7 +195,7 @@ pub(crate) fn request(
     params: Option<Value>,
     progress_token: Option<u64>,
     envelope: Option<&Envelope<'_>>,
-) -> Vec<u8> {
+) -> Outgoing {
     let params = match (params, progress_token, envelope) {
         (p, None, None) => p,
         (p, token, envelope) => Some(with_meta(p, |meta| {
@@ -209,6 +210,7 @@ pub(crate) fn request(
     // Written straight out (no map built first), keys in the order a map would sort them.
     // Room for the envelope and small params at once (the buffer is sent and freed; the copy
     // kept for a resend is made to measure), so it is not grown while the params are written.
+    let head = Head::new(FrameKind::Request(id), method, params.as_ref());
     let mut frame = Vec::with_capacity(FRAME_START + method.len());
     frame.extend_from_slice(b"{\"id\":");
     serde_json::to_writer(&mut frame, &id).expect("a number always serializes");
@@ -219,15 +221,15 @@ pub(crate) fn request(
         serde_json::to_writer(&mut frame, &p).expect("a Value always serializes");
     }
     frame.push(b'}');
-    frame
+    Outgoing { head, bytes: frame }
 }
 
 /// A request frame the machine built, under a new id (its progress token, when it asked for
 /// progress, follows the id). A frame that does not parse (never: the machine wrote it) is
 /// returned unchanged.
-pub(crate) fn with_new_id(frame: &[u8], id: u64, progress: bool) -> Vec<u8> {
+pub(crate) fn with_new_id(frame: &Outgoing, id: u64, progress: bool) -> Outgoing {
     let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(frame) else {
-        return frame.to_vec();
+        return frame.clone();
     };
     msg.insert("id".into(), id.into());
     if progress
@@ -236,7 +238,19 @@ pub(crate) fn with_new_id(frame: &[u8], id: u64, progress: bool) -> Vec<u8> {
     {
         meta.insert("progressToken".into(), id.into());
     }
-    encode(&Value::Object(msg))
+    renumbered(frame, id, &Value::Object(msg))
+}
+
+/// The frame `msg`, which is `frame` under the new id `id` (its method and the params its head
+/// mirrors unchanged).
+fn renumbered(frame: &Outgoing, id: u64, msg: &Value) -> Outgoing {
+    Outgoing {
+        head: Head {
+            kind: FrameKind::Request(id),
+            ..frame.head.clone()
+        },
+        bytes: encode(msg),
+    }
 }
 
 /// A request frame the machine built, sent again for the next round of an `input_required`
@@ -245,14 +259,14 @@ pub(crate) fn with_new_id(frame: &[u8], id: u64, progress: bool) -> Vec<u8> {
 /// had none (a previous round's is removed). A frame that does not parse (never: the machine
 /// wrote it) is returned unchanged.
 pub(crate) fn with_inputs(
-    frame: &[u8],
+    frame: &Outgoing,
     id: u64,
     progress: bool,
     inputs: Map<String, Value>,
     state: Option<&str>,
-) -> Vec<u8> {
+) -> Outgoing {
     let Ok(Value::Object(mut msg)) = serde_json::from_slice::<Value>(frame) else {
-        return frame.to_vec();
+        return frame.clone();
     };
     msg.insert("id".into(), id.into());
     if let Some(Value::Object(params)) = msg.get_mut("params") {
@@ -269,13 +283,7 @@ pub(crate) fn with_inputs(
             None => params.remove("requestState"),
         };
     }
-    encode(&Value::Object(msg))
-}
-
-/// The method of a request frame the machine built.
-pub(crate) fn method_of(frame: &[u8]) -> Option<String> {
-    let v: Value = serde_json::from_slice(frame).ok()?;
-    v.get("method")?.as_str().map(str::to_owned)
+    renumbered(frame, id, &Value::Object(msg))
 }
 
 /// The methods whose result may be `input_required` (2026-07-28).
@@ -284,7 +292,7 @@ pub(crate) const INPUT_METHODS: [&str; 3] = ["tools/call", "prompts/get", "resou
 /// A notification frame. In the modern era (`version` given) its `params._meta` names the
 /// protocol version, as a request's does (the caller's own `_meta` keys are kept), so that
 /// Streamable HTTP posts it the modern way (`MCP-Protocol-Version`, `Mcp-Method`, no session).
-pub(crate) fn notification(method: &str, params: Option<Value>, version: Option<&str>) -> Vec<u8> {
+pub(crate) fn notification(method: &str, params: Option<Value>, version: Option<&str>) -> Outgoing {
     let mut msg = Map::new();
     msg.insert("jsonrpc".into(), "2.0".into());
     msg.insert("method".into(), method.into());
@@ -294,16 +302,20 @@ pub(crate) fn notification(method: &str, params: Option<Value>, version: Option<
             meta.insert(META_PROTOCOL_VERSION.into(), version.into());
         })),
     };
+    let head = Head::new(FrameKind::Notification, method, params.as_ref());
     if let Some(p) = params {
         msg.insert("params".into(), p);
     }
-    encode(&Value::Object(msg))
+    Outgoing {
+        head,
+        bytes: encode(&Value::Object(msg)),
+    }
 }
 
 /// A response frame to a server request.
-pub(crate) fn response(id: &ServerRequestId, result: Result<&Value, &RpcError>) -> Vec<u8> {
+pub(crate) fn response(id: &ServerRequestId, result: Result<&Value, &RpcError>) -> Outgoing {
     let id = id.to_json();
-    match result {
+    let bytes = match result {
         Ok(v) => encode(&json!({"jsonrpc": "2.0", "id": id, "result": v})),
         Err(e) => {
             let mut err = json!({"code": e.code, "message": e.message});
@@ -312,11 +324,15 @@ pub(crate) fn response(id: &ServerRequestId, result: Result<&Value, &RpcError>) 
             }
             encode(&json!({"jsonrpc": "2.0", "id": id, "error": err}))
         }
+    };
+    Outgoing {
+        head: Head::response(),
+        bytes,
     }
 }
 
 /// `notifications/cancelled` for one of our requests.
-pub(crate) fn cancelled(id: u64, reason: &str) -> Vec<u8> {
+pub(crate) fn cancelled(id: u64, reason: &str) -> Outgoing {
     notification(
         "notifications/cancelled",
         Some(json!({"requestId": id, "reason": reason})),
@@ -392,10 +408,97 @@ mod tests {
                 msg["params"] = p.clone();
             }
             let frame = request(id, method, params, None, None);
-            assert_eq!(frame, serde_json::to_vec(&msg).unwrap());
+            assert_eq!(frame.bytes, serde_json::to_vec(&msg).unwrap());
+            assert_eq!(frame.head.kind, FrameKind::Request(id));
+            assert_eq!(frame.head.method.as_deref(), Some(method));
+            assert_eq!(frame.head.version, None);
             assert!(frame.starts_with(format!("{{\"id\":{id},").as_bytes()));
             assert!(!frame.contains(&b'\n'));
         }
+    }
+
+    /// The head says what the bytes say: read back from them, the same standard headers,
+    /// era, kind, method and cancelled request.
+    #[test]
+    fn the_head_says_what_the_bytes_say() {
+        let config = crate::Config::default();
+        let envelope = Envelope {
+            version: "2026-07-28",
+            config: &config,
+        };
+        let caller_meta = json!({"name": "n", "_meta": {META_PROTOCOL_VERSION: "1999-x"}});
+        let frames = [
+            request(
+                1,
+                "tools/call",
+                Some(json!({"name": "w", "arguments": {}})),
+                None,
+                None,
+            ),
+            request(
+                2,
+                "tools/call",
+                Some(json!({"name": "w é"})),
+                Some(2),
+                Some(&envelope),
+            ),
+            request(
+                3,
+                "resources/read",
+                Some(json!({"uri": "x:y"})),
+                None,
+                Some(&envelope),
+            ),
+            request(
+                4,
+                "prompts/get",
+                Some(json!({"name": 5})),
+                None,
+                Some(&envelope),
+            ),
+            request(5, "tools/list", None, None, Some(&envelope)),
+            request(6, "my/method", Some(json!([1])), None, None),
+            request(7, "prompts/get", Some(caller_meta), None, None),
+            notification("notifications/x", Some(json!({"a": 1})), Some("2026-07-28")),
+            notification("notifications/initialized", None, None),
+            notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": "s"})),
+                None,
+            ),
+            cancelled(9, "timeout"),
+            response(
+                &ServerRequestId::from_json(&json!(3)).unwrap(),
+                Ok(&json!({})),
+            ),
+        ];
+        for frame in frames {
+            let v: Value = serde_json::from_slice(&frame).unwrap();
+            let shown = String::from_utf8_lossy(&frame).into_owned();
+            let head = &frame.head;
+            assert_eq!(
+                crate::headers::standard(&v),
+                crate::headers::standard_of(head),
+                "{shown}"
+            );
+            assert_eq!(crate::headers::is_modern(&v), head.is_modern(), "{shown}");
+            assert_eq!(
+                v.get("method").and_then(Value::as_str),
+                head.method.as_deref(),
+                "{shown}"
+            );
+            let kind = match (v.get("id"), v.get("method")) {
+                (Some(id), Some(_)) => FrameKind::Request(id.as_u64().unwrap()),
+                (None, Some(_)) => FrameKind::Notification,
+                _ => FrameKind::Response,
+            };
+            assert_eq!(kind, head.kind, "{shown}");
+            let cancels = (head.method.as_deref() == Some("notifications/cancelled"))
+                .then(|| v["params"]["requestId"].as_u64())
+                .flatten();
+            assert_eq!(cancels, head.cancels, "{shown}");
+        }
+        assert_eq!(cancelled(9, "x").head.cancels, Some(9));
     }
 
     #[test]
@@ -526,7 +629,9 @@ mod tests {
         let v: Value = serde_json::from_slice(&third).unwrap();
         assert!(v["params"].get("requestState").is_none());
         assert!(v["params"].get("inputResponses").is_none());
-        assert_eq!(method_of(&third).as_deref(), Some("tools/call"));
+        assert_eq!(third.head.method.as_deref(), Some("tools/call"));
+        assert_eq!(third.head.kind, FrameKind::Request(10));
+        assert_eq!(third.head.name.as_deref(), Some("t"));
     }
 
     #[test]

@@ -53,7 +53,7 @@ impl CallsHandlers for Ctx<'_> {
             && entry.kind.caller().is_some()
             && !entry.phase.answered()
             && (!entry.relisted || mutant!(self.core, RelistAlways))
-            && protocol::method_of(&entry.frame).as_deref() == Some("tools/call"))
+            && entry.frame.head.method.as_deref() == Some("tools/call"))
         .then_some(id)
     }
 

@@ -27,6 +27,7 @@ use crate::io::{
 use crate::listen::{
     self, ListenEnd, ListenEndReason, ListenFilter, ListenStatus, Listens, OpenListen,
 };
+use crate::outgoing::Outgoing;
 use crate::protocol::{self, Envelope, ModernError};
 use crate::rng::Rng;
 use crate::timers::{TimerKey, Timers};
@@ -84,7 +85,7 @@ pub(crate) struct Core {
     pub(crate) session: Session,
     /// Frames owed to the server (responses, rejections, cancels) not yet taken by the
     /// transport, in order; the head is being offered or waits for the owed retry timer.
-    pub(crate) outbox: VecDeque<Vec<u8>>,
+    pub(crate) outbox: VecDeque<Outgoing>,
     /// Sessions initialized again at once since a call was last answered.
     pub(crate) reinits: u32,
     /// When the session last made ready became ready, until the next backoff delay is
@@ -182,7 +183,7 @@ impl Ctx<'_> {
         self.out.push_back(action);
     }
 
-    fn send(&mut self, token: SendToken, frame: Vec<u8>) {
+    fn send(&mut self, token: SendToken, frame: Outgoing) {
         let generation = self.core.generation;
         self.push(Action::Send {
             generation,
@@ -194,7 +195,7 @@ impl Ctx<'_> {
     /// Queues a frame owed to the server in the outbox, offering it at once when nothing is
     /// ahead of it (the outbox keeps a copy until the transport takes it). A full outbox (a
     /// server that floods requests and does not read) drops the frame, reported.
-    fn owe(&mut self, frame: Vec<u8>) {
+    fn owe(&mut self, frame: Outgoing) {
         if self.core.outbox.len() >= MAX_OWED {
             self.push(Action::Report(Report::OwedDropped { bytes: frame.len() }));
             return;
@@ -284,7 +285,7 @@ impl Ctx<'_> {
         options: CallOptions,
         session: Option<SessionChange>,
         phase: Phase,
-    ) -> (RequestId, Vec<u8>) {
+    ) -> (RequestId, Outgoing) {
         let id = self.core.next_id;
         self.core.next_id += 1;
         let timeout = options.timeout.unwrap_or(self.core.config.request_timeout);
@@ -374,8 +375,8 @@ impl Ctx<'_> {
     /// The round an `input_required` result asks for, or why it cannot be met.
     fn input_round(&self, id: RequestId, result: &Value) -> Result<InputRound, String> {
         let entry = self.core.calls.get(id).ok_or("the call ended")?;
-        let method = protocol::method_of(&entry.frame).unwrap_or_default();
-        if !protocol::INPUT_METHODS.contains(&method.as_str()) {
+        let method = entry.frame.head.method.as_deref().unwrap_or_default();
+        if !protocol::INPUT_METHODS.contains(&method) {
             return Err(format!("{method} cannot ask for input"));
         }
         let rounds = entry.input_rounds.as_ref().map_or(0, |m| m.round);

@@ -27,8 +27,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
-use super::{Closer, Delivery, Link, TransportError};
+use super::{Closer, Delivery, Link, Outbound, TransportError};
 use crate::quiet::Quiet;
+use mcp_machine::{Head, headers};
+use serde_json::Value;
+use std::borrow::Cow;
 
 /// A boxed future, as legs return them.
 pub(crate) type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -96,42 +99,112 @@ pub(crate) trait Leg: Send + Sync + 'static {
     /// `notifications/initialized` before the first request, a cancellation after its
     /// request. Other frames are posted concurrently.
     fn in_order(&self, frame: &Frame) -> bool;
-    /// Called with each frame as soon as it is read, in order, before any frame after it is
-    /// posted (and before its own post starts): for what must be known at once, such as
-    /// which requests a later cancellation may name. Nothing by default.
-    fn admit(&self, _frame: &str) {}
+    /// Called with each frame (its head) as soon as it is read, in order, before any frame
+    /// after it is posted (and before its own post starts): for what must be known at once,
+    /// such as which requests a later cancellation may name. Nothing by default.
+    fn admit(&self, _frame: &Frame) {}
 }
 
-/// What the bridge reads of a frame, once, for itself and its leg: its method, and its id
-/// when it is a request.
+/// What the bridge and its leg know of a frame: its method, its id when it is a request, its
+/// era and what its standard headers mirror, and the request a cancellation names. Taken from
+/// the machine's [`Head`] when the machine wrote the frame (nothing is read); read once from
+/// the bytes otherwise (frames handed to a transport bare, or through a byte link's pipe).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Frame {
     /// The JSON-RPC method, for requests and notifications.
-    pub(crate) method: Option<String>,
+    pub(crate) method: Option<Cow<'static, str>>,
     /// The id of a request (a frame with an id and a method); `None` otherwise.
-    pub(crate) request: Option<serde_json::Value>,
+    pub(crate) request: Option<Value>,
+    /// The protocol version its `params._meta` names: `Some` exactly for a frame of the
+    /// 2026-07-28 era ([`mcp_machine::headers::is_modern`]).
+    pub(crate) version: Option<Cow<'static, str>>,
+    /// What a modern frame's `Mcp-Name` header carries (see [`Head::name`]).
+    pub(crate) name: Option<String>,
+    /// The `params.requestId` of a `notifications/cancelled`.
+    pub(crate) cancels: Option<Value>,
+}
+
+impl From<Head> for Frame {
+    /// The machine's head, as it is: nothing to read.
+    fn from(head: Head) -> Frame {
+        Frame {
+            request: head.request().map(Value::from),
+            method: head.method,
+            version: head.version,
+            name: head.name,
+            cancels: head.cancels.map(Value::from),
+        }
+    }
 }
 
 impl Frame {
-    /// Reads `frame`'s method and id; a frame that is not a JSON object reads as neither.
-    fn of(frame: &str) -> Frame {
+    /// Reads the head of a frame the machine did not describe: its method and id (a frame
+    /// that is not a JSON object reads as neither), and, only when the frame may be modern or
+    /// is a cancellation, the rest from one parse of the whole frame.
+    pub(crate) fn read(frame: &str) -> Frame {
         #[derive(serde::Deserialize)]
         struct Head {
-            id: Option<serde_json::Value>,
+            id: Option<Value>,
             method: Option<String>,
         }
-        match serde_json::from_str::<Head>(frame) {
-            Ok(h) => Frame {
-                request: h.id.filter(|_| h.method.is_some()),
-                method: h.method,
-            },
-            Err(_) => Frame::default(),
+        let Ok(h) = serde_json::from_str::<Head>(frame) else {
+            return Frame::default();
+        };
+        let mut read = Frame {
+            request: h.id.filter(|_| h.method.is_some()),
+            method: h.method.map(Cow::Owned),
+            ..Frame::default()
+        };
+        // The searcher is built once: a `str::contains` would build one for every frame.
+        static META: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+            std::sync::LazyLock::new(|| {
+                memchr::memmem::Finder::new(headers::PROTOCOL_VERSION_META)
+            });
+        let cancellation = read.method.as_deref() == Some("notifications/cancelled");
+        if !cancellation && META.find(frame.as_bytes()).is_none() {
+            return read;
         }
+        let Ok(value) = serde_json::from_str::<Value>(frame) else {
+            return read;
+        };
+        let params = value.get("params");
+        if cancellation {
+            read.cancels = params.and_then(|p| p.get("requestId")).cloned();
+        }
+        if headers::is_modern(&value) {
+            read.version = params
+                .and_then(|p| p.get("_meta"))
+                .and_then(|m| m.get(headers::PROTOCOL_VERSION_META))
+                .and_then(Value::as_str)
+                .map(|v| Cow::Owned(v.to_owned()));
+            read.name = read
+                .method
+                .as_deref()
+                .and_then(headers::name_field)
+                .and_then(|f| params?.get(f)?.as_str())
+                .map(str::to_owned);
+        }
+        read
     }
 
     /// Whether it has an id and a method.
     pub(crate) fn is_request(&self) -> bool {
         self.request.is_some()
+    }
+
+    /// Whether it is of the 2026-07-28 era.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.version.is_some()
+    }
+
+    /// Its standard headers when it is modern ([`headers::standard`]); none otherwise.
+    pub(crate) fn standard_headers(&self) -> Vec<(&'static str, String)> {
+        match &self.version {
+            Some(version) => {
+                headers::standard_from(version, self.method.as_deref(), self.name.as_deref())
+            }
+            None => Vec::new(),
+        }
     }
 }
 
@@ -392,7 +465,7 @@ impl MessagePump {
     /// dropped). Failures end the link through its closer, not here.
     pub(crate) async fn run(
         self,
-        frames: &mut mpsc::Receiver<Vec<u8>>,
+        frames: &mut mpsc::Receiver<Outbound>,
         closing: impl Future<Output = ()>,
     ) {
         let mut ended = self.bridge.out.ended.subscribe();
@@ -431,9 +504,15 @@ impl MessagePump {
                     },
                 }
             };
-            let line = String::from_utf8(frame)
+            let (bytes, head) = frame.into_parts();
+            let line = String::from_utf8(bytes)
                 .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-            work.take(line).await;
+            // The machine's head when it wrote the frame; read from the bytes otherwise.
+            let head = match head {
+                Some(head) => Frame::from(head),
+                None => Frame::read(&line),
+            };
+            work.take(line, head).await;
         }
     }
 }
@@ -476,9 +555,8 @@ impl Work {
     /// [`Received`]: the rest of its answer is then read alongside the others). The link's
     /// other work goes on meanwhile. The wait is as long as the leg's bound on the answer's
     /// headers (the header bound), past which the post fails and with it the link.
-    async fn take(&mut self, line: String) {
-        let head = Frame::of(&line);
-        self.bridge.leg().admit(&line);
+    async fn take(&mut self, line: String, head: Frame) {
+        self.bridge.leg().admit(&head);
         let initialize = head.method.as_deref() == Some("initialize");
         let in_order = self.bridge.leg().in_order(&head);
         let (received, released) = if in_order {
@@ -532,7 +610,10 @@ async fn run(
         loop {
             tokio::select! {
                 line = lines.next_line() => match line {
-                    Ok(Some(line)) => work.take(line).await,
+                    Ok(Some(line)) => {
+                        let head = Frame::read(&line);
+                        work.take(line, head).await
+                    }
                     // The transport closed its end: the link is closing.
                     _ => return,
                 },
@@ -609,5 +690,54 @@ impl Closer for BridgeCloser {
 
     fn flush_timeout(&self) -> Duration {
         self.grace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_frame_is_read_once_for_what_its_head_would_say() {
+        let legacy = Frame::read(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+        assert_eq!(legacy.method.as_deref(), Some("ping"));
+        assert_eq!(legacy.request, Some(Value::from(1)));
+        assert!(!legacy.is_modern());
+        let call = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"w","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let modern = Frame::read(call);
+        assert_eq!(modern.version.as_deref(), Some("2026-07-28"));
+        assert_eq!(modern.name.as_deref(), Some("w"));
+        assert_eq!(modern.request, Some(Value::from("a")));
+        let value: Value = serde_json::from_str(call).unwrap();
+        assert_eq!(modern.standard_headers(), headers::standard(&value));
+        // The key elsewhere, or not a string: not modern.
+        for not_modern in [
+            r#"{"id":1,"method":"x","params":{"io.modelcontextprotocol/protocolVersion":"v"}}"#,
+            r#"{"id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#,
+        ] {
+            assert!(!Frame::read(not_modern).is_modern(), "{not_modern}");
+        }
+        let cancel = Frame::read(
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r"}}"#,
+        );
+        assert_eq!(cancel.cancels, Some(Value::from("r")));
+        assert!(!cancel.is_request());
+        let garbage = Frame::read("not json");
+        assert!(garbage.method.is_none() && garbage.request.is_none());
+    }
+
+    #[test]
+    fn the_machines_head_is_taken_as_it_is() {
+        let head = Head {
+            kind: mcp_machine::FrameKind::Request(7),
+            method: Some(Cow::Borrowed("tools/call")),
+            version: Some(Cow::Borrowed("2026-07-28")),
+            name: Some("w".into()),
+            cancels: None,
+        };
+        let frame = Frame::from(head);
+        assert_eq!(frame.request, Some(Value::from(7)));
+        assert!(frame.is_modern() && frame.is_request());
+        assert_eq!(frame.standard_headers()[2], ("Mcp-Name", "w".to_owned()));
     }
 }

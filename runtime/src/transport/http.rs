@@ -480,9 +480,9 @@ impl Leg for StreamableLeg {
 
     /// A modern request is known as in flight from here on, so that a cancellation read
     /// after it finds it even before its POST started.
-    fn admit(&self, frame: &str) {
-        if let Some(value) = modern::parse(frame) {
-            self.modern.admit(&value);
+    fn admit(&self, frame: &Frame) {
+        if frame.is_modern() {
+            self.modern.admit(frame);
         }
     }
 }
@@ -508,13 +508,13 @@ impl StreamableLeg {
         out: Out,
         received: Received,
     ) -> Result<(), PostError> {
-        if let Some(value) = modern::parse(&frame) {
+        if head.is_modern() {
             return self
                 .modern
-                .post(&self.web, &self.endpoint, frame, value, &out)
+                .post(&self.web, &self.endpoint, frame, head, &out)
                 .await;
         }
-        if self.modern.intercepts(&frame, head.method.as_deref()) {
+        if self.modern.intercepts(&head) {
             return Ok(());
         }
         if let Some(id) = head.request.clone() {
@@ -526,11 +526,11 @@ impl StreamableLeg {
                 result = self.post_handshake(frame, head, out, received) => result,
             };
         }
-        let cancellation =
-            (head.method.as_deref() == Some("notifications/cancelled")).then(|| frame.clone());
+        let cancellation = (head.method.as_deref() == Some("notifications/cancelled"))
+            .then(|| head.cancels.clone());
         let result = self.post_handshake(frame, head, out, received).await;
-        if let Some(cancellation) = cancellation {
-            self.pending.cancelled(&cancellation);
+        if let Some(named) = cancellation {
+            self.pending.cancelled(named.as_ref());
         }
         result
     }
@@ -545,7 +545,9 @@ impl StreamableLeg {
         mut received: Received,
     ) -> Result<(), PostError> {
         // The request whose response the answer must bring (none for notifications).
-        let Frame { method, request } = head;
+        let Frame {
+            method, request, ..
+        } = head;
         let initialize = method.as_deref() == Some("initialize");
         if initialize {
             self.modern.initializing();

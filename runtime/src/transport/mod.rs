@@ -24,14 +24,21 @@
 //!
 //! This module is not a protocol layer: what a message means for the connection is the
 //! machine's business, and every message reaches the driver as it came. The stdio and stream
-//! transports never parse JSON; they move lines. The HTTP transports read what HTTP needs: the
-//! head of each outgoing frame (its method and id, to pair a request with its POST and to end
-//! the POST of a cancelled one), a modern frame whole (for its `Mcp-Method`, `Mcp-Name` and
-//! `Mcp-Param-*` headers), the answers to modern `tools/list` requests (for the tools' header
-//! mappings: [`tool_headers`]), the `initialize` answer (for the session's protocol version
-//! header), and the body of a refusal (to tell an expired session or a modern server). When
-//! HTTP loses a request's answer they make one up: a JSON-RPC error with [`HTTP_REFUSED`],
-//! [`STREAM_LOST`] or [`AUTH_REQUIRED`].
+//! transports never parse JSON; they move lines (an [`Outbound`]'s head is dropped unread).
+//! The HTTP transports need to know what each outgoing frame is, and take it from the head the
+//! machine wrote with it ([`mcp_machine::Head`], carried by [`Outbound`]): its method and id
+//! (to pair a request with its POST), its era, its `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` headers, and the request a cancellation names (to end that POST). They read an
+//! outgoing frame the machine wrote only for a modern `tools/call` of a tool whose arguments
+//! some `x-mcp-header` maps to an `Mcp-Param-*` header, and then only its `params.arguments`,
+//! once. A frame handed over bare (bytes without a head: [`TransportHandle::try_send`] with a
+//! `Vec<u8>`, or a line through a byte link's pipe) is read once for the same head. Of what
+//! comes back they read: the id of a response (which POST it answers), the answers to modern
+//! `tools/list` requests (for the tools' header mappings: [`tool_headers`]), the `initialize`
+//! answer (for the session's protocol
+//! version header), and the body of a refusal (to tell an expired session or a modern server).
+//! When HTTP loses a request's answer they make one up: a JSON-RPC error with
+//! [`HTTP_REFUSED`], [`STREAM_LOST`] or [`AUTH_REQUIRED`].
 
 mod bridge;
 #[doc(hidden)]
@@ -111,6 +118,7 @@ pub enum TransportEvent {
 }
 
 pub use mcp_machine::codes::{AUTH_REQUIRED, HTTP_REFUSED, STREAM_LOST};
+use mcp_machine::{Head, Outgoing};
 pub use mcp_machine::{IoCause, SendOutcome, TransportError};
 
 /// Transport settings, shared by every generation.
@@ -356,12 +364,59 @@ pub trait Closer: Send {
 /// final `Down(Closed)`. Dropping it after `close` lets the orderly close finish.
 pub struct TransportHandle {
     generation: u64,
-    frames: mpsc::Sender<Vec<u8>>,
+    frames: mpsc::Sender<Outbound>,
     credits: Arc<Semaphore>,
     /// The read-ahead budget in bytes ([`READ_AHEAD_BYTES`] permits).
     ahead: Arc<Semaphore>,
     closing: watch::Sender<bool>,
     task: JoinHandle<()>,
+}
+
+/// One frame for a transport to send: its JSON bytes (no newline) and, when the connection's
+/// machine wrote it, the machine's [`Head`] of it, so that a transport that must know what the
+/// frame is (HTTP: its method, its id, its era) knows it without reading the JSON.
+///
+/// Made from an [`Outgoing`] (bytes and head) or from bare bytes (no head: the HTTP transports
+/// then read what they need of the bytes themselves). Not a parsed message: the byte-stream
+/// transports only write the bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outbound {
+    bytes: Vec<u8>,
+    head: Option<Head>,
+}
+
+impl Outbound {
+    /// The bytes.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The machine's head of the frame, when the machine wrote it.
+    pub fn head(&self) -> Option<&Head> {
+        self.head.as_ref()
+    }
+
+    /// The bytes and the head, taken apart.
+    pub(crate) fn into_parts(self) -> (Vec<u8>, Option<Head>) {
+        (self.bytes, self.head)
+    }
+}
+
+impl From<Vec<u8>> for Outbound {
+    /// Bare bytes, without a head.
+    fn from(bytes: Vec<u8>) -> Self {
+        Outbound { bytes, head: None }
+    }
+}
+
+impl From<Outgoing> for Outbound {
+    /// A frame the machine wrote, with its head.
+    fn from(frame: Outgoing) -> Self {
+        Outbound {
+            bytes: frame.bytes,
+            head: Some(frame.head),
+        }
+    }
 }
 
 impl TransportHandle {
@@ -371,12 +426,14 @@ impl TransportHandle {
     }
 
     /// Queue one frame (bounded queue; never waits). `Busy` when full, `Failed` when the task
-    /// is gone or closing. The frame must not contain `\n`; the task appends it.
-    pub fn try_send(&self, frame: Vec<u8>) -> SendOutcome {
+    /// is gone or closing. The frame must not contain `\n`; the task appends it. Bare bytes
+    /// (`Vec<u8>`) or the machine's [`Outgoing`] (whose head spares the HTTP transports
+    /// reading the frame).
+    pub fn try_send(&self, frame: impl Into<Outbound>) -> SendOutcome {
         if *self.closing.borrow() {
             return SendOutcome::Failed;
         }
-        match self.frames.try_send(frame) {
+        match self.frames.try_send(frame.into()) {
             Ok(()) => SendOutcome::Ok,
             Err(mpsc::error::TrySendError::Full(_)) => SendOutcome::Busy,
             Err(mpsc::error::TrySendError::Closed(_)) => SendOutcome::Failed,
@@ -548,7 +605,7 @@ enum End {
 struct Task {
     events: Events,
     config: TransportConfig,
-    frames: mpsc::Receiver<Vec<u8>>,
+    frames: mpsc::Receiver<Outbound>,
     credits: Arc<Semaphore>,
     ahead: Arc<Semaphore>,
     closing: watch::Receiver<bool>,
@@ -716,7 +773,7 @@ async fn wait_closing(mut closing: watch::Receiver<bool>) {
 /// Writes queued frames, batching and flushing; on close drains the queue, flushes and shuts
 /// the writer down.
 async fn write_loop<W: AsyncWrite + Unpin>(
-    frames: &mut mpsc::Receiver<Vec<u8>>,
+    frames: &mut mpsc::Receiver<Outbound>,
     writer: &mut W,
     closing: watch::Receiver<bool>,
 ) -> End {
@@ -729,7 +786,7 @@ async fn write_loop<W: AsyncWrite + Unpin>(
                 frames.close();
                 let result = async {
                     while let Ok(frame) = frames.try_recv() {
-                        write_frame(writer, &frame).await?;
+                        write_frame(writer, &frame.bytes).await?;
                     }
                     writer.flush().await?;
                     writer.shutdown().await
@@ -743,9 +800,9 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             frame = frames.recv() => {
                 let Some(frame) = frame else { return End::Closed };
                 let result = async {
-                    write_frame(writer, &frame).await?;
+                    write_frame(writer, &frame.bytes).await?;
                     while let Ok(frame) = frames.try_recv() {
-                        write_frame(writer, &frame).await?;
+                        write_frame(writer, &frame.bytes).await?;
                     }
                     writer.flush().await
                 }

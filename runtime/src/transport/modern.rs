@@ -2,8 +2,9 @@
 //! request, with the standard headers and the tool's `Mcp-Param-*` headers
 //! ([`mcp_machine::headers`]).
 //!
-//! A frame is modern iff [`headers::is_modern`]; every other frame takes the handshake era's
-//! path in [`super::http`], unchanged. For a modern frame:
+//! A frame is modern iff [`headers::is_modern`] (its head says so: see the bridge's `Frame`);
+//! every other frame takes the handshake era's path in [`super::http`], unchanged. For a
+//! modern frame:
 //! - no `Mcp-Session-Id`, no `Last-Event-ID`, and an `mcp-session-id` in the answer is ignored
 //!   (it never makes a session; so no GET stream and no `DELETE` follow);
 //! - a non-2xx answer never ends the link: the JSON-RPC response to the request in its body
@@ -32,21 +33,28 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::bridge::{Out, PostError};
+use super::bridge::{Frame, Out, PostError};
 use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
     SseError, SseEvents, Wait, WebOptions, is_sse, message_of, one_line, read_capped,
 };
 
-/// The frame as JSON when it is modern; `None` (without parsing it) when it cannot be.
-pub(crate) fn parse(frame: &str) -> Option<Value> {
-    // The searcher is built once: a `str::contains` would build one for every frame.
-    static META: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(headers::PROTOCOL_VERSION_META));
-    META.find(frame.as_bytes())?;
-    serde_json::from_str::<Value>(frame)
+/// The `params.arguments` of a `tools/call` frame (`Null` when absent, or when the frame does
+/// not parse): the one part of a frame its head does not carry, read only for a tool whose
+/// arguments some `Mcp-Param-*` header mirrors. Nothing else of the frame is kept.
+fn arguments(frame: &str) -> Value {
+    #[derive(serde::Deserialize)]
+    struct Call {
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        arguments: Option<Value>,
+    }
+    serde_json::from_str::<Call>(frame)
         .ok()
-        .filter(headers::is_modern)
+        .and_then(|c| c.params?.arguments)
+        .unwrap_or(Value::Null)
 }
 
 /// A modern request admitted and not yet answered (or aborted).
@@ -192,12 +200,11 @@ impl ModernPosts {
 
     /// Notes a modern frame as soon as it is read: the link has seen the era, and a request is
     /// in flight from now on (a cancellation read next finds it even before its POST starts).
-    pub(crate) fn admit(&self, frame: &Value) {
+    pub(crate) fn admit(&self, frame: &Frame) {
         let mut state = self.lock();
         state.seen = true;
-        let method = frame.get("method").and_then(Value::as_str);
-        if let (Some(method), Some(id)) = (method, frame.get("id"))
-            && method != "notifications/cancelled"
+        if let Some(id) = &frame.request
+            && frame.method.as_deref() != Some("notifications/cancelled")
         {
             let key = id.to_string();
             let (_, aborted) = state.register(key.clone());
@@ -219,20 +226,11 @@ impl ModernPosts {
     /// HTTP in 2026-07-28). It aborts the POST it names, if still in flight. (A link that
     /// posted `initialize` and was then found modern, the upgrade path, still closes the
     /// streams it cancels.)
-    pub(crate) fn intercepts(&self, frame: &str, method: Option<&str>) -> bool {
-        if method != Some("notifications/cancelled") {
+    pub(crate) fn intercepts(&self, frame: &Frame) -> bool {
+        if frame.method.as_deref() != Some("notifications/cancelled") {
             return false;
         }
-        let v = match serde_json::from_str::<Value>(frame) {
-            Ok(v) if v.get("method").and_then(Value::as_str) == Some("notifications/cancelled") => {
-                v
-            }
-            _ => return false,
-        };
-        let named = v
-            .get("params")
-            .and_then(|p| p.get("requestId"))
-            .map(Value::to_string);
+        let named = frame.cancels.as_ref().map(Value::to_string);
         {
             let state = self.lock();
             let modern_request = named.is_some_and(|id| state.in_flight.contains_key(&id));
@@ -240,13 +238,14 @@ impl ModernPosts {
                 return false;
             }
         }
-        self.cancel(&v);
+        self.cancel(frame.cancels.as_ref());
         true
     }
 
-    /// Aborts the POST of the request a `notifications/cancelled` names, if still in flight.
-    fn cancel(&self, notification: &Value) {
-        let Some(id) = notification.get("params").and_then(|p| p.get("requestId")) else {
+    /// Aborts the POST of the request a `notifications/cancelled` names (`named`, its
+    /// `params.requestId`), if still in flight.
+    fn cancel(&self, named: Option<&Value>) {
+        let Some(id) = named else {
             return;
         };
         // The entry stays until the POST ends: one not started yet finds itself aborted.
@@ -261,23 +260,22 @@ impl ModernPosts {
         }
     }
 
-    /// Posts one modern frame (`value` is `frame` parsed) and forwards what comes back.
+    /// Posts one modern frame (read as `head`) and forwards what comes back.
     pub(crate) async fn post(
         &self,
         web: &WebOptions,
         endpoint: &reqwest::Url,
         frame: String,
-        value: Value,
+        head: Frame,
         out: &Out,
     ) -> Result<(), PostError> {
-        let method = value.get("method").and_then(Value::as_str).unwrap_or("");
+        let method = head.method.as_deref().unwrap_or("");
         if method == "notifications/cancelled" {
-            self.cancel(&value);
+            self.cancel(head.cancels.as_ref());
             return Ok(());
         }
         self.lock().seen = true;
-        let id = value.get("id").filter(|_| !method.is_empty());
-        let Some(id) = id else {
+        let Some(id) = &head.request else {
             // A notification (or a stray response): posted, its answer carries nothing.
             let exchange = format!(
                 "POST of {}",
@@ -289,7 +287,7 @@ impl ModernPosts {
             );
             let response = web
                 .send(
-                    self.request(web, endpoint, frame, &value),
+                    self.request(web, endpoint, frame, &head),
                     Wait::Prompt(&exchange),
                 )
                 .await?;
@@ -323,7 +321,7 @@ impl ModernPosts {
                 std::future::pending::<()>().await;
             }
         };
-        let request = self.request(web, endpoint, frame, &value);
+        let request = self.request(web, endpoint, frame, &head);
         tokio::select! {
             // Aborted before it started: nothing is sent.
             biased;
@@ -332,33 +330,32 @@ impl ModernPosts {
         }
     }
 
-    /// The POST of a modern frame with its headers.
+    /// The POST of a modern frame (read as `head`) with its headers: the standard ones from
+    /// its head, and, for a `tools/call` of a tool with `x-mcp-header` mappings, the
+    /// `Mcp-Param-*` ones from its arguments (read off the frame for that alone).
     fn request(
         &self,
         web: &WebOptions,
         endpoint: &reqwest::Url,
         frame: String,
-        value: &Value,
+        head: &Frame,
     ) -> reqwest::RequestBuilder {
         let mut req = web
             .client
             .post(endpoint.clone())
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json");
-        for (name, v) in headers::standard(value) {
+        for (name, v) in head.standard_headers() {
             if let Ok(v) = HeaderValue::from_str(&v) {
                 req = req.header(name, v);
             }
         }
-        let params = value.get("params");
-        if value.get("method").and_then(Value::as_str) == Some("tools/call")
-            && let Some(tool) = params.and_then(|p| p.get("name")).and_then(Value::as_str)
+        if head.method.as_deref() == Some("tools/call")
+            && let Some(tool) = &head.name
             && let Some(mappings) = self.tools.get(tool)
         {
-            let arguments = params
-                .and_then(|p| p.get("arguments"))
-                .unwrap_or(&Value::Null);
-            for (name, v) in headers::params(arguments, &mappings) {
+            let arguments = arguments(&frame);
+            for (name, v) in headers::params(&arguments, &mappings) {
                 if let (Ok(name), Ok(v)) = (
                     HeaderName::from_bytes(name.as_bytes()),
                     HeaderValue::from_str(&v),
@@ -461,21 +458,6 @@ impl ModernPosts {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_modern_frames_are_parsed() {
-        assert!(parse(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).is_none());
-        let meta = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
-        assert!(parse(meta).is_some());
-        // The key elsewhere, or not a string: not modern.
-        assert!(
-            parse(
-                r#"{"id":1,"method":"x","params":{"io.modelcontextprotocol/protocolVersion":"v"}}"#
-            )
-            .is_none()
-        );
-        assert!(parse(r#"{"id":1,"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}"#).is_none());
-    }
 
     #[test]
     fn made_up_answers() {

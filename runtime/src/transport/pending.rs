@@ -55,13 +55,10 @@ impl Pending {
         }
     }
 
-    /// Ends the POST of the request a cancellation names, when it is in flight. `frame` is the
-    /// cancellation as posted.
-    pub(crate) fn cancelled(&self, frame: &str) {
-        let Some(id) = serde_json::from_str::<Value>(frame)
-            .ok()
-            .and_then(|v| v.get("params")?.get("requestId").cloned())
-        else {
+    /// Ends the POST of the request a cancellation names (its `params.requestId`, `None` when
+    /// it names none), when it is in flight.
+    pub(crate) fn cancelled(&self, named: Option<&Value>) {
+        let Some(id) = named else {
             return;
         };
         if let Some((_, abort)) = self.lock().posts.remove(&id.to_string()) {
@@ -108,10 +105,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn cancel(id: Value) -> String {
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-            "params": {"requestId": id, "reason": "timeout"}})
-        .to_string()
+    /// The request a cancellation names, as the bridge reads it off the cancellation.
+    fn cancel(id: Value) -> Option<Value> {
+        let frame = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "timeout"}});
+        super::super::bridge::Frame::read(&frame.to_string()).cancels
     }
 
     #[tokio::test]
@@ -119,7 +117,7 @@ mod tests {
         let pending = Pending::default();
         let mut one = pending.start(&json!(1));
         let mut two = pending.start(&json!("1"));
-        pending.cancelled(&cancel(json!(1)));
+        pending.cancelled(cancel(json!(1)).as_ref());
         tokio::time::timeout(std::time::Duration::from_secs(1), one.aborted())
             .await
             .expect("aborted");
@@ -141,9 +139,14 @@ mod tests {
             1,
             "the first POST's end left the second's entry"
         );
-        pending.cancelled("not json");
-        pending.cancelled(&cancel(json!(6)));
-        pending.cancelled(&cancel(json!(5)));
+        pending.cancelled(
+            super::super::bridge::Frame::read("not json")
+                .cancels
+                .as_ref(),
+        );
+        pending.cancelled(None);
+        pending.cancelled(cancel(json!(6)).as_ref());
+        pending.cancelled(cancel(json!(5)).as_ref());
         tokio::time::timeout(std::time::Duration::from_secs(1), second.aborted())
             .await
             .expect("aborted");
