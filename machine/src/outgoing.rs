@@ -47,6 +47,11 @@ pub struct Head {
     /// For a `notifications/cancelled`: the request it names (`params.requestId`, when an
     /// integer that a request id of this client can be). `None` for every other frame.
     pub cancels: Option<RequestId>,
+    /// A request of the machine's own (the handshake, a session restore, a listen, the
+    /// `tools/list` of a relist): no caller reads its answer, so a transport that keeps
+    /// something of such answers (the tool catalog) must read it itself. `false` for a
+    /// caller's request and for every notification and response.
+    pub own: bool,
 }
 
 impl Head {
@@ -69,6 +74,7 @@ impl Head {
             version: version.map(|v| known(v, &crate::protocol::MODERN_PROTOCOL_VERSIONS)),
             name,
             cancels,
+            own: false,
         }
     }
 
@@ -80,6 +86,7 @@ impl Head {
             version: None,
             name: None,
             cancels: None,
+            own: false,
         }
     }
 

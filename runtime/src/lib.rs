@@ -133,6 +133,7 @@ mod quiet;
 mod requests;
 mod shown;
 mod state;
+mod tool_catalog;
 pub mod trace;
 pub mod transport;
 pub mod types;
@@ -150,6 +151,7 @@ pub use crate::requests::{
     SamplingMessage, UrlElicitation,
 };
 pub use crate::state::{ConnState, Transition};
+pub use crate::tool_catalog::{MAX_HEADER_TOOLS, ToolCatalog};
 pub use crate::types::{
     CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
     ServerCapabilities, ServerInfo, ServerNotification,

@@ -4,8 +4,8 @@
 //! MUST return structured results conforming to it, and clients SHOULD validate them. This
 //! module holds what [`crate::Client`] needs for that:
 //!
-//! - the schemas of the latest tool listing, by tool name ([`OutputSchemas::record`]),
-//!   bounded in count and bytes like everything a server sends;
+//! - the schemas of the latest tool listing, by tool name, are kept (bounded in count and
+//!   bytes like everything a server sends) in the client's [`ToolCatalog`], not here;
 //! - a bounded pre-check of a schema before it is compiled ([`precheck`]): how deep its
 //!   subschemas nest, how many there are with every `$ref` expanded where it is used, how many
 //!   regular expressions it has, that every `$ref` resolves *inside* the schema, and that no
@@ -23,14 +23,14 @@
 //! What it does not do: it never lists tools by itself (a tool the client never listed is not
 //! checked), and it does not check `inputSchema`.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hasher};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::shown::shown;
-use crate::types::{CallToolResult, Tool};
+use crate::tool_catalog::{Declared, MAX_SCHEMA_BYTES, ToolCatalog};
+use crate::types::CallToolResult;
 use crate::{Error, Result};
 
 /// The deepest nesting of subschemas the pre-check accepts (a `$ref` target nests where it is
@@ -54,13 +54,6 @@ const MAX_PATTERNS: usize = 64;
 /// The compiled size bound of each regular expression, and of its lazy DFA's cache.
 const REGEX_SIZE_LIMIT: usize = 256 * 1024;
 
-/// The largest `outputSchema` recorded (serialized bytes); a larger one makes the tool's
-/// results fail with [`Error::InvalidOutputSchema`].
-pub(crate) const MAX_SCHEMA_BYTES: usize = 1 << 20;
-/// The most tools whose schemas are recorded; the oldest recorded go first.
-const MAX_TOOLS: usize = 10_000;
-/// The most bytes of recorded schemas (and tool names); the oldest recorded go first.
-const MAX_TOTAL_BYTES: usize = 8 << 20;
 /// How many compiled validators are kept (least recently used go first).
 pub(crate) const CACHE_CAPACITY: usize = 256;
 
@@ -86,11 +79,11 @@ pub(crate) enum Verdict {
     InvalidSchema(String),
 }
 
-/// The `outputSchema`s of the listed tools and their compiled validators, for one client.
+/// The compiled validators of the listed tools' `outputSchema`s, for one client; the
+/// schemas themselves are kept in its [`ToolCatalog`].
 pub(crate) struct OutputSchemas {
     enabled: bool,
-    hasher: std::collections::hash_map::RandomState,
-    tools: Mutex<Registry>,
+    catalog: ToolCatalog,
     validators: Mutex<Cache>,
 }
 
@@ -103,68 +96,19 @@ impl std::fmt::Debug for OutputSchemas {
 }
 
 impl OutputSchemas {
-    /// Schemas checked when `enabled` (nothing is recorded otherwise).
-    pub(crate) fn new(enabled: bool) -> Self {
+    /// Results checked when `enabled`, against the schemas `catalog` keeps (which the client
+    /// feeds with them only then).
+    pub(crate) fn new(enabled: bool, catalog: ToolCatalog) -> Self {
         OutputSchemas {
             enabled,
-            hasher: Default::default(),
-            tools: Mutex::new(Registry::default()),
+            catalog,
             validators: Mutex::new(Cache::default()),
         }
     }
 
-    /// Records the `outputSchema` of each listed tool (the latest listing wins; a tool listed
-    /// without one forgets the one it had).
-    pub(crate) fn record(&self, tools: &[Tool]) {
-        if !self.enabled {
-            return;
-        }
-        let mut registry = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-        let mut forgotten = 0;
-        for tool in tools {
-            let declared = tool.output_schema.as_ref().map(|schema| {
-                let (hash, bytes) = self.measure(schema);
-                if bytes > MAX_SCHEMA_BYTES {
-                    Declared::Oversized { bytes }
-                } else {
-                    Declared::Schema {
-                        value: Arc::new(schema.clone()),
-                        hash,
-                        bytes,
-                    }
-                }
-            });
-            forgotten += registry.put(&tool.name, declared);
-        }
-        if forgotten > 0 {
-            tracing::warn!(target: "mcp::tools", forgotten,
-                "outputSchemas forgotten, oldest first (too many or too large): those tools' results are not checked");
-        }
-    }
-
-    /// The hash of `schema`'s serialization and its length in bytes.
-    fn measure(&self, schema: &Value) -> (u64, usize) {
-        struct Sink<H> {
-            hasher: H,
-            bytes: usize,
-        }
-        impl<H: Hasher> std::io::Write for Sink<H> {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.hasher.write(buf);
-                self.bytes += buf.len();
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut sink = Sink {
-            hasher: self.hasher.build_hasher(),
-            bytes: 0,
-        };
-        // Writing a Value to this sink cannot fail.
-        let _ = serde_json::to_writer(&mut sink, schema);
-        (sink.hasher.finish(), sink.bytes)
+    /// Whether results are checked (and the listed tools' schemas kept for it).
+    pub(crate) fn enabled(&self) -> bool {
+        self.enabled
     }
 
     /// Checks the result of calling `tool`: the result back if it passes (or is not checked),
@@ -190,12 +134,8 @@ impl OutputSchemas {
         if !self.enabled || result.failed() {
             return Verdict::Unchecked;
         }
-        let declared = {
-            let registry = self.tools.lock().unwrap_or_else(|e| e.into_inner());
-            match registry.by_name.get(tool) {
-                None => return Verdict::Unchecked,
-                Some(recorded) => recorded.declared.clone(),
-            }
+        let Some(declared) = self.catalog.output(tool) else {
+            return Verdict::Unchecked;
         };
         let (schema, hash) = match declared {
             Declared::Oversized { bytes } => {
@@ -255,79 +195,6 @@ impl OutputSchemas {
             .unwrap_or_else(|e| e.into_inner())
             .entries
             .len()
-    }
-}
-
-/// A tool's declared `outputSchema` as recorded.
-#[derive(Clone, Debug)]
-enum Declared {
-    /// Kept, with the hash of its serialization and its length.
-    Schema {
-        value: Arc<Value>,
-        hash: u64,
-        bytes: usize,
-    },
-    /// Larger than [`MAX_SCHEMA_BYTES`]: not kept, its results fail.
-    Oversized { bytes: usize },
-}
-
-struct Recorded {
-    /// When it was recorded (the order of eviction).
-    seq: u64,
-    declared: Declared,
-    /// What it counts against [`MAX_TOTAL_BYTES`].
-    bytes: usize,
-}
-
-/// The recorded schemas by tool name, bounded by [`MAX_TOOLS`] and [`MAX_TOTAL_BYTES`].
-#[derive(Default)]
-struct Registry {
-    by_name: HashMap<String, Recorded>,
-    /// Tool names by `seq`, oldest first.
-    order: BTreeMap<u64, String>,
-    next_seq: u64,
-    bytes: usize,
-}
-
-impl Registry {
-    /// Records `declared` for `name` (`None`: forgets it); how many older ones were forgotten
-    /// to stay within the bounds.
-    fn put(&mut self, name: &str, declared: Option<Declared>) -> usize {
-        if let Some(old) = self.by_name.remove(name) {
-            self.order.remove(&old.seq);
-            self.bytes -= old.bytes;
-        }
-        let Some(declared) = declared else {
-            return 0;
-        };
-        let bytes = name.len()
-            + match &declared {
-                Declared::Schema { bytes, .. } => *bytes,
-                Declared::Oversized { .. } => 0,
-            };
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.order.insert(seq, name.to_owned());
-        self.by_name.insert(
-            name.to_owned(),
-            Recorded {
-                seq,
-                declared,
-                bytes,
-            },
-        );
-        self.bytes += bytes;
-        let mut forgotten = 0;
-        while self.by_name.len() > MAX_TOOLS || self.bytes > MAX_TOTAL_BYTES {
-            let Some((_, oldest)) = self.order.pop_first() else {
-                break;
-            };
-            if let Some(gone) = self.by_name.remove(&oldest) {
-                self.bytes -= gone.bytes;
-                forgotten += 1;
-            }
-        }
-        forgotten
     }
 }
 
@@ -883,6 +750,7 @@ fn percent_decode(fragment: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Tool;
     use serde_json::json;
 
     fn tool(name: &str, output: Option<Value>) -> Tool {
@@ -913,8 +781,21 @@ mod tests {
         })
     }
 
+    impl OutputSchemas {
+        /// Records a listing in the catalog as the client does (its output schemas, when
+        /// checking is on).
+        fn record(&self, tools: &[Tool]) {
+            let keep = crate::tool_catalog::Keep {
+                headers: false,
+                outputs: self.enabled,
+            };
+            let listed = tools.iter().map(crate::tool_catalog::Listed::from);
+            self.catalog.record(listed, keep);
+        }
+    }
+
     fn with(name: &str, schema: Value) -> OutputSchemas {
-        let s = OutputSchemas::new(true);
+        let s = OutputSchemas::new(true, ToolCatalog::new());
         s.record(&[tool(name, Some(schema))]);
         s
     }
@@ -1000,7 +881,7 @@ mod tests {
         assert_eq!(s.verdict("other", &bad), Verdict::Unchecked);
         s.record(&[tool("plain", None)]);
         assert_eq!(s.verdict("plain", &bad), Verdict::Unchecked);
-        let off = OutputSchemas::new(false);
+        let off = OutputSchemas::new(false, ToolCatalog::new());
         off.record(&[tool("count", Some(counter()))]);
         assert_eq!(off.verdict("count", &bad), Verdict::Unchecked);
         assert_eq!(
@@ -1307,8 +1188,8 @@ mod tests {
     }
 
     #[test]
-    fn the_validator_cache_is_bounded_and_the_registry_too() {
-        let s = OutputSchemas::new(true);
+    fn the_validator_cache_is_bounded() {
+        let s = OutputSchemas::new(true, ToolCatalog::new());
         let tools: Vec<Tool> = (0..CACHE_CAPACITY + 40)
             .map(|i| {
                 tool(
@@ -1326,39 +1207,12 @@ mod tests {
         // The most recently used stays; an evicted one is compiled again.
         assert_eq!(s.verdict("t0", &ok), Verdict::Conforms);
         assert_eq!(s.cached(), CACHE_CAPACITY);
-        // The registry: at most MAX_TOOLS names, oldest recorded forgotten first.
-        let many: Vec<Tool> = (0..MAX_TOOLS + 5)
-            .map(|i| tool(&format!("m{i}"), Some(json!(true))))
-            .collect();
-        s.record(&many);
-        let registry = s.tools.lock().unwrap();
-        assert_eq!(registry.by_name.len(), MAX_TOOLS);
-        assert!(!registry.by_name.contains_key("m0"));
-        assert!(
-            registry
-                .by_name
-                .contains_key(&format!("m{}", MAX_TOOLS + 4))
-        );
-        assert_eq!(registry.order.len(), MAX_TOOLS);
-        assert!(registry.bytes <= MAX_TOTAL_BYTES);
-        drop(registry);
-        // And at most MAX_TOTAL_BYTES of schemas.
-        let big: Vec<Tool> = (0..20)
-            .map(|i| {
-                let schema = json!({"description": "d".repeat(600_000), "minimum": i});
-                tool(&format!("big{i}"), Some(schema))
-            })
-            .collect();
-        s.record(&big);
-        let registry = s.tools.lock().unwrap();
-        assert!(registry.bytes <= MAX_TOTAL_BYTES);
-        assert!(registry.by_name.contains_key("big19"));
-        assert!(!registry.by_name.contains_key("big0"));
+        // The schemas themselves are bounded by the catalog (see its tests).
     }
 
     #[test]
     fn a_hash_collision_does_not_reuse_another_schema() {
-        let s = OutputSchemas::new(true);
+        let s = OutputSchemas::new(true, ToolCatalog::new());
         let a = Arc::new(json!({"type": "integer"}));
         let b = Arc::new(json!({"type": "string"}));
         let va = s.validator("t", 1, &a).unwrap();

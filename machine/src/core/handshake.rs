@@ -120,10 +120,9 @@ impl HandshakeHandlers for Ctx<'_> {
         self.core.next_id += 1;
         self.core.attempt.init_id = Some(id);
         let params = protocol::initialize_params(&self.core.config);
-        self.send(
-            SendToken::Request(id),
-            protocol::request(id, "initialize", Some(params), None, None),
-        );
+        let mut frame = protocol::request(id, "initialize", Some(params), None, None);
+        frame.head.own = true;
+        self.send(SendToken::Request(id), frame);
     }
 
     fn send_discover(&mut self) {

@@ -305,7 +305,8 @@ impl Ctx<'_> {
             config: &config,
         });
         let method = protocol::method_in_era(method, envelope.is_some());
-        let frame = protocol::request(id, method, params, token, envelope.as_ref());
+        let mut frame = protocol::request(id, method, params, token, envelope.as_ref());
+        frame.head.own = kind.caller().is_none();
         self.core.calls.insert(
             id,
             Entry {
@@ -600,7 +601,8 @@ impl Ctx<'_> {
             version,
             config: &config,
         };
-        let frame = protocol::request(id, "server/discover", None, None, Some(&envelope));
+        let mut frame = protocol::request(id, "server/discover", None, None, Some(&envelope));
+        frame.head.own = true;
         self.send(SendToken::Request(id), frame);
     }
 

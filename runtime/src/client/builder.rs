@@ -760,6 +760,10 @@ impl ClientBuilder {
     /// with [`Error::Unavailable`]. Must be called inside a tokio runtime.
     pub fn connect_lazy(self) -> Client {
         let connector = self.connector.resolve();
+        // The catalog the connector's links read (HTTP), fed by this client from now on; a
+        // catalog of its own otherwise.
+        let catalog = connector.tool_catalog().unwrap_or_default();
+        catalog.adopt();
         let seed = self.seed.unwrap_or_else(random_seed);
         let epoch = tokio::time::Instant::now();
         // The frame limit is the machine's; the transport enforces the same number.
@@ -834,7 +838,11 @@ impl ClientBuilder {
             next_call,
             limits: self.limits,
             auth: AuthContext::unauthenticated(),
-            output_schemas: crate::output_schema::OutputSchemas::new(self.validate_output),
+            output_schemas: crate::output_schema::OutputSchemas::new(
+                self.validate_output,
+                catalog.clone(),
+            ),
+            catalog,
         });
         Client { shared }
     }

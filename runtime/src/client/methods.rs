@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::options::RequestOptions;
 use super::{Client, decoded};
 use crate::cache::{CacheRequest, Cacheable};
+use crate::tool_catalog::{Keep, Listed};
 use crate::types::*;
 use crate::{Error, PaginationStop, Result};
 
@@ -29,20 +30,59 @@ impl Client {
         let mut page: ListToolsResult = self
             .cached(CacheRequest::list(Cacheable::ToolsList, cursor))
             .await?;
-        if self.era() == Some(Era::Modern) && self.shared.connector.mirrors_tool_headers() {
-            page.tools.retain(|tool| {
-                let listed = json!({"name": tool.name, "inputSchema": tool.input_schema});
-                match mcp_machine::headers::validate_tool(&listed) {
-                    Ok(_) => true,
-                    Err(invalid) => {
-                        tracing::warn!(target: "mcp::tools", tool = ?tool.name, reason = ?invalid.reason, "tool left out: invalid x-mcp-header annotations");
-                        false
-                    }
-                }
+        // The catalog reads the page once: each tool's annotations validated (when its calls
+        // carry headers) and its output schema kept (when results are checked).
+        let keep = Keep {
+            headers: self.mirrors_headers(),
+            outputs: self.shared.output_schemas.enabled(),
+        };
+        let invalid = self
+            .shared
+            .catalog
+            .record(page.tools.iter().map(Listed::from), keep);
+        if !invalid.is_empty() {
+            for (_, e) in &invalid {
+                tracing::warn!(target: "mcp::tools", tool = ?e.tool, reason = ?e.reason, "tool left out: invalid x-mcp-header annotations");
+            }
+            let mut next = invalid.iter().map(|(i, _)| *i).peekable();
+            let mut index = 0;
+            page.tools.retain(|_| {
+                let left_out = next.next_if_eq(&index).is_some();
+                index += 1;
+                !left_out
             });
         }
-        self.shared.output_schemas.record(&page.tools);
         Ok(page)
+    }
+
+    /// Whether this client's tool calls carry the headers tools ask for with `x-mcp-header`
+    /// (Streamable HTTP in the 2026-07-28 era): then a listing's annotations are validated.
+    fn mirrors_headers(&self) -> bool {
+        self.era() == Some(Era::Modern) && self.shared.connector.mirrors_tool_headers()
+    }
+
+    /// Feeds the catalog the header mappings of a `tools/list` result read by
+    /// [`Client::request`] (its tools' output schemas are not kept: only [`Client::list_tools`]
+    /// keeps them).
+    pub(super) fn catalog_tools(&self, result: &Value) {
+        if !self.mirrors_headers() {
+            return;
+        }
+        let Some(tools) = result.get("tools").and_then(Value::as_array) else {
+            return;
+        };
+        let listed = tools.iter().filter_map(|tool| {
+            Some(Listed {
+                name: tool.get("name")?.as_str()?,
+                input_schema: tool.get("inputSchema"),
+                output_schema: None,
+            })
+        });
+        let keep = Keep {
+            headers: true,
+            outputs: false,
+        };
+        self.shared.catalog.record(listed, keep);
     }
 
     /// Every tool, following `nextCursor` until it is absent (an empty cursor is a cursor).

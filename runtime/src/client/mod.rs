@@ -39,8 +39,12 @@ struct Shared {
     /// unauthenticated one, also when the client authorizes with OAuth (the cache is this
     /// client's own, and a new authorization does not start a new context).
     auth: AuthContext,
-    /// The listed tools' `outputSchema`s and their compiled validators.
+    /// The compiled validators of the listed tools' `outputSchema`s (kept in `catalog`).
     output_schemas: crate::output_schema::OutputSchemas,
+    /// What the latest tool listings said (header mappings, output schemas), fed by
+    /// `list_tools` (and a `tools/list` made with [`Client::request`]); shared with the
+    /// connector's links when it has any.
+    catalog: crate::tool_catalog::ToolCatalog,
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -332,6 +336,22 @@ impl Client {
         params: Option<Value>,
         options: RequestOptions,
     ) -> Result<Value> {
+        let value = self.value(method, params, options).await?;
+        if method == "tools/list" {
+            // A listing read here feeds the catalog as `list_tools` does, its header mappings
+            // only (no tool is left out of this answer).
+            self.catalog_tools(&value);
+        }
+        Ok(value)
+    }
+
+    /// [`Client::request_with`] without a look at what it answered.
+    async fn value(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value> {
         let body = self.start(method, params, options, None).await?;
         decoded(method, body)
     }
@@ -410,7 +430,7 @@ impl Client {
             Lookup::Miss(ticket) => ticket,
         };
         let outcome = self
-            .request_with(method, request.params(), RequestOptions::default())
+            .value(method, request.params(), RequestOptions::default())
             .await;
         match outcome {
             Ok(v) => {

@@ -122,6 +122,9 @@ pub(crate) struct Frame {
     pub(crate) name: Option<String>,
     /// The `params.requestId` of a `notifications/cancelled`.
     pub(crate) cancels: Option<Value>,
+    /// A request of the machine's own, whose answer no caller reads (see [`Head::own`]);
+    /// `false` for a frame read from its bytes.
+    pub(crate) own: bool,
 }
 
 impl From<Head> for Frame {
@@ -133,6 +136,7 @@ impl From<Head> for Frame {
             version: head.version,
             name: head.name,
             cancels: head.cancels.map(Value::from),
+            own: head.own,
         }
     }
 }
@@ -734,6 +738,7 @@ mod tests {
             version: Some(Cow::Borrowed("2026-07-28")),
             name: Some("w".into()),
             cancels: None,
+            own: false,
         };
         let frame = Frame::from(head);
         assert_eq!(frame.request, Some(Value::from(7)));

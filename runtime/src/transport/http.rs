@@ -78,12 +78,12 @@ use super::bridge::{self, BoxFut, Fallback, Frame, Leg, Out, PostError, Received
 use super::modern::{self, ModernPosts};
 use super::pending::Pending;
 use super::sse::SseConnector;
-use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
     ReopenBudget, SseError, SseEvents, Wait, WebOptions, into_one_line, is_sse, message_of,
     one_line, parse_url, read_capped, reconnect_wait, web_options,
 };
 use super::{ConnectMessages, Connector, Delivery, Link, TransportError};
+use crate::ToolCatalog;
 
 /// `Mcp-Session-Id`.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -148,8 +148,8 @@ pub struct HttpConnector {
     endpoint: reqwest::Url,
     web: WebOptions,
     /// The tools' header mappings, shared by every link of this connector (a reconnect keeps
-    /// what the tools listed before said).
-    tool_headers: ToolHeaderRegistry,
+    /// what the tools listed before said) and by the client built on it.
+    tool_headers: ToolCatalog,
 }
 
 impl HttpConnector {
@@ -161,15 +161,16 @@ impl HttpConnector {
         Ok(HttpConnector {
             endpoint,
             web,
-            tool_headers: ToolHeaderRegistry::new(),
+            tool_headers: ToolCatalog::new(),
         })
     }
 
     /// Shares `registry` between every link of this connector (and whoever else holds a clone
-    /// of it): the `x-mcp-header` mappings the links learn from modern `tools/list` answers
-    /// and use for the `Mcp-Param-*` headers of modern `tools/call`s. Without it each link
-    /// starts with an empty registry of its own.
-    pub fn tool_headers(mut self, registry: ToolHeaderRegistry) -> Self {
+    /// of it): the `x-mcp-header` mappings of the listed tools, used for the `Mcp-Param-*`
+    /// headers of modern `tools/call`s, learned from modern `tools/list` answers (by the
+    /// client built on this connector, or by the links themselves when none is). Without it
+    /// the connector's links share a catalog of their own.
+    pub fn tool_headers(mut self, registry: ToolCatalog) -> Self {
         self.tool_headers = registry;
         self
     }
@@ -208,6 +209,10 @@ impl Connector for HttpConnector {
 
     fn mirrors_tool_headers(&self) -> bool {
         true
+    }
+
+    fn tool_catalog(&self) -> Option<ToolCatalog> {
+        Some(self.tool_headers.clone())
     }
 
     fn describe(&self) -> String {
@@ -292,7 +297,7 @@ impl AutoHttpConnector {
 
     /// Shares `registry` between every Streamable HTTP link of this connector; see
     /// [`HttpConnector::tool_headers`]. The legacy transport has no use for it.
-    pub fn tool_headers(mut self, registry: ToolHeaderRegistry) -> Self {
+    pub fn tool_headers(mut self, registry: ToolCatalog) -> Self {
         self.http = self.http.tool_headers(registry);
         self
     }
@@ -353,6 +358,10 @@ impl Connector for AutoHttpConnector {
 
     fn mirrors_tool_headers(&self) -> bool {
         true
+    }
+
+    fn tool_catalog(&self) -> Option<ToolCatalog> {
+        self.http.tool_catalog()
     }
 
     fn describe(&self) -> String {

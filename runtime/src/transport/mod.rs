@@ -34,8 +34,9 @@
 //! once. A frame handed over bare (bytes without a head: [`TransportHandle::try_send`] with a
 //! `Vec<u8>`, or a line through a byte link's pipe) is read once for the same head. Of what
 //! comes back they read: the id of a response (which POST it answers), the answers to modern
-//! `tools/list` requests (for the tools' header mappings: [`tool_headers`]), the `initialize`
-//! answer (for the session's protocol
+//! `tools/list` requests no client reads (for the tools' header mappings in the
+//! [`ToolCatalog`](crate::ToolCatalog): the machine's own relist, or every answer on a link
+//! whose catalog no client adopted), the `initialize` answer (for the session's protocol
 //! version header), and the body of a refusal (to tell an expired session or a modern server).
 //! When HTTP loses a request's answer they make one up: a JSON-RPC error with
 //! [`HTTP_REFUSED`], [`STREAM_LOST`] or [`AUTH_REQUIRED`].
@@ -51,7 +52,6 @@ mod pending;
 pub mod sse;
 pub mod stdio;
 pub mod stream;
-pub mod tool_headers;
 mod web;
 
 use std::fmt;
@@ -72,7 +72,10 @@ pub use http::{AutoHttpConnector, HttpConnector, HttpVerdict};
 pub use sse::SseConnector;
 pub use stdio::{SERVER_STDERR_TARGET, StdioConnector, StdioConnectorBuilder};
 pub use stream::StreamConnector;
-pub use tool_headers::ToolHeaderRegistry;
+
+/// The former name of [`ToolCatalog`](crate::ToolCatalog), the one catalog of listed tools
+/// whose header mappings the HTTP transports read. Not a separate registry any more.
+pub type ToolHeaderRegistry = crate::ToolCatalog;
 pub(crate) use web::WebOptions;
 pub use web::{
     DEFAULT_HTTP_CONNECT_TIMEOUT, DEFAULT_HTTP_HEADER_TIMEOUT, NoAnswer, RESERVED_HEADERS,
@@ -167,6 +170,13 @@ pub trait Connector: Send + Sync + 'static {
     /// default) for byte links; the transport task then calls [`Connector::connect`].
     #[doc(hidden)]
     fn connect_messages(&self, _delivery: Delivery) -> Option<ConnectMessages> {
+        None
+    }
+    /// Not part of the API: the catalog of listed tools this connector's links read (the
+    /// Streamable HTTP transports, for the `Mcp-Param-*` headers), which the client built on
+    /// it feeds. `None` (the default) for links that read none; the client keeps its own.
+    #[doc(hidden)]
+    fn tool_catalog(&self) -> Option<crate::ToolCatalog> {
         None
     }
 }

@@ -18,7 +18,8 @@
 //!   call again under a new id (a bounded number of times);
 //! - `notifications/cancelled` is never posted: it aborts the POST of the request it names
 //!   when that is still in flight (closing its stream *is* the cancel);
-//! - the responses to `tools/list` fill the link's [`ToolHeaderRegistry`].
+//! - the responses to `tools/list` that no client reads (the machine's own, or all of them on
+//!   a link whose catalog no client adopted) fill the link's [`ToolCatalog`].
 //!
 //! Failures of the connection itself (connect, timeout, an SSE event over the frame limit)
 //! still end the link, as for every frame.
@@ -34,10 +35,10 @@ use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use super::bridge::{Frame, Out, PostError};
-use super::tool_headers::ToolHeaderRegistry;
 use super::web::{
     SseError, SseEvents, Wait, WebOptions, is_sse, message_of, one_line, read_capped,
 };
+use crate::ToolCatalog;
 
 /// The `params.arguments` of a `tools/call` frame (`Null` when absent, or when the frame does
 /// not parse): the one part of a frame its head does not carry, read only for a tool whose
@@ -82,7 +83,7 @@ struct State {
 
 /// The modern POSTs of one link.
 pub(crate) struct ModernPosts {
-    tools: ToolHeaderRegistry,
+    tools: ToolCatalog,
     state: Mutex<State>,
 }
 
@@ -187,7 +188,7 @@ impl State {
 
 impl ModernPosts {
     /// The modern POSTs of a link that reads and fills `tools`.
-    pub(crate) fn new(tools: ToolHeaderRegistry) -> Self {
+    pub(crate) fn new(tools: ToolCatalog) -> Self {
         ModernPosts {
             tools,
             state: Mutex::new(State::default()),
@@ -326,7 +327,7 @@ impl ModernPosts {
             // Aborted before it started: nothing is sent.
             biased;
             () = aborted => Ok(()),
-            result = self.exchange(web, request, id, method, out) => result,
+            result = self.exchange(web, request, id, &head, out) => result,
         }
     }
 
@@ -367,17 +368,19 @@ impl ModernPosts {
         req.body(frame)
     }
 
-    /// Sends the POST of the request `id` (of `method`) and delivers its response, or one
-    /// made up.
+    /// Sends the POST of the request `id` (read as `head`) and delivers its response, or one
+    /// made up. The response to a `tools/list` is read for the catalog only when no client
+    /// reads it ([`ToolCatalog`]).
     async fn exchange(
         &self,
         web: &WebOptions,
         request: reqwest::RequestBuilder,
         id: &Value,
-        method: &str,
+        head: &Frame,
         out: &Out,
     ) -> Result<(), PostError> {
-        let list = method == "tools/list";
+        let method = head.method.as_deref().unwrap_or("");
+        let list = method == "tools/list" && self.tools.link_feeds(head.own);
         let exchange = format!("POST of {method}");
         let response = web.send(request, Wait::Call(&exchange)).await?;
         let status = response.status();
