@@ -51,12 +51,14 @@
 //!   session expiry; a reconnect asks again for exactly the live subscriptions, once; an
 //!   expired session's calls that never ran are sent again once on the new one, the others
 //!   are answered at once; an expired session is initialized again at once, at most the
-//!   budget in a row.
+//!   budget in a row; after a session expiry the new session is restored before the kept
+//!   calls are sent again.
 //! - The era ([`properties::era`]): ready knows the server the handshake accepted; the era is
 //!   decided before a modern request, initialize never goes to a modern server, and only a
 //!   legacy server is answered; a legacy guess whose handshake failed is probed again; a
 //!   server that dies of the probe is spawned again at once in auto (unless it was last found
-//!   modern), after a backoff delay otherwise.
+//!   modern), after a backoff delay otherwise; an answer to a handshake request given up on
+//!   its transport is known as late while the attempt runs.
 //! - 2026-07-28 ([`properties::mrtr`], [`properties::reissue`], [`properties::listen`]): an
 //!   `input_required` round is sent again exactly; a modern request lost without an answer is
 //!   sent again at once under a new id, a bounded number of times, then its error is the

@@ -220,6 +220,26 @@ pub fn hand_written() -> Vec<Case> {
             },
         },
         Case {
+            name: "table: kept calls sent again before the new session is restored".into(),
+            variant: edit(S::Ready, E::SendOk, Some(GuardId::IsInitializedSend), |a| {
+                let restore = a.iter().position(|x| *x == A::RestoreSession);
+                let resend = a.iter().position(|x| *x == A::ResendParked);
+                let (Some(i), Some(j)) = (restore, resend) else {
+                    panic!("restore_session or resend_parked not in the initialized row");
+                };
+                a.swap(i, j);
+            }),
+        },
+        Case {
+            name: "table: a probe fallen back from not tombstoned (a second answer unknown)".into(),
+            variant: without(
+                S::Probing,
+                E::Response,
+                Some(GuardId::CanFallBack),
+                A::AbandonInit,
+            ),
+        },
+        Case {
             name: "table: the version a modern server names is answered with initialize".into(),
             variant: edit(
                 S::Probing,

@@ -1,10 +1,12 @@
 //! The exhaustive check at a smaller bound, the long random walks, and the harness's own
-//! ability to fail (a mutant, with a readable trace).
+//! ability to fail (a mutant, with a readable trace), and hand-minimised counterexamples replayed
+//! against the real machine and a mutant.
 
 use model_check::coverage::Coverage;
-use model_check::model::{Harness, Variant};
-use model_check::world::{Move, ServerKind};
-use model_check::{check, mutants, small_configuration, walk};
+use model_check::model::{Bounds, Harness, Variant};
+use model_check::properties::{era, session};
+use model_check::world::{Move, Owner, ServerFrame, ServerKind, World};
+use model_check::{check, configurations, mutants, small_configuration, walk};
 
 #[test]
 fn small_exhaustive_configuration_holds_every_property() {
@@ -73,7 +75,7 @@ fn hand_minimised_counterexample_replays() {
     let mut w = model.initial();
     let path = [
         Move::Up(1, ServerKind::Legacy),
-        Move::Frame(1, model_check::world::ServerFrame::InitOk(1)),
+        Move::Frame(1, ServerFrame::InitOk(1)),
         Move::Call(1),
         Move::Stop(1),
     ];
@@ -91,4 +93,80 @@ fn hand_minimised_counterexample_replays() {
     }
     assert_eq!(w.ghost.violations, 0);
     assert_eq!(w.ghost.calls[&1].replies, 1);
+}
+
+/// The id last issued for `owner`.
+fn id_of(w: &World, owner: Owner) -> u64 {
+    w.ghost
+        .owners
+        .iter()
+        .rev()
+        .find(|(_, o)| **o == owner)
+        .map(|(id, _)| *id)
+        .expect("an id issued for the owner")
+}
+
+fn bounds_of(name: &str) -> Bounds {
+    configurations()
+        .into_iter()
+        .find(|c| c.name == name)
+        .expect("a configuration of that name")
+        .bounds
+}
+
+fn mutant(name: &str) -> Variant {
+    mutants::all()
+        .into_iter()
+        .find(|c| c.name.contains(name))
+        .expect("a mutant of that name")
+        .variant
+}
+
+#[test]
+fn the_session_is_restored_before_the_kept_calls_go_out() {
+    // Ready with a live subscription and a call in flight; the session expires refusing the
+    // call (kept); the new session's ready restores the subscription, then sends the call.
+    let swapped = mutant("kept calls sent again before the new session is restored");
+    for (variant, broken) in [(Variant::Real, false), (swapped, true)] {
+        let model = Harness::new(bounds_of("session-expiry"), variant);
+        let step = |w: &World, mv: Move| model.apply(w, mv, None);
+        let mut w = step(&model.initial(), Move::Up(1, ServerKind::Legacy));
+        w = step(
+            &w,
+            Move::Frame(1, ServerFrame::InitOk(id_of(&w, Owner::Init(1)))),
+        );
+        w = step(&w, Move::Subscribe);
+        w = step(&w, Move::Call(1));
+        let subscribe = id_of(&w, Owner::Call(60));
+        w = step(&w, Move::Frame(1, ServerFrame::Answer(subscribe)));
+        assert!(w.ghost.sub_live);
+        w = step(&w, Move::Expire(1, 0b1));
+        assert!(w.ghost.parked.contains(&1));
+        w = step(&w, Move::Up(2, ServerKind::Legacy));
+        w = step(
+            &w,
+            Move::Frame(2, ServerFrame::InitOk(id_of(&w, Owner::Init(2)))),
+        );
+        assert!(w.ghost.resent.contains(&1));
+        let expected = if broken { session::RESTORED_FIRST } else { 0 };
+        assert_eq!(w.ghost.violations, expected);
+    }
+}
+
+#[test]
+fn a_second_answer_to_a_probe_fallen_back_from_is_late() {
+    // Auto against a legacy server: the probe is answered -32601, the machine falls back to
+    // `initialize` on the same transport, and the probe's answer comes again.
+    let unmarked = mutant("a probe fallen back from not tombstoned");
+    for (variant, broken) in [(Variant::Real, false), (unmarked, true)] {
+        let model = Harness::new(bounds_of("negotiation"), variant);
+        let step = |w: &World, mv: Move| model.apply(w, mv, None);
+        let w = step(&model.initial(), Move::Up(1, ServerKind::Legacy));
+        let probe = id_of(&w, Owner::Probe(1));
+        let w = step(&w, Move::Frame(1, ServerFrame::ProbeError(probe)));
+        assert!(w.ghost.init_sent.contains(&1));
+        let w = step(&w, Move::Frame(1, ServerFrame::ProbeError(probe)));
+        let expected = if broken { era::ABANDONED_LATE } else { 0 };
+        assert_eq!(w.ghost.violations, expected);
+    }
 }

@@ -261,6 +261,7 @@ impl Harness {
         wire::owed_paid_or_retrying(n);
         // The session, the callers, the backoff and the era.
         session::kept_calls_sent(n);
+        session::restored_before_resent(w, n, record);
         ghost::calls_in_flight(n);
         replies::cancel_answered_at_once(n, mv);
         stop::answered_at_once(n, mv);

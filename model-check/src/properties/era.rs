@@ -3,7 +3,8 @@
 //! modern one, and only a legacy server is answered; ready knows the server the handshake
 //! accepted; a legacy guess whose handshake failed is probed again; a server that dies of the
 //! probe is spawned again at once in auto (unless last found modern); and an answer to a
-//! handshake request given up on its transport is reported.
+//! handshake request given up on its transport is reported (known as late while the attempt
+//! that gave it up runs).
 
 use mcp_machine::{EraMode, State};
 use stateright::Property;
@@ -26,6 +27,10 @@ pub const VERDICT: u64 = 1 << 28;
 /// A server that died of the probe was not spawned again at once in auto (the server not
 /// last found modern), or was spawned again without a backoff delay otherwise.
 pub const RESPAWN: u64 = 1 << 30;
+/// While the attempt that gave it up still ran (probing or initializing, within its bound,
+/// which a tombstone outlasts), an answer to a handshake request given up for a newer one on
+/// the same transport was not known as late.
+pub const ABANDONED_LATE: u64 = 1 << 35;
 
 pub(super) fn ready_knows_server() -> Property<Harness> {
     Property::<Harness>::always("ready knows the server the handshake accepted", |_, w| {
@@ -51,6 +56,13 @@ pub(super) fn respawn() -> Property<Harness> {
     Property::<Harness>::always(
         "a server that dies of the probe is spawned again at once in auto (unless it was last found modern), after a backoff delay otherwise",
         |_, w| ok(w, RESPAWN),
+    )
+}
+
+pub(super) fn abandoned_answer_late() -> Property<Harness> {
+    Property::<Harness>::always(
+        "an answer to a handshake request given up on its transport is known as late while the attempt runs",
+        |_, w| ok(w, ABANDONED_LATE),
     )
 }
 
@@ -106,6 +118,12 @@ pub(crate) fn died_of_probe(w: &World, n: &mut World, mv: Move) {
 /// authorization; an `initialize` refused as a modern server refuses it, the probe sent
 /// after it) is reported: late while its tombstone lasts, unknown after (see
 /// [`UNREPORTED`]).
+///
+/// And while the attempt that gave the request up still runs (probing or initializing) it is
+/// known as late ([`ABANDONED_LATE`]): the machine tombstones a handshake request it gives
+/// up, and the attempt is younger than a tombstone lives. The ghost bounds the attempt's age
+/// by its phase deadline (the attempt began at that deadline less the init bound, and gave
+/// the request up since), so the check needs no history of its own.
 pub(crate) fn abandoned_answer(w: &World, n: &mut World, mv: Move, record: &StepLog) {
     let before = w.m.state();
     if let Move::Frame(g, f) = mv
@@ -118,9 +136,27 @@ pub(crate) fn abandoned_answer(w: &World, n: &mut World, mv: Move, record: &Step
             .owners
             .range(id + 1..)
             .any(|(_, o)| matches!(o, Owner::Probe(x) | Owner::Init(x) if *x == g))
-        && !record.reports.contains(&"late")
-        && !record.reports.contains(&"unknown")
     {
-        fail(n, UNREPORTED);
+        let late = record.reports.contains(&"late");
+        if !late && !record.reports.contains(&"unknown") {
+            fail(n, UNREPORTED);
+        }
+        if !late && matches!(before, State::Probing | State::Initializing) && tombstone_lasts(w) {
+            fail(n, ABANDONED_LATE);
+        }
     }
+}
+
+/// Whether a tombstone made since the current attempt began still lasts (the attempt's
+/// phase deadline is its start plus the init bound).
+fn tombstone_lasts(w: &World) -> bool {
+    let c = w.m.config();
+    let bound = if w.m.generation() <= 1 {
+        c.connect_timeout
+    } else {
+        c.init_timeout
+    };
+    w.ghost
+        .phase_deadline
+        .is_some_and(|d| w.m.now() < d.saturating_sub(bound).saturating_add(c.tombstone_ttl))
 }

@@ -105,13 +105,15 @@ pub fn all() -> Vec<Property<Harness>> {
         reissue::reissue(),
         era::respawn(),
         mrtr::mrtr(),
+        session::restored_first(),
+        era::abandoned_answer_late(),
     ];
     all.extend(guards::properties());
     all
 }
 
 /// Every violation bit, each once: a new bit that collides with another fails the test.
-pub const VIOLATIONS: [u64; 34] = [
+pub const VIOLATIONS: [u64; 36] = [
     replies::DOUBLE_REPLY,
     replies::LATE_DELIVERED,
     stop::SENT_AFTER_STOP,
@@ -146,6 +148,8 @@ pub const VIOLATIONS: [u64; 34] = [
     reissue::REISSUE,
     listen::LISTEN,
     auth::AUTH,
+    session::RESTORED_FIRST,
+    era::ABANDONED_LATE,
 ];
 
 #[cfg(test)]

@@ -2,16 +2,18 @@
 //! the subscriptions that were live, once each; a session the server ended is initialized
 //! again at once while the budget lasts (past it, the backoff path); its calls that never ran
 //! are kept (only in starting and initializing) and go on the wire again, once, under a new
-//! id, in the step the new session's `initialized` is taken; the calls that may have run are answered at once.
+//! id, in the step the new session's `initialized` is taken, after the session was asked for
+//! again; the calls that may have run are answered at once.
 
-use mcp_machine::{RequestId, State};
+use mcp_machine::{RequestId, SendToken, State};
 use stateright::Property;
 
 use super::{fail, ok};
+use crate::env::drain::StepLog;
 use crate::env::{NOTIFY_BASE, SUBSCRIBER, refusable};
 use crate::model::Harness;
 use crate::properties::guards as seen;
-use crate::world::World;
+use crate::world::{Owner, World};
 
 /// A new generation's ready did not ask again for exactly the live subscription.
 pub const RESTORE: u64 = 1 << 17;
@@ -22,6 +24,10 @@ pub const SESSION: u64 = 1 << 25;
 /// An expired session was not initialized again at once while the budget lasted, or
 /// was initialized again at once past it.
 pub const REINIT: u64 = 1 << 26;
+/// In the step a new session was initialized, a call kept across the expiry of the last one
+/// went on the wire again before the new session was asked for what the last one held (its
+/// subscriptions, its logging level).
+pub const RESTORED_FIRST: u64 = 1 << 34;
 
 pub(super) fn no_call_outlives_ready() -> Property<Harness> {
     Property::<Harness>::always(
@@ -55,6 +61,13 @@ pub(super) fn reinit_budget() -> Property<Harness> {
     Property::<Harness>::always(
         "an expired session is initialized again at once, at most the budget in a row",
         |_, w| ok(w, REINIT),
+    )
+}
+
+pub(super) fn restored_first() -> Property<Harness> {
+    Property::<Harness>::always(
+        "after a session expiry the new session is restored before the kept calls are sent again",
+        |_, w| ok(w, RESTORED_FIRST),
     )
 }
 
@@ -124,6 +137,31 @@ pub(crate) fn kept_calls_sent(n: &mut World) {
         .is_some_and(|k| *k > 0);
     if n.m.state() == State::Ready && initialized && !n.ghost.parked.is_empty() {
         fail(n, SESSION);
+    }
+}
+
+/// In the step a new session is initialized, it is asked again for what the last one held
+/// before the calls kept across its expiry go out again: no request of the client's own
+/// restoring the session is first offered after the first offer of a kept call's new request.
+/// (Judged from the order of the step's sends alone: the restores and the new requests are
+/// the step's fresh ids, owned by a restore and by a caller kept before the step.)
+pub(crate) fn restored_before_resent(w: &World, n: &mut World, record: &StepLog) {
+    let mut resent = false;
+    for (_, token, _) in &record.sends {
+        let SendToken::Request(id) = token else {
+            continue;
+        };
+        if w.ghost.owners.contains_key(id) {
+            continue;
+        }
+        match n.ghost.owners.get(id) {
+            Some(Owner::Call(c)) if w.ghost.parked.contains(c) => resent = true,
+            Some(Owner::Restore(_)) if resent => {
+                fail(n, RESTORED_FIRST);
+                return;
+            }
+            _ => {}
+        }
     }
 }
 
