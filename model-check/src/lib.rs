@@ -1,7 +1,7 @@
 //! The model checker of the MCP client's connection machine.
 //!
 //! A [stateright] model whose state is the real [`mcp_machine::Machine`] (running the table
-//! generated from `spec/transitions.toml`) plus an adversarial environment and ghost history,
+//! generated from the spec in `spec/`) plus an adversarial environment and ghost history,
 //! explored breadth-first to a fixed depth in several configurations ([`configurations`]). It
 //! proves the properties below within those bounds, reports row and cell coverage, and a
 //! mutation self-test ([`mutants`]) shows each property can fail. It is not a test of the
