@@ -129,8 +129,8 @@ pub fn standard(frame: &Value) -> Vec<(&'static str, String)> {
 /// [`standard`] of a frame the machine wrote, from its [`Head`] (without reading the frame):
 /// the same headers, in the same order. Empty for a frame that is not modern.
 pub fn standard_of(head: &Head) -> Vec<(&'static str, String)> {
-    match &head.version {
-        Some(version) => standard_from(version, head.method.as_deref(), head.name.as_deref()),
+    match &head.modern {
+        Some(m) => standard_from(&m.version, head.method.as_deref(), m.name.as_deref()),
         None => Vec::new(),
     }
 }

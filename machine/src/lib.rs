@@ -157,7 +157,7 @@ pub use crate::listen::{
 pub use crate::machine::Machine;
 #[cfg(feature = "checker")]
 pub use crate::mutant::Mutant;
-pub use crate::outgoing::{FrameKind, Head, Outgoing};
+pub use crate::outgoing::{FrameKind, Head, Modern, Outgoing};
 pub use crate::payload::{Body, Payload};
 pub use crate::protocol::{
     LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,

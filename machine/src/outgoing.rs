@@ -13,8 +13,16 @@ use crate::request::RequestId;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FrameKind {
     /// A request (a caller's call, `initialize`, `server/discover`, a listen, a restore): it
-    /// has this id and a method, and the server answers it.
-    Request(RequestId),
+    /// has an id and a method, and the server answers it.
+    Request {
+        /// Its id.
+        id: RequestId,
+        /// A request of the machine's own (the handshake, a session restore, a listen, the
+        /// `tools/list` of a relist): no caller reads its answer, so a transport that keeps
+        /// something of such answers (the tool catalog) must read it itself. `false` for a
+        /// caller's request.
+        own: bool,
+    },
     /// A notification: a method, no id, no answer.
     Notification,
     /// A response to a server request (a result or an error): an id the server chose, no
@@ -28,30 +36,21 @@ pub enum FrameKind {
 /// bytes say; none is extra information.
 ///
 /// Not a parse of the frame, and not all of it: the params themselves (a `tools/call`'s
-/// arguments, for its `Mcp-Param-*` headers) are only in the bytes.
+/// arguments, for its `Mcp-Param-*` headers) are only in the bytes. Small on purpose (it
+/// travels inside every [`crate::Action::Send`]): what only a modern frame has is boxed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Head {
     /// Request (with its id), notification or response.
     pub kind: FrameKind,
     /// The method of a request or a notification; `None` for a response.
     pub method: Option<Cow<'static, str>>,
-    /// The protocol version its `params._meta` names (the `_meta` key
-    /// [`headers::PROTOCOL_VERSION_META`], a string): `Some` exactly when the frame is of the
-    /// modern era ([`headers::is_modern`]); `None` for the handshake era's frames and for
-    /// responses.
-    pub version: Option<Cow<'static, str>>,
-    /// What its `Mcp-Name` header carries: the string `params.name` of `tools/call` and
-    /// `prompts/get`, `params.uri` of `resources/read` (see [`headers::name_field`]). Only for
-    /// a modern frame (`None` otherwise, even when the params name one).
-    pub name: Option<String>,
+    /// What a frame of the modern era (2026-07-28) says of itself: `Some` exactly when its
+    /// `params._meta` names a protocol version ([`headers::is_modern`]); `None` for the
+    /// handshake era's frames and for responses.
+    pub modern: Option<Box<Modern>>,
     /// For a `notifications/cancelled`: the request it names (`params.requestId`, when an
     /// integer that a request id of this client can be). `None` for every other frame.
     pub cancels: Option<RequestId>,
-    /// A request of the machine's own (the handshake, a session restore, a listen, the
-    /// `tools/list` of a relist): no caller reads its answer, so a transport that keeps
-    /// something of such answers (the tool catalog) must read it itself. `false` for a
-    /// caller's request and for every notification and response.
-    pub own: bool,
 }
 
 impl Head {
@@ -61,20 +60,23 @@ impl Head {
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(PROTOCOL_VERSION_META))
             .and_then(Value::as_str);
-        let name = version
-            .and(headers::name_field(method))
-            .and_then(|field| params?.get(field)?.as_str())
-            .map(str::to_owned);
+        let modern = version.map(|version| {
+            let name = headers::name_field(method)
+                .and_then(|field| params?.get(field)?.as_str())
+                .map(str::to_owned);
+            Box::new(Modern {
+                version: known(version, &crate::protocol::MODERN_PROTOCOL_VERSIONS),
+                name,
+            })
+        });
         let cancels = (method == CANCELLED)
             .then(|| params?.get("requestId")?.as_u64())
             .flatten();
         Head {
             kind,
             method: Some(known(method, &METHODS)),
-            version: version.map(|v| known(v, &crate::protocol::MODERN_PROTOCOL_VERSIONS)),
-            name,
+            modern,
             cancels,
-            own: false,
         }
     }
 
@@ -83,25 +85,57 @@ impl Head {
         Head {
             kind: FrameKind::Response,
             method: None,
-            version: None,
-            name: None,
+            modern: None,
             cancels: None,
-            own: false,
         }
+    }
+
+    /// Marks a request as the machine's own (see [`FrameKind::Request`]).
+    pub(crate) fn mark_own(&mut self) {
+        if let FrameKind::Request { own, .. } = &mut self.kind {
+            *own = true;
+        }
+    }
+
+    /// Whether it is a request of the machine's own (see [`FrameKind::Request`]).
+    pub fn own(&self) -> bool {
+        matches!(self.kind, FrameKind::Request { own: true, .. })
+    }
+
+    /// The protocol version a modern frame's `_meta` names.
+    pub fn version(&self) -> Option<&str> {
+        Some(&self.modern.as_ref()?.version)
+    }
+
+    /// What a modern frame's `Mcp-Name` header carries.
+    pub fn name(&self) -> Option<&str> {
+        self.modern.as_ref()?.name.as_deref()
     }
 
     /// The id of a request.
     pub fn request(&self) -> Option<RequestId> {
         match self.kind {
-            FrameKind::Request(id) => Some(id),
+            FrameKind::Request { id, .. } => Some(id),
             FrameKind::Notification | FrameKind::Response => None,
         }
     }
 
     /// Whether it is of the modern era (2026-07-28): its `_meta` names a protocol version.
     pub fn is_modern(&self) -> bool {
-        self.version.is_some()
+        self.modern.is_some()
     }
+}
+
+/// What a modern (2026-07-28) frame's standard headers mirror, beside its method.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Modern {
+    /// The protocol version its `params._meta` names (the `_meta` key
+    /// [`headers::PROTOCOL_VERSION_META`], a string): its `MCP-Protocol-Version` header.
+    pub version: Cow<'static, str>,
+    /// What its `Mcp-Name` header carries: the string `params.name` of `tools/call` and
+    /// `prompts/get`, `params.uri` of `resources/read` (see [`headers::name_field`]); `None`
+    /// for other methods, or when that member is not a string.
+    pub name: Option<String>,
 }
 
 /// `notifications/cancelled`.

@@ -210,7 +210,8 @@ pub(crate) fn request(
     // Written straight out (no map built first), keys in the order a map would sort them.
     // Room for the envelope and small params at once (the buffer is sent and freed; the copy
     // kept for a resend is made to measure), so it is not grown while the params are written.
-    let head = Head::new(FrameKind::Request(id), method, params.as_ref());
+    let kind = FrameKind::Request { id, own: false };
+    let head = Head::new(kind, method, params.as_ref());
     let mut frame = Vec::with_capacity(FRAME_START + method.len());
     frame.extend_from_slice(b"{\"id\":");
     serde_json::to_writer(&mut frame, &id).expect("a number always serializes");
@@ -246,7 +247,10 @@ pub(crate) fn with_new_id(frame: &Outgoing, id: u64, progress: bool) -> Outgoing
 fn renumbered(frame: &Outgoing, id: u64, msg: &Value) -> Outgoing {
     Outgoing {
         head: Head {
-            kind: FrameKind::Request(id),
+            kind: FrameKind::Request {
+                id,
+                own: frame.head.own(),
+            },
             ..frame.head.clone()
         },
         bytes: encode(msg),
@@ -409,9 +413,10 @@ mod tests {
             }
             let frame = request(id, method, params, None, None);
             assert_eq!(frame.bytes, serde_json::to_vec(&msg).unwrap());
-            assert_eq!(frame.head.kind, FrameKind::Request(id));
+            assert_eq!(frame.head.request(), Some(id));
+            assert!(!frame.head.own());
             assert_eq!(frame.head.method.as_deref(), Some(method));
-            assert_eq!(frame.head.version, None);
+            assert_eq!(frame.head.modern, None);
             assert!(frame.starts_with(format!("{{\"id\":{id},").as_bytes()));
             assert!(!frame.contains(&b'\n'));
         }
@@ -488,7 +493,10 @@ mod tests {
                 "{shown}"
             );
             let kind = match (v.get("id"), v.get("method")) {
-                (Some(id), Some(_)) => FrameKind::Request(id.as_u64().unwrap()),
+                (Some(id), Some(_)) => FrameKind::Request {
+                    id: id.as_u64().unwrap(),
+                    own: false,
+                },
                 (None, Some(_)) => FrameKind::Notification,
                 _ => FrameKind::Response,
             };
@@ -630,8 +638,8 @@ mod tests {
         assert!(v["params"].get("requestState").is_none());
         assert!(v["params"].get("inputResponses").is_none());
         assert_eq!(third.head.method.as_deref(), Some("tools/call"));
-        assert_eq!(third.head.kind, FrameKind::Request(10));
-        assert_eq!(third.head.name.as_deref(), Some("t"));
+        assert_eq!(third.head.request(), Some(10));
+        assert_eq!(third.head.name(), Some("t"));
     }
 
     #[test]

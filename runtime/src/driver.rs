@@ -438,7 +438,9 @@ impl Driver {
             } => {
                 // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {
-                    Some(t) => t.try_send(frame),
+                    // A byte link writes the bytes alone: its frames carry no head.
+                    Some(t) if t.reads_heads() => t.try_send(frame),
+                    Some(t) => t.try_send(frame.bytes),
                     None => mcp_machine::SendOutcome::Failed,
                 };
                 if outcome != mcp_machine::SendOutcome::Ok {

@@ -121,7 +121,7 @@ impl HandshakeHandlers for Ctx<'_> {
         self.core.attempt.init_id = Some(id);
         let params = protocol::initialize_params(&self.core.config);
         let mut frame = protocol::request(id, "initialize", Some(params), None, None);
-        frame.head.own = true;
+        frame.head.mark_own();
         self.send(SendToken::Request(id), frame);
     }
 

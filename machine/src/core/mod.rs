@@ -306,7 +306,9 @@ impl Ctx<'_> {
         });
         let method = protocol::method_in_era(method, envelope.is_some());
         let mut frame = protocol::request(id, method, params, token, envelope.as_ref());
-        frame.head.own = kind.caller().is_none();
+        if kind.caller().is_none() {
+            frame.head.mark_own();
+        }
         self.core.calls.insert(
             id,
             Entry {
@@ -602,7 +604,7 @@ impl Ctx<'_> {
             config: &config,
         };
         let mut frame = protocol::request(id, "server/discover", None, None, Some(&envelope));
-        frame.head.own = true;
+        frame.head.mark_own();
         self.send(SendToken::Request(id), frame);
     }
 

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 
 use super::{Closer, Delivery, Link, Outbound, TransportError};
 use crate::quiet::Quiet;
-use mcp_machine::{Head, headers};
+use mcp_machine::{Head, Modern, headers};
 use serde_json::Value;
 use std::borrow::Cow;
 
@@ -115,11 +115,9 @@ pub(crate) struct Frame {
     pub(crate) method: Option<Cow<'static, str>>,
     /// The id of a request (a frame with an id and a method); `None` otherwise.
     pub(crate) request: Option<Value>,
-    /// The protocol version its `params._meta` names: `Some` exactly for a frame of the
-    /// 2026-07-28 era ([`mcp_machine::headers::is_modern`]).
-    pub(crate) version: Option<Cow<'static, str>>,
-    /// What a modern frame's `Mcp-Name` header carries (see [`Head::name`]).
-    pub(crate) name: Option<String>,
+    /// What a frame of the 2026-07-28 era says of itself (its version and `Mcp-Name`):
+    /// `Some` exactly for such a frame ([`mcp_machine::headers::is_modern`]).
+    pub(crate) modern: Option<Box<Modern>>,
     /// The `params.requestId` of a `notifications/cancelled`.
     pub(crate) cancels: Option<Value>,
     /// A request of the machine's own, whose answer no caller reads (see [`Head::own`]);
@@ -132,11 +130,10 @@ impl From<Head> for Frame {
     fn from(head: Head) -> Frame {
         Frame {
             request: head.request().map(Value::from),
+            own: head.own(),
             method: head.method,
-            version: head.version,
-            name: head.name,
+            modern: head.modern,
             cancels: head.cancels.map(Value::from),
-            own: head.own,
         }
     }
 }
@@ -175,18 +172,21 @@ impl Frame {
         if cancellation {
             read.cancels = params.and_then(|p| p.get("requestId")).cloned();
         }
-        if headers::is_modern(&value) {
-            read.version = params
-                .and_then(|p| p.get("_meta"))
-                .and_then(|m| m.get(headers::PROTOCOL_VERSION_META))
-                .and_then(Value::as_str)
-                .map(|v| Cow::Owned(v.to_owned()));
-            read.name = read
+        let version = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(headers::PROTOCOL_VERSION_META))
+            .and_then(Value::as_str);
+        if let Some(version) = version {
+            let name = read
                 .method
                 .as_deref()
                 .and_then(headers::name_field)
                 .and_then(|f| params?.get(f)?.as_str())
                 .map(str::to_owned);
+            read.modern = Some(Box::new(Modern {
+                version: Cow::Owned(version.to_owned()),
+                name,
+            }));
         }
         read
     }
@@ -198,14 +198,19 @@ impl Frame {
 
     /// Whether it is of the 2026-07-28 era.
     pub(crate) fn is_modern(&self) -> bool {
-        self.version.is_some()
+        self.modern.is_some()
+    }
+
+    /// What a modern frame's `Mcp-Name` header carries.
+    pub(crate) fn name(&self) -> Option<&str> {
+        self.modern.as_ref()?.name.as_deref()
     }
 
     /// Its standard headers when it is modern ([`headers::standard`]); none otherwise.
     pub(crate) fn standard_headers(&self) -> Vec<(&'static str, String)> {
-        match &self.version {
-            Some(version) => {
-                headers::standard_from(version, self.method.as_deref(), self.name.as_deref())
+        match &self.modern {
+            Some(m) => {
+                headers::standard_from(&m.version, self.method.as_deref(), m.name.as_deref())
             }
             None => Vec::new(),
         }
@@ -709,8 +714,8 @@ mod tests {
         assert!(!legacy.is_modern());
         let call = r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"w","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         let modern = Frame::read(call);
-        assert_eq!(modern.version.as_deref(), Some("2026-07-28"));
-        assert_eq!(modern.name.as_deref(), Some("w"));
+        assert_eq!(modern.modern.as_ref().unwrap().version, "2026-07-28");
+        assert_eq!(modern.name(), Some("w"));
         assert_eq!(modern.request, Some(Value::from("a")));
         let value: Value = serde_json::from_str(call).unwrap();
         assert_eq!(modern.standard_headers(), headers::standard(&value));
@@ -733,12 +738,13 @@ mod tests {
     #[test]
     fn the_machines_head_is_taken_as_it_is() {
         let head = Head {
-            kind: mcp_machine::FrameKind::Request(7),
+            kind: mcp_machine::FrameKind::Request { id: 7, own: false },
             method: Some(Cow::Borrowed("tools/call")),
-            version: Some(Cow::Borrowed("2026-07-28")),
-            name: Some("w".into()),
+            modern: Some(Box::new(Modern {
+                version: Cow::Borrowed("2026-07-28"),
+                name: Some("w".into()),
+            })),
             cancels: None,
-            own: false,
         };
         let frame = Frame::from(head);
         assert_eq!(frame.request, Some(Value::from(7)));

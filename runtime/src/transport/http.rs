@@ -215,6 +215,10 @@ impl Connector for HttpConnector {
         Some(self.tool_headers.clone())
     }
 
+    fn reads_heads(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("http: {}", crate::auth::policy::redact(&self.endpoint))
     }
@@ -362,6 +366,10 @@ impl Connector for AutoHttpConnector {
 
     fn tool_catalog(&self) -> Option<ToolCatalog> {
         self.http.tool_catalog()
+    }
+
+    fn reads_heads(&self) -> bool {
+        true
     }
 
     fn describe(&self) -> String {

@@ -24,7 +24,8 @@
 //!
 //! This module is not a protocol layer: what a message means for the connection is the
 //! machine's business, and every message reaches the driver as it came. The stdio and stream
-//! transports never parse JSON; they move lines (an [`Outbound`]'s head is dropped unread).
+//! transports never parse JSON; they move lines (the driver hands them a frame's bytes alone:
+//! [`TransportHandle::reads_heads`]).
 //! The HTTP transports need to know what each outgoing frame is, and take it from the head the
 //! machine wrote with it ([`mcp_machine::Head`], carried by [`Outbound`]): its method and id
 //! (to pair a request with its POST), its era, its `MCP-Protocol-Version`, `Mcp-Method` and
@@ -178,6 +179,13 @@ pub trait Connector: Send + Sync + 'static {
     #[doc(hidden)]
     fn tool_catalog(&self) -> Option<crate::ToolCatalog> {
         None
+    }
+    /// Not part of the API: whether this connector's links read the machine's [`Head`] of
+    /// each frame (the HTTP transports: they would read the frame otherwise). `false` (the
+    /// default) for byte links, to which the driver hands the bytes alone.
+    #[doc(hidden)]
+    fn reads_heads(&self) -> bool {
+        false
     }
 }
 
@@ -380,6 +388,8 @@ pub struct TransportHandle {
     ahead: Arc<Semaphore>,
     closing: watch::Sender<bool>,
     task: JoinHandle<()>,
+    /// Its connector's [`Connector::reads_heads`].
+    reads_heads: bool,
 }
 
 /// One frame for a transport to send: its JSON bytes (no newline) and, when the connection's
@@ -392,7 +402,8 @@ pub struct TransportHandle {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outbound {
     bytes: Vec<u8>,
-    head: Option<Head>,
+    /// Boxed: a frame queued for a byte link carries none, and stays as small as its bytes.
+    head: Option<Box<Head>>,
 }
 
 impl Outbound {
@@ -403,12 +414,12 @@ impl Outbound {
 
     /// The machine's head of the frame, when the machine wrote it.
     pub fn head(&self) -> Option<&Head> {
-        self.head.as_ref()
+        self.head.as_deref()
     }
 
     /// The bytes and the head, taken apart.
     pub(crate) fn into_parts(self) -> (Vec<u8>, Option<Head>) {
-        (self.bytes, self.head)
+        (self.bytes, self.head.map(|h| *h))
     }
 }
 
@@ -424,7 +435,7 @@ impl From<Outgoing> for Outbound {
     fn from(frame: Outgoing) -> Self {
         Outbound {
             bytes: frame.bytes,
-            head: Some(frame.head),
+            head: Some(Box::new(frame.head)),
         }
     }
 }
@@ -433,6 +444,12 @@ impl TransportHandle {
     /// The generation this handle was spawned for.
     pub fn generation(&self) -> u64 {
         self.generation
+    }
+
+    /// Whether its link reads the machine's [`Head`] of a frame (see [`Outbound`]): when not,
+    /// a frame is best handed over as its bytes alone.
+    pub fn reads_heads(&self) -> bool {
+        self.reads_heads
     }
 
     /// Queue one frame (bounded queue; never waits). `Busy` when full, `Failed` when the task
@@ -516,6 +533,7 @@ pub fn spawn(
     let credits = Arc::new(Semaphore::new(0));
     let ahead = Arc::new(Semaphore::new(READ_AHEAD_BYTES));
     let (closing_tx, closing_rx) = watch::channel(false);
+    let reads_heads = connector.reads_heads();
     let span = tracing::debug_span!("transport", generation = r#gen, link = %connector.describe());
     let task = Task {
         events: Events {
@@ -537,6 +555,7 @@ pub fn spawn(
         ahead,
         closing: closing_tx,
         task,
+        reads_heads,
     }
 }
 

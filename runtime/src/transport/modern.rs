@@ -352,7 +352,7 @@ impl ModernPosts {
             }
         }
         if head.method.as_deref() == Some("tools/call")
-            && let Some(tool) = &head.name
+            && let Some(tool) = head.name()
             && let Some(mappings) = self.tools.get(tool)
         {
             let arguments = arguments(&frame);

@@ -157,6 +157,10 @@ impl Connector for SseConnector {
         }))
     }
 
+    fn reads_heads(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("sse: {}", crate::auth::policy::redact(&self.url))
     }
