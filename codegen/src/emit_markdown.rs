@@ -52,17 +52,7 @@ pub fn emit(m: &Machine, path: &str) -> String {
                 .collect::<Vec<_>>()
                 .join(", ");
         let guard = r.guard.map_or("", |g| m.guards[g].decl.name.as_str());
-        let actions = if r.impossible {
-            "impossible".to_owned()
-        } else if r.ignore {
-            "ignore".to_owned()
-        } else {
-            r.actions
-                .iter()
-                .map(|&a| m.actions[a].decl.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let actions = actions_text(m, r);
         let to = match (r.ignore, r.to) {
             (true, _) => "",
             (false, Some(t)) => m.states[t].decl.name.as_str(),
@@ -76,6 +66,21 @@ pub fn emit(m: &Machine, path: &str) -> String {
         );
     }
     out
+}
+
+/// What a row does, for a table cell: `impossible`, `ignore`, or its actions in order.
+fn actions_text(m: &Machine, r: &crate::ir::Row) -> String {
+    if r.impossible {
+        "impossible".to_owned()
+    } else if r.ignore {
+        "ignore".to_owned()
+    } else {
+        r.actions
+            .iter()
+            .map(|&a| m.actions[a].decl.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// Where a row is written: its line, or `file:line` in a split spec.
@@ -124,17 +129,7 @@ pub fn emit_cells(m: &Machine, path: &str) -> String {
                 let guard = r
                     .guard
                     .map_or(String::new(), |g| format!("`{}`", m.guards[g].decl.name));
-                let actions = if r.impossible {
-                    "impossible".to_owned()
-                } else if r.ignore {
-                    "ignore".to_owned()
-                } else {
-                    r.actions
-                        .iter()
-                        .map(|&a| m.actions[a].decl.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
+                let actions = actions_text(m, r);
                 let to = match (r.ignore, r.to) {
                     (true, _) => "",
                     (false, Some(t)) if t != s => m.states[t].decl.name.as_str(),
