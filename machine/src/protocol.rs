@@ -498,7 +498,7 @@ mod tests {
                     own: false,
                 },
                 (None, Some(_)) => FrameKind::Notification,
-                _ => FrameKind::Response,
+                (Some(_) | None, None) => FrameKind::Response,
             };
             assert_eq!(kind, head.kind, "{shown}");
             let cancels = (head.method.as_deref() == Some("notifications/cancelled"))
