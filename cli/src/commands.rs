@@ -1,6 +1,8 @@
 //! Connecting, and every command that talks to a server.
 
-use mcp_runtime::{Client, CompleteRef, Notification, RequestOptions, ServerNotification};
+use mcp_runtime::{
+    Client, CompleteRef, Notification, RequestOptions, ServerNotification, TaskSupport,
+};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
@@ -46,13 +48,26 @@ pub async fn dispatch(
             } else if tools.is_empty() {
                 outln!("(no tools)");
             } else {
-                let mut t = Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"]);
+                // A column says which tools run as tasks, when any does.
+                let runs = |tool: &mcp_runtime::types::Tool| match TaskSupport::of(tool) {
+                    TaskSupport::Required => "task",
+                    TaskSupport::Optional => "task?",
+                    _ => "",
+                };
+                let tasks = tools.iter().any(|t| !runs(t).is_empty());
+                let mut t = if tasks {
+                    Table::new(&["NAME", "RUNS", "ARGUMENTS", "DESCRIPTION"])
+                } else {
+                    Table::new(&["NAME", "ARGUMENTS", "DESCRIPTION"])
+                };
                 for tool in &tools {
-                    t.row(vec![
-                        tool.name.clone(),
-                        schema_summary(&tool.input_schema),
-                        tool.description.clone().unwrap_or_default(),
-                    ]);
+                    let mut row = vec![tool.name.clone()];
+                    if tasks {
+                        row.push(runs(tool).to_owned());
+                    }
+                    row.push(schema_summary(&tool.input_schema));
+                    row.push(tool.description.clone().unwrap_or_default());
+                    t.row(row);
                 }
                 out!("{}", t.render());
             }
@@ -316,7 +331,14 @@ async fn tools_call(
         typed::tool_arguments(&call.name, &tool.input_schema, base, &call.pairs)
             .map_err(|e| CliError::usage(&what, e))?
     };
-    let (options, mut progress) = RequestOptions::new().timeout(g.timeout).progress_channel();
+    let (status_tx, mut statuses) = tokio::sync::mpsc::channel(64);
+    let (options, mut progress) = RequestOptions::new()
+        .timeout(g.timeout)
+        .on_task_status(move |s| {
+            // A lagging terminal loses status lines, never the call.
+            let _ = status_tx.try_send(s.clone());
+        })
+        .progress_channel();
     let mut view = ProgressView::new(call.name.clone(), Lines::Stderr);
     let fut = client.call_tool_with(&call.name, Value::Object(args), options);
     tokio::pin!(fut);
@@ -325,15 +347,20 @@ async fn tools_call(
             biased;
             caught = interrupt.fired() => {
                 view.clear();
-                // Returning drops the call: the library sends notifications/cancelled.
+                // Returning drops the call: the library sends notifications/cancelled (for a
+                // task, tasks/cancel).
                 return Err(CliError::signalled(&what, caught));
             }
             Some(p) = progress.recv() => view.update(&p),
+            Some(s) = statuses.recv() => view.task(&s),
             r = &mut fut => break r,
         }
     };
     while let Ok(p) = progress.try_recv() {
         view.update(&p);
+    }
+    while let Ok(s) = statuses.try_recv() {
+        view.task(&s);
     }
     view.clear();
     let result = result.map_err(|e| call_failed(&what, g.json, &e))?;

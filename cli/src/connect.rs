@@ -96,6 +96,8 @@ pub fn configure(
         .request_timeout(g.timeout)
         .connect_timeout(g.connect_timeout)
         .validate_output(!g.no_validate_output)
+        // A shell user wants a tool that runs only as a task to work: tasks are on.
+        .tasks(mcp_runtime::TaskOptions::new())
 }
 
 /// The HTTP builder for `url` with the checked `-H` headers: `--http` is Streamable HTTP

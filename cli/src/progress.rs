@@ -91,6 +91,34 @@ impl ProgressView {
         bar.set_message(clean_line(p.message.as_deref().unwrap_or_default()));
     }
 
+    /// Shows the status of the task the call runs as: a line each time it changes, or the
+    /// spinner's message on a terminal. The server's words are cleaned like progress.
+    pub fn task(&mut self, s: &mcp_runtime::TaskStatus) {
+        let message = s
+            .message
+            .as_deref()
+            .map(|m| format!(": {m}"))
+            .unwrap_or_default();
+        let line = format!("task {} {}{message}", s.task_id, s.state.as_str());
+        if !self.terminal {
+            match self.lines {
+                Lines::Stderr => errln!("mcpc: {}: {line}", self.label),
+                Lines::Stdout => outln!("      {line}"),
+            }
+            return;
+        }
+        let bar = self.bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+                ProgressStyle::with_template("  {prefix} {spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.set_prefix(clean_line(&self.label));
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        bar.set_message(clean_line(&line));
+    }
+
     /// Ends the bar, leaving it on the screen.
     pub fn finish(&mut self) {
         if let Some(bar) = self.bar.take() {

@@ -129,6 +129,7 @@ mod tests {
         include_str!("../../spec/listen.toml"),
         include_str!("../../spec/input.toml"),
         include_str!("../../spec/auth.toml"),
+        include_str!("../../spec/tasks.toml"),
     );
 
     /// Truncations and single-line deletions of the real spec never panic; every truncation that

@@ -20,6 +20,7 @@ pub const SPEC: &str = concat!(
     include_str!("../../spec/listen.toml"),
     include_str!("../../spec/input.toml"),
     include_str!("../../spec/auth.toml"),
+    include_str!("../../spec/tasks.toml"),
 );
 
 /// How much of the work on an accepted or rejected spec a target does per input.

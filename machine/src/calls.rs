@@ -66,6 +66,11 @@ pub(crate) enum RequestKind {
     Relist,
     /// A listen (`subscriptions/listen`).
     Listen,
+    /// A request of a caller's task (`tasks/get`, `tasks/result`, `tasks/update`): the
+    /// tasks rows answer its caller, never the generic ones.
+    Task(CallId),
+    /// A `tasks/cancel` of the client's own: nobody waits for its answer.
+    TaskCancel,
 }
 
 impl RequestKind {
@@ -73,7 +78,11 @@ impl RequestKind {
     pub(crate) fn caller(self) -> Option<CallId> {
         match self {
             RequestKind::Caller(call) => Some(call),
-            RequestKind::Restore | RequestKind::Relist | RequestKind::Listen => None,
+            RequestKind::Restore
+            | RequestKind::Relist
+            | RequestKind::Listen
+            | RequestKind::Task(_)
+            | RequestKind::TaskCancel => None,
         }
     }
 }
@@ -93,6 +102,8 @@ pub(crate) struct Entry {
     pub(crate) progress: bool,
     pub(crate) reset_on_progress: bool,
     pub(crate) max_total: Option<Duration>,
+    /// The caller's bound on the whole call should the server run it as a task.
+    pub(crate) task_timeout: Option<Duration>,
     /// Sent again after a session expiry (a call is sent again at most once).
     pub(crate) resent: bool,
     /// Its `input_required` rounds, once it had one.

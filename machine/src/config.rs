@@ -186,6 +186,25 @@ pub struct Config {
     /// also stop reading ahead past 1 MiB of frames not yet taken). A window lets a
     /// burst of answers cross in one wake-up instead of one per frame.
     pub read_window: u32,
+    /// Task-backed tool calls (both eras): whether a `tools/call` the server answers with a
+    /// task is polled to its end (false: off, the default; the runtime's builder turns it on
+    /// with `tasks(..)`, which also declares the capability). Off, a task result is an error
+    /// for a 2026-07-28 call and a plain (odd) result for a 2025-11-25 one.
+    pub tasks: bool,
+    /// The shortest poll interval a server may ask for (250 ms): a server asking for 0 is
+    /// polled at this pace.
+    pub task_poll_min: Duration,
+    /// The longest poll interval a server may ask for (30 s): a server asking for years is
+    /// polled at this pace.
+    pub task_poll_max: Duration,
+    /// The poll interval when the server names none (1 s).
+    pub task_poll_default: Duration,
+    /// How many of a task's exchanges (polls, fetches, updates) may fail in a row (3) before
+    /// the caller is answered with the last failure; any exchange answered makes it whole.
+    pub max_task_failures: u8,
+    /// How many inputs a 2026-07-28 task may ask for over its life (64); past it, the caller
+    /// is answered with an error (a server cannot keep the host's handler busy forever).
+    pub max_task_inputs: usize,
 }
 
 impl Default for Config {
@@ -224,6 +243,12 @@ impl Default for Config {
             session_stable: Duration::from_secs(60),
             max_authorizations: 3,
             read_window: 32,
+            tasks: false,
+            task_poll_min: Duration::from_millis(250),
+            task_poll_max: Duration::from_secs(30),
+            task_poll_default: Duration::from_secs(1),
+            max_task_failures: 3,
+            max_task_inputs: 64,
         }
     }
 }

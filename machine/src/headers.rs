@@ -155,12 +155,15 @@ pub fn standard_from(
 }
 
 /// The member of a modern request's `params` its `Mcp-Name` header mirrors: `name` for
-/// `tools/call` and `prompts/get`, `uri` for `resources/read`; `None` for every other method
+/// `tools/call` and `prompts/get`, `uri` for `resources/read`, `taskId` for the tasks
+/// extension's `tasks/get`, `tasks/update` and `tasks/cancel`; `None` for every other method
 /// (no `Mcp-Name`).
 pub fn name_field(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        // The tasks extension routes a task's requests by its id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -198,6 +198,29 @@ pub enum CallError {
         /// How, in words.
         reason: String,
     },
+    /// The server cancelled the task the call ran as.
+    TaskCancelled {
+        /// The task.
+        task_id: String,
+    },
+    /// The server no longer knows the task the call ran as (-32602: unknown, or its TTL
+    /// passed), or it was created in the other era than the connection's now.
+    TaskLost {
+        /// The task.
+        task_id: String,
+        /// Why, as the server (or the client) said it.
+        reason: String,
+    },
+    /// The exchanges of the task the call ran as failed too many times in a row (not
+    /// answered, not sent, answered with an error); the server may still have the task.
+    TaskUnreachable {
+        /// The task.
+        task_id: String,
+        /// The failures in a row.
+        failures: u8,
+        /// The last one, in words.
+        last: String,
+    },
 }
 
 /// Telemetry: things worth a log line or a metric that change nothing.
@@ -341,6 +364,14 @@ pub enum Action {
         request: Option<RequestId>,
         /// The answer (a result as its text until something reads it).
         outcome: Result<crate::Payload, CallError>,
+    },
+    /// Tell a caller the status of the task its call runs as (when it is created, and when
+    /// its status or message changes): like progress, nothing to answer.
+    TaskStatus {
+        /// The caller.
+        call: CallId,
+        /// The status.
+        status: crate::tasks::TaskStatus,
     },
     /// Answer a stop.
     StopDone {

@@ -115,6 +115,7 @@ mod payload;
 mod protocol;
 mod request;
 mod rng;
+mod tasks;
 mod timers;
 
 /// The code generated from the spec, `spec/` (states, event kinds, the typed `Event`,
@@ -163,6 +164,7 @@ pub use crate::protocol::{
     LATEST_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION,
     META_SERVER_INFO, MODERN_PROTOCOL_VERSIONS, SUPPORTED_PROTOCOL_VERSIONS,
 };
+pub use crate::tasks::{TaskState, TaskStatus};
 pub use crate::timers::TimerKey;
 
 impl std::fmt::Display for State {

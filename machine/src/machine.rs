@@ -11,7 +11,7 @@ use crate::core::{Core, Ctx};
 use crate::event::{Oversized, ServerInfo};
 use crate::failure::Failure;
 use crate::generated::{self, Event, State, TimerKind};
-use crate::io::{Action, Input, Report, SendOutcome, SendToken, Step};
+use crate::io::{Action, CallId, Input, Report, SendOutcome, SendToken, Step};
 use crate::timers::TimerKey;
 
 /// The only MCP revision with JSON-RPC batches (2025-06-18 removed them).
@@ -329,6 +329,8 @@ fn timer_event(key: TimerKey) -> Event {
         (TimerKind::TombstoneSweep, _) => Event::TombstoneSweep,
         (TimerKind::RequestTimeout, id) => Event::RequestTimeout(id.unwrap_or(u64::MAX)),
         (TimerKind::SendRetry, id) => Event::SendRetry(id.unwrap_or(u64::MAX)),
+        (TimerKind::TaskPoll, id) => Event::TaskPoll(CallId(id.unwrap_or(u64::MAX))),
+        (TimerKind::TaskDeadline, id) => Event::TaskDeadline(CallId(id.unwrap_or(u64::MAX))),
     }
 }
 

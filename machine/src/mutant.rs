@@ -80,4 +80,16 @@ pub enum Mutant {
     WindowOnEveryCredit,
     /// A session that stayed up for `session_stable` does not restart the backoff sequence.
     StableNeverResets,
+    /// A `CreateTaskResult` is taken as a task even with tasks off.
+    TasksAlways,
+    /// A task is polled again at once, whatever its interval.
+    PollAtOnce,
+    /// `tasks/cancel` is sent twice.
+    CancelTwice,
+    /// A task waiting for its poll is never polled.
+    NoPoll,
+    /// A task's input keys are handed to the handler again at every poll.
+    NoInputDedupe,
+    /// The tasks are dropped (never answered) when the connection is lost.
+    DropTasksOnLoss,
 }

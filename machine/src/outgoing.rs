@@ -142,7 +142,7 @@ pub struct Modern {
 const CANCELLED: &str = "notifications/cancelled";
 
 /// The methods the machine writes often, kept without a copy.
-const METHODS: [&str; 22] = [
+const METHODS: [&str; 23] = [
     "tools/call",
     "tools/list",
     "initialize",
@@ -165,6 +165,7 @@ const METHODS: [&str; 22] = [
     "tasks/get",
     "tasks/result",
     "tasks/cancel",
+    "tasks/update",
 ];
 
 /// `s` without a copy when it is one of `known`, else a copy.

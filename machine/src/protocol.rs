@@ -28,6 +28,8 @@ pub const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// The `_meta` key of a modern request's client capabilities.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// The 2026-07-28 tasks extension's name (in capabilities' `extensions`).
+pub const EXT_TASKS: &str = "io.modelcontextprotocol/tasks";
 /// The `_meta` key of a modern request's client name and version.
 pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
 /// The `_meta` key of a modern result's server name and version.
@@ -51,6 +53,15 @@ impl Envelope<'_> {
             META_CLIENT_CAPABILITIES.into(),
             self.config.capabilities.to_json_modern(),
         );
+        // The tasks extension is declared per request (2026-07-28): on every request once on.
+        if self.config.tasks
+            && let Some(Value::Object(caps)) = meta.get_mut(META_CLIENT_CAPABILITIES)
+            && let Value::Object(ext) = caps
+                .entry("extensions")
+                .or_insert_with(|| Value::Object(Map::new()))
+        {
+            ext.insert(EXT_TASKS.into(), Value::Object(Map::new()));
+        }
         meta.insert(
             META_CLIENT_INFO.into(),
             json!({"name": self.config.client_name, "version": self.config.client_version}),

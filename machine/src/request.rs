@@ -33,6 +33,10 @@ pub struct CallOptions {
     pub reset_timeout_on_progress: bool,
     /// ...but never beyond this total since the call started.
     pub max_total_timeout: Option<Duration>,
+    /// A bound on the whole call when the server runs it as a task (none: a task may run for
+    /// hours, each of its polls bounded by the request timeout). When it passes, the caller
+    /// is answered with a timeout and the server asked to cancel the task.
+    pub task_timeout: Option<Duration>,
 }
 
 /// A JSON-RPC error object (from the server, or sent by us).

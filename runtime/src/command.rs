@@ -18,6 +18,9 @@ use crate::types::Progress;
 /// A progress callback.
 pub(crate) type ProgressSink = Arc<dyn Fn(Progress) + Send + Sync>;
 
+/// A task status callback.
+pub(crate) type TaskStatusSink = Arc<dyn Fn(&mcp_machine::TaskStatus) + Send + Sync>;
+
 /// A call's answer as it crosses the channel: a result as its text (or its tree when the
 /// machine read it), the error boxed, so the channel a call in flight holds is sized for a
 /// `Value`, not for the larger `Error` (an error is the rare case).
@@ -40,6 +43,7 @@ pub(crate) enum Command {
     Call {
         input: Input,
         progress: Option<ProgressSink>,
+        task_status: Option<TaskStatusSink>,
         reply: Reply,
     },
     Notify {

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
-use crate::command::{Command, Notifier, ProgressSink, Reply};
+use crate::command::{Command, Notifier, ProgressSink, Reply, TaskStatusSink};
 use crate::feed::{Hub, json_size};
 use crate::handler::{ClientHandler, RequestContext, route};
 use crate::quiet::QuietRx;
@@ -46,6 +46,8 @@ enum Pending {
     Call {
         reply: Reply,
         progress: Option<ProgressSink>,
+        /// Where the status of the task the call runs as goes, if anywhere.
+        task_status: Option<TaskStatusSink>,
         /// Its span and start, only while `mcp::request` debug events are wanted (a call
         /// in flight otherwise keeps neither).
         traced: Option<Box<Traced>>,
@@ -250,6 +252,7 @@ impl Driver {
             Command::Call {
                 input,
                 progress,
+                task_status,
                 reply,
             } => {
                 let Input::Call(request) = &input else {
@@ -271,6 +274,7 @@ impl Driver {
                 let pending = Pending::Call {
                     reply,
                     progress,
+                    task_status,
                     traced,
                 };
                 self.pending.insert(*call, pending);
@@ -526,6 +530,23 @@ impl Driver {
                 // Before any subscriber sees it: one that re-lists at once gets fresh results.
                 self.out.cache.observe_notification(&n.parsed);
                 self.out.notifications.publish(&n, size);
+            }
+            Action::TaskStatus { call, status } => {
+                tracing::debug!(target: "mcp::task", call = call.0,
+                    task = %crate::shown::shown(&status.task_id, 128),
+                    status = status.state.as_str(),
+                    message = %crate::shown::shown(status.message.as_deref().unwrap_or(""), 256));
+                if let Some(Pending::Call {
+                    task_status: Some(sink),
+                    ..
+                }) = self.pending.get(&call)
+                {
+                    // A user's callback runs on the driver: its panic must not take the driver down.
+                    let sink = std::panic::AssertUnwindSafe(|| sink(&status));
+                    if std::panic::catch_unwind(sink).is_err() {
+                        tracing::error!(target: "mcp::driver", call = call.0, "a task status callback panicked");
+                    }
+                }
             }
             Action::Progress { call, params } => {
                 if let Some(Pending::Call {

@@ -121,6 +121,41 @@ pub enum Error {
         /// The handler's error.
         error: mcp_machine::RpcError,
     },
+    /// The server cancelled the task the tool call ran as.
+    #[error("the server cancelled task {task_id}")]
+    TaskCancelled {
+        /// The server's task id.
+        task_id: String,
+    },
+    /// The server no longer knows the task the tool call ran as (unknown, or its TTL
+    /// passed), or the task was created in the other protocol era than the server speaks now.
+    #[error("task {task_id} is lost: {reason}")]
+    TaskLost {
+        /// The server's task id.
+        task_id: String,
+        /// Why, as the server (or the client) said it.
+        reason: String,
+    },
+    /// The polls of the task the tool call ran as failed too many times in a row; the server
+    /// may still have the task (its id is here to resume it).
+    #[error("task {task_id} unreachable after {failures} failed exchanges in a row (last: {last})")]
+    TaskUnreachable {
+        /// The server's task id.
+        task_id: String,
+        /// The failures in a row.
+        failures: u8,
+        /// The last one, in words.
+        last: String,
+    },
+    /// The tool runs only as a task (`execution.taskSupport: "required"`) and this client
+    /// was built without tasks (`ClientBuilder::tasks`); nothing was sent.
+    #[error(
+        "tool {tool:?} runs only as a task: build the client with tasks enabled (ClientBuilder::tasks)"
+    )]
+    TaskRequired {
+        /// The tool.
+        tool: String,
+    },
     /// The server refused the call for want of authorization (HTTP 401, or 403
     /// `insufficient_scope`), and authorizing did not help: the authorization failed, the
     /// server refused the call again after one, or the authorizations in a row are spent
@@ -382,6 +417,17 @@ impl From<CallError> for Error {
             }
             CallError::SubscriptionNotHonored { uri } => Error::SubscriptionNotHonored { uri },
             CallError::ListenEnded { reason } => Error::ListenEnded { reason },
+            CallError::TaskCancelled { task_id } => Error::TaskCancelled { task_id },
+            CallError::TaskLost { task_id, reason } => Error::TaskLost { task_id, reason },
+            CallError::TaskUnreachable {
+                task_id,
+                failures,
+                last,
+            } => Error::TaskUnreachable {
+                task_id,
+                failures,
+                last,
+            },
         }
     }
 }

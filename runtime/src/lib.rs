@@ -133,6 +133,7 @@ mod quiet;
 mod requests;
 mod shown;
 mod state;
+mod tasks;
 mod tool_catalog;
 pub mod trace;
 pub mod transport;
@@ -151,6 +152,7 @@ pub use crate::requests::{
     SamplingMessage, UrlElicitation,
 };
 pub use crate::state::{ConnState, Transition};
+pub use crate::tasks::{TaskOptions, TaskSupport};
 pub use crate::tool_catalog::{MAX_HEADER_TOOLS, ToolCatalog};
 pub use crate::types::{
     CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
@@ -159,7 +161,7 @@ pub use crate::types::{
 pub use mcp_machine::codes;
 pub use mcp_machine::{
     Era, EraMode, Failure, IoCause, ListenFilter, ListenStatus, MODERN_PROTOCOL_VERSIONS, RpcError,
-    SUPPORTED_PROTOCOL_VERSIONS, TransportError,
+    SUPPORTED_PROTOCOL_VERSIONS, TaskState, TaskStatus, TransportError,
 };
 
 /// A feed of server notifications: see [`Client::notifications`].

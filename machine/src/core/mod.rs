@@ -30,6 +30,7 @@ use crate::listen::{
 use crate::outgoing::Outgoing;
 use crate::protocol::{self, Envelope, ModernError};
 use crate::rng::Rng;
+use crate::tasks::{TaskPhase, TaskRun, TaskState, TaskStatus, Tasks};
 use crate::timers::{TimerKey, Timers};
 
 /// Whether a deliberate handler bug is on (model checker builds only; `false` in the product,
@@ -51,6 +52,7 @@ mod calls;
 mod handshake;
 mod lifecycle;
 mod server_requests;
+mod tasks;
 // `listen` names the crate's listen vocabulary here; the file keeps the spec file's name.
 mod auth;
 mod input;
@@ -98,6 +100,8 @@ pub(crate) struct Core {
     /// Authorizations asked for since a call was last answered (bounded by
     /// `Config::max_authorizations`).
     pub(crate) authorizations: u32,
+    /// The tasks polled for callers whose calls the server runs as tasks.
+    pub(crate) tasks: Tasks,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -129,6 +133,7 @@ impl Core {
             listens: Listens::default(),
             authorizing: false,
             authorizations: 0,
+            tasks: Tasks::default(),
             #[cfg(feature = "checker")]
             mutant: None,
         }
@@ -321,6 +326,7 @@ impl Ctx<'_> {
                 progress: options.progress,
                 reset_on_progress: options.reset_timeout_on_progress,
                 max_total: options.max_total_timeout,
+                task_timeout: options.task_timeout,
                 resent: false,
                 input_rounds: None,
                 reissues: 0,

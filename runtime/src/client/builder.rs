@@ -44,6 +44,8 @@ pub struct ClientBuilder {
     /// Whether [`ClientBuilder::http_header_timeout`] was given (else the header bound
     /// follows the request timeout).
     header_timeout_set: bool,
+    /// Task-backed tool calls ([`ClientBuilder::tasks`]).
+    tasks: Option<crate::tasks::TaskOptions>,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -108,6 +110,7 @@ impl ClientBuilder {
             validate_output: true,
             authorizer: None,
             header_timeout_set: false,
+            tasks: None,
         }
     }
 
@@ -445,6 +448,23 @@ impl ClientBuilder {
     /// ```
     pub fn handler(mut self, handler: impl ClientHandler) -> Self {
         self.handler = Arc::new(handler);
+        self
+    }
+
+    /// Turn task-backed tool calls on (both eras): a tool call the server runs as a task is
+    /// polled to its end inside `call_tool` (one await; an `isError` result stays a result),
+    /// kept across reconnects, and cancelled on the server when the caller drops or cancels
+    /// it. In the 2025-11-25 era a tool whose `execution.taskSupport` is `required` (and,
+    /// when `options` say so, `optional`) is called with `params.task`; in the 2026-07-28
+    /// era the client declares the `io.modelcontextprotocol/tasks` extension on its requests
+    /// and the server decides. Off (the default), a tool that requires a task fails with
+    /// [`Error::TaskRequired`] once the tools were listed. See `docs/guide/tasks.md`.
+    pub fn tasks(mut self, options: crate::tasks::TaskOptions) -> Self {
+        self.config.tasks = true;
+        self.config.task_poll_min = options.poll_min;
+        self.config.task_poll_max = options.poll_max;
+        self.config.max_task_failures = options.max_failures;
+        self.tasks = Some(options);
         self
     }
 
@@ -843,6 +863,8 @@ impl ClientBuilder {
                 catalog.clone(),
             ),
             catalog,
+            tasks: self.tasks,
+            task_tools: crate::tasks::TaskTools::default(),
         });
         Client { shared }
     }

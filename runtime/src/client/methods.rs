@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::options::RequestOptions;
 use super::{Client, decoded};
 use crate::cache::{CacheRequest, Cacheable};
+use crate::tasks::TaskSupport;
 use crate::tool_catalog::{Keep, Listed};
 use crate::types::*;
 use crate::{Error, PaginationStop, Result};
@@ -40,6 +41,7 @@ impl Client {
             .shared
             .catalog
             .record(page.tools.iter().map(Listed::from), keep);
+        self.shared.task_tools.record(&page.tools);
         if !invalid.is_empty() {
             for (_, e) in &invalid {
                 tracing::warn!(target: "mcp::tools", tool = ?e.tool, reason = ?e.reason, "tool left out: invalid x-mcp-header annotations");
@@ -192,13 +194,63 @@ impl Client {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallToolResult> {
-        self.typed(
-            "tools/call",
-            Some(named_arguments(name, arguments)),
-            options,
-        )
-        .await
-        .and_then(|result| self.shared.output_schemas.check(name, result))
+        let mut params = named_arguments(name, arguments);
+        if let Some(task) = self.task_param(name).await? {
+            params["task"] = task;
+        }
+        self.typed("tools/call", Some(params), options)
+            .await
+            .and_then(|result| self.shared.output_schemas.check(name, result))
+    }
+
+    /// The `params.task` a 2025-11-25 `tools/call` of `tool` carries, if it runs as a task
+    /// (the tool requires one, or may run as one and the host asked for that, and the server
+    /// takes task-backed tool calls); a tool that requires a task is an error when tasks are
+    /// off. The tools are listed once first when tasks are on and they never were. Nothing in
+    /// the 2026-07-28 era, where the server alone decides.
+    async fn task_param(&self, tool: &str) -> Result<Option<Value>> {
+        let Some(options) = &self.shared.tasks else {
+            return match self.shared.task_tools.get(tool) {
+                Some(TaskSupport::Required) if self.era() == Some(Era::Legacy) => {
+                    Err(Error::TaskRequired {
+                        tool: tool.to_owned(),
+                    })
+                }
+                _ => Ok(None),
+            };
+        };
+        if !self.server_runs_tool_tasks() {
+            return Ok(None);
+        }
+        let support = match self.shared.task_tools.get(tool) {
+            Some(support) => support,
+            None => {
+                // Never listed: list once (a failure leaves the call plain; its answer says).
+                if let Err(e) = self.list_all_tools().await {
+                    tracing::debug!(target: "mcp::task", error = %e, "listing the tools for their task support failed");
+                }
+                self.shared.task_tools.get(tool).unwrap_or_default()
+            }
+        };
+        Ok(options.use_task(support).then(|| options.task_param()))
+    }
+
+    /// Whether the server speaks the handshake era and declared task-backed tool calls
+    /// (`capabilities.tasks.requests.tools.call`, 2025-11-25).
+    fn server_runs_tool_tasks(&self) -> bool {
+        let server = self
+            .shared
+            .out
+            .server
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        server.as_ref().is_some_and(|info| {
+            !mcp_machine::MODERN_PROTOCOL_VERSIONS.contains(&info.protocol_version.as_str())
+                && info
+                    .capabilities
+                    .pointer("/tasks/requests/tools/call")
+                    .is_some()
+        })
     }
 
     /// One page of `resources/list` (cached as its hints say, like [`Client::list_tools`]).

@@ -45,6 +45,10 @@ struct Shared {
     /// `list_tools` (and a `tools/list` made with [`Client::request`]); shared with the
     /// connector's links when it has any.
     catalog: crate::tool_catalog::ToolCatalog,
+    /// What the host chose for task-backed tool calls (none: tasks off).
+    tasks: Option<crate::tasks::TaskOptions>,
+    /// Which listed tools may run as tasks.
+    task_tools: crate::tasks::TaskTools,
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -379,12 +383,14 @@ impl Client {
                 progress: options.progress.is_some() || options.reset_timeout_on_progress,
                 reset_timeout_on_progress: options.reset_timeout_on_progress,
                 max_total_timeout: options.max_total_timeout,
+                task_timeout: options.task_timeout,
             },
             session,
         });
         let cmd = Command::Call {
             input,
             progress: options.progress,
+            task_status: options.task_status,
             reply,
         };
         if self.shared.commands.send(cmd).is_err() {

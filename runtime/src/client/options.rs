@@ -52,6 +52,8 @@ pub struct RequestOptions {
     pub(super) progress: Option<ProgressSink>,
     pub(super) reset_timeout_on_progress: bool,
     pub(super) max_total_timeout: Option<Duration>,
+    pub(super) task_status: Option<crate::command::TaskStatusSink>,
+    pub(super) task_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -61,6 +63,8 @@ impl std::fmt::Debug for RequestOptions {
             .field("progress", &self.progress.is_some())
             .field("reset_timeout_on_progress", &self.reset_timeout_on_progress)
             .field("max_total_timeout", &self.max_total_timeout)
+            .field("task_status", &self.task_status.is_some())
+            .field("task_timeout", &self.task_timeout)
             .finish()
     }
 }
@@ -102,6 +106,25 @@ impl RequestOptions {
             }),
             rx,
         )
+    }
+
+    /// Pass the status of the task the call runs as to `f` (when the server makes the call a
+    /// task, and whenever its status or message changes). Called on the client's driver: keep
+    /// it short. Nothing is called for a call that is not a task.
+    pub fn on_task_status(
+        mut self,
+        f: impl Fn(&mcp_machine::TaskStatus) + Send + Sync + 'static,
+    ) -> Self {
+        self.task_status = Some(Arc::new(f));
+        self
+    }
+
+    /// A bound on the whole call should the server run it as a task (none by default: a task
+    /// may run for hours; each poll has the request timeout). When it passes the call fails
+    /// with [`crate::Error::Timeout`] and the server is asked to cancel the task.
+    pub fn task_timeout(mut self, bound: Duration) -> Self {
+        self.task_timeout = Some(bound);
+        self
     }
 
     /// Restart the timeout at each progress notification, but never wait more than `max_total`
