@@ -181,6 +181,9 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
     if config.chaos {
         v.extend(chaos_tools());
     }
+    if config.tasks {
+        v.extend(crate::tasks::tools());
+    }
     if config.hostile {
         for t in &mut v {
             if let Some(Value::String(d)) = t.get_mut("description") {

@@ -111,6 +111,10 @@ pub struct CliOptions {
     pub cache_private: bool,
     /// `--listen on|off`: whether the modern era serves `subscriptions/listen`.
     pub listen: Option<bool>,
+    /// `--tasks`: the task-backed tools, both eras.
+    pub tasks: bool,
+    /// `--task-store FILE`: where the tasks are kept besides memory.
+    pub task_store: Option<std::path::PathBuf>,
     /// `--listen-end complete|cancel`: how `end_listens` ends the open listens.
     pub listen_end: Option<ListenEnd>,
     /// `--listen-honor SPEC` (repeatable): what a listen's acknowledgement leaves out.
@@ -201,11 +205,12 @@ pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [
 [--probe error|silent|die|garbage] [--modern-versions V1,V2] [--omit-result-type] \
 [--cache-ttl-ms N] [--cache-private] [--listen on|off] [--listen-end complete|cancel] \
 [--listen-honor all|-tools,-prompts,-resources,-subscriptions,-URI] [--modern-unsolicited on|off] \
-[--sse-keepalive-ms N] [--other-origin ADDR] [--help]\nServes one MCP connection on stdin/stdout \
+[--sse-keepalive-ms N] [--other-origin ADDR] [--tasks] [--task-store FILE] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC), or with --http/--sse MCP over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse; \
 the URL is stdout's first line); logs go to stderr. --era picks the protocol era (legacy: initialize \
 only; modern: 2026-07-28 only; dual: both); --probe says how a legacy server treats server/discover. \
-Modern subscriptions/listen: --listen off answers it -32601 and advertises no listChanged/subscribe; \
+--tasks adds the task_* tools (task-backed, both eras); --task-store FILE keeps their tasks in FILE \
+too, so that a server started again on it knows them. Modern subscriptions/listen: --listen off answers it -32601 and advertises no listChanged/subscribe; \
 --listen-end says how the end_listens tool ends listens (a complete result, or notifications/cancelled); \
 --listen-honor leaves the listed kinds or URIs out of every acknowledgement (e.g. \
 --listen-honor=-prompts,-test://static/2); --modern-unsolicited off stops the untagged change \
@@ -296,6 +301,8 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 opts.modern_versions = Some(versions);
             }
             "--listen" => opts.listen = Some(switch(&flag, value(&flag)?)?),
+            "--tasks" => opts.tasks = true,
+            "--task-store" => opts.task_store = Some(value(&flag)?.into()),
             "--modern-unsolicited" => {
                 opts.modern_unsolicited = Some(switch(&flag, value(&flag)?)?);
             }
@@ -377,6 +384,8 @@ impl CliOptions {
                 cache_ttl_ms: self.cache_ttl_ms,
                 cache_private: self.cache_private,
                 listen: self.listen,
+                tasks: self.tasks,
+                task_store: self.task_store,
                 listen_end: self.listen_end,
                 listen_honor: self.listen_honor,
                 modern_unsolicited: self.modern_unsolicited,
@@ -431,6 +440,13 @@ pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
     }
     if let Some(listen) = opts.listen {
         config.listen = listen;
+    }
+    if opts.tasks {
+        config.tasks = true;
+    }
+    if let Some(path) = &opts.task_store {
+        config.tasks = true;
+        config.task_store = Some(path.clone());
     }
     if let Some(end) = opts.listen_end {
         config.listen_end = end;

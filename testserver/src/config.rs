@@ -130,6 +130,13 @@ pub struct ServerConfig {
     /// `resources.subscribe` in `server/discover` (`--listen on|off`, default on). Off: the
     /// method answers -32601 and none of those capabilities is advertised.
     pub listen: bool,
+    /// Task-backed tools in both eras (`--tasks`): the `task_*` tools, the 2025-11-25 `tasks`
+    /// capability and methods, and the 2026-07-28 extension `io.modelcontextprotocol/tasks`
+    /// (see the `tasks` module).
+    pub tasks: bool,
+    /// Where the tasks are kept besides memory (`--task-store FILE`): a server started again
+    /// on the same file knows the tasks of the one before.
+    pub task_store: Option<std::path::PathBuf>,
     /// How `end_listens` ends every open listen (`--listen-end complete|cancel`).
     pub listen_end: ListenEnd,
     /// What a listen's acknowledgement leaves out even when it was asked for and the server has
@@ -482,6 +489,8 @@ impl ServerConfig {
             cache_ttl_ms: None,
             cache_private: false,
             listen: true,
+            tasks: false,
+            task_store: None,
             listen_end: ListenEnd::Complete,
             listen_honor: ListenHonor::default(),
             modern_unsolicited: true,

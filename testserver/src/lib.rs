@@ -37,6 +37,7 @@ mod modern;
 mod protocol;
 mod rpc;
 mod server;
+mod tasks;
 mod tools;
 
 pub use bus::{ListenBus, ListenEvent};

@@ -8,6 +8,7 @@ use crate::catalog;
 use crate::connection::Shared;
 use crate::protocol::codes;
 use crate::rpc::{Handled, Reply, RpcError};
+use crate::tasks;
 use crate::tools;
 
 /// The server's capabilities (the same in both eras).
@@ -21,13 +22,31 @@ pub(crate) fn capabilities() -> Value {
     })
 }
 
+/// The capabilities of a handshake: [`capabilities`], and `tasks` with [`ServerConfig::tasks`].
+pub(crate) fn capabilities_for(config: &crate::config::ServerConfig) -> Value {
+    let mut caps = capabilities();
+    if config.tasks {
+        caps["tasks"] = json!({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}});
+    }
+    caps
+}
+
 /// The handshake era's methods (the modern era's `modern::dispatch` ends up here too).
 pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &Value) -> Handled {
     let ok = |v: Value| Ok(Reply::Result(v));
     match method {
         "ping" => ok(json!({})),
         "tools/list" => ok(catalog::list_tools(&shared.config, &params, false)?),
-        "tools/call" => tools::call(shared, &params, id).await,
+        "tools/call" => match params.get("name").and_then(Value::as_str) {
+            Some(name) if tasks::is_task_tool(&shared.config, name) => {
+                tasks::call_legacy(&shared.config, name, &params).await
+            }
+            _ => tools::call(shared, &params, id).await,
+        },
+        "tasks/get" if shared.config.tasks => tasks::get(&shared.config, &params),
+        "tasks/result" if shared.config.tasks => tasks::result(shared, &params).await,
+        "tasks/cancel" if shared.config.tasks => tasks::cancel(&shared.config, &params),
+        "tasks/list" if shared.config.tasks => tasks::list(&shared.config),
         "resources/list" => ok(catalog::list_resources()),
         "resources/templates/list" => ok(catalog::list_resource_templates()),
         "resources/read" => ok(catalog::read_resource(&params)?),

@@ -22,6 +22,7 @@ use crate::protocol::{
     MODERN_PROTOCOL_VERSIONS, codes, meta,
 };
 use crate::rpc::{Handled, Reply, RpcError};
+use crate::tasks;
 
 /// `ttlMs` of every cacheable modern result, unless [`ServerConfig::cache_ttl_ms`] says.
 pub(crate) const TTL_MS: u64 = 60_000;
@@ -56,6 +57,7 @@ pub(crate) const METHODS: [&str; 12] = [
 /// Whether the modern era answers `method` with this configuration.
 fn serves(config: &ServerConfig, method: &str) -> bool {
     match method {
+        "tasks/get" | "tasks/update" | "tasks/cancel" => config.tasks,
         "resources/subscribe" | "resources/unsubscribe" => config.modern_unsolicited,
         // Answered -32601 by `listen::listen` itself, which counts it first.
         _ => METHODS.contains(&method),
@@ -149,6 +151,9 @@ pub(crate) fn discover(config: &ServerConfig) -> Value {
     if let Some(instructions) = &config.instructions {
         result["instructions"] = json!(instructions);
     }
+    if config.tasks {
+        result["capabilities"]["extensions"] = json!({ tasks::EXT_TASKS: {} });
+    }
     result
 }
 
@@ -231,7 +236,13 @@ pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &
         DISCOVER => Reply::Result(discover(config)),
         LISTEN => listen::listen(shared, &params, id).await?,
         "tools/list" => Reply::Result(catalog::list_tools(config, &params, true)?),
+        "tasks/get" if config.tasks => tasks::get(config, &params)?,
+        "tasks/update" if config.tasks => tasks::update(config, &params)?,
+        "tasks/cancel" if config.tasks => tasks::cancel(config, &params)?,
         "tools/call" => match params.get("name").and_then(Value::as_str) {
+            Some(name) if tasks::is_task_tool(config, name) => {
+                tasks::call_modern(config, name, &params).await?
+            }
             Some("confirm_action") => {
                 needs_elicitation(&params)?;
                 Reply::Result(confirm_action(&params)?)

@@ -12,7 +12,7 @@ use tokio::task::JoinSet;
 use crate::bus::ListenBus;
 use crate::config::{Era, Handshake, Linger, Probe, ServerConfig};
 use crate::connection::{Out, Shared};
-use crate::methods::{capabilities, dispatch};
+use crate::methods::dispatch;
 use crate::modern;
 use crate::protocol::{
     DISCOVER, LATEST_PROTOCOL_VERSION, LOGGER_NAME, SUPPORTED_PROTOCOL_VERSIONS, codes,
@@ -524,7 +524,7 @@ fn initialize(shared: &Shared, params: &Value) -> Value {
     }
     let mut result = json!({
         "protocolVersion": version,
-        "capabilities": capabilities(),
+        "capabilities": crate::methods::capabilities_for(config),
         "serverInfo": {"name": config.name, "version": config.server_version},
     });
     if let Some(instructions) = &config.instructions {

@@ -281,11 +281,15 @@ impl TasksHandlers for Ctx<'_> {
         self.arm_task_poll(w, interval);
     }
 
-    fn start_task_input(&mut self, w: InputRound) {
+    fn start_task_input(&mut self, p: &Response, w: InputRound) {
         let Some(call) = self.task_of_request(w.request) else {
             return;
         };
         self.forget_task_request(call, false);
+        let changed = match &p.body {
+            Ok(body) => self.note_fields(call, body.value()),
+            Err(_) => false,
+        };
         let Some(task) = self.core.tasks.get_mut(call) else {
             return;
         };
@@ -294,8 +298,7 @@ impl TasksHandlers for Ctx<'_> {
             poll: w.request,
             awaiting: w.inputs.iter().map(|(k, _, _)| (k.clone(), None)).collect(),
         };
-        if task.state != TaskState::InputRequired {
-            task.state = TaskState::InputRequired;
+        if changed {
             let task = task.clone();
             self.tell_status(call, &task);
         }
