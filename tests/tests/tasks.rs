@@ -1,0 +1,388 @@
+//! Task-backed tool calls end to end, in both eras, against the in-repo server's task tools
+//! (`--tasks`): `call_tool` polls a task to its end (one await), tells the caller its status,
+//! gives the outcome (an `isError` result stays a result), answers a lost, cancelled or failed
+//! task with a typed error, cancels the task on the server when the caller gives up (and only
+//! then), bounds the whole task when asked, routes a task's input to the handler, and keeps a
+//! task across a server crash (a server started again on the same task store answers it).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_runtime::{
+    Client, ClientBuilder, ElicitParams, ElicitResult, EraMode, Error, Handlers, RequestOptions,
+    TaskOptions, TaskState, TaskStatus,
+};
+use mcp_tests::{in_process, over_http, over_stdio};
+use mcp_testserver::ServerConfig;
+use serde_json::{Value, json};
+
+const ECHO: &str = env!("CARGO_BIN_EXE_test-echo-server");
+const WAIT: Duration = Duration::from_secs(20);
+
+fn config(era: EraMode) -> ServerConfig {
+    let mut c = ServerConfig::echo();
+    c.tasks = true;
+    c.era = match era {
+        EraMode::Modern => mcp_testserver::Era::Modern,
+        _ => mcp_testserver::Era::Legacy,
+    };
+    c
+}
+
+/// A handler that accepts every elicitation with `{"value": "yes"}`.
+fn accepting() -> Handlers {
+    Handlers::new().elicitation(|_p: ElicitParams, _cx| async move {
+        let mut content = serde_json::Map::new();
+        content.insert("value".into(), json!("yes"));
+        Ok(ElicitResult::accept(content))
+    })
+}
+
+async fn client(era: EraMode, tasks: Option<TaskOptions>) -> Client {
+    let mut b = in_process(config(era)).era(era).handler(accepting());
+    if let Some(t) = tasks {
+        b = b.tasks(t.poll_bounds(Duration::from_millis(20), Duration::from_secs(1)));
+    }
+    tokio::time::timeout(WAIT, b.connect())
+        .await
+        .expect("connects in time")
+        .expect("connects")
+}
+
+/// Calls `tool` with `args`, collecting the task statuses told.
+async fn call(
+    client: &Client,
+    tool: &str,
+    args: Value,
+) -> (
+    Result<mcp_runtime::types::CallToolResult, Error>,
+    Vec<TaskStatus>,
+) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&seen);
+    let options =
+        RequestOptions::new().on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+    let result = tokio::time::timeout(WAIT, client.call_tool_with(tool, args, options))
+        .await
+        .expect("answered in time");
+    let seen = seen.lock().unwrap().clone();
+    (result, seen)
+}
+
+const ERAS: [EraMode; 2] = [EraMode::Legacy, EraMode::Modern];
+
+#[tokio::test]
+async fn a_task_is_polled_to_its_result_and_its_status_told() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let (result, seen) =
+            call(&client, "task_slow", json!({"ms": 300, "interval_ms": 30})).await;
+        let result = result.unwrap_or_else(|e| panic!("{era:?}: {e}"));
+        assert_eq!(result.text(), "done after 300 ms", "{era:?}");
+        assert!(!seen.is_empty(), "{era:?}: no status told");
+        let id = &seen[0].task_id;
+        assert!(seen.iter().all(|s| &s.task_id == id), "{era:?}: {seen:?}");
+        assert_eq!(seen[0].state, TaskState::Working, "{era:?}");
+        // The server's interval (30 ms) is above the floor (20 ms): kept.
+        assert_eq!(seen[0].poll_interval, Duration::from_millis(30), "{era:?}");
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn poll_intervals_are_floored_and_capped() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let (result, seen) = call(&client, "task_slow", json!({"ms": 100, "interval_ms": 0})).await;
+        assert!(result.is_ok(), "{era:?}: {result:?}");
+        assert_eq!(
+            seen[0].poll_interval,
+            Duration::from_millis(20),
+            "{era:?}: floored"
+        );
+        let (result, seen) = call(
+            &client,
+            "task_slow",
+            json!({"ms": 100, "interval_ms": 31_536_000_000u64}),
+        )
+        .await;
+        assert!(result.is_ok(), "{era:?}: {result:?}");
+        assert_eq!(
+            seen[0].poll_interval,
+            Duration::from_secs(1),
+            "{era:?}: capped"
+        );
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn failed_lost_and_cancelled_tasks_answer_with_what_happened() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let (failed, _) = call(&client, "task_fail", json!({"ms": 50, "interval_ms": 20})).await;
+        match era {
+            // 2025-11-25: a failed tool call is its isError result.
+            EraMode::Legacy => assert!(failed.as_ref().is_ok_and(|r| r.failed()), "{failed:?}"),
+            // 2026-07-28: a failed task carries a JSON-RPC error.
+            _ => assert!(
+                matches!(&failed, Err(Error::Server { code: -32603, .. })),
+                "{failed:?}"
+            ),
+        }
+        let (lost, _) = call(&client, "task_forget", json!({"ms": 50, "interval_ms": 20})).await;
+        assert!(
+            matches!(&lost, Err(Error::TaskLost { .. })),
+            "{era:?}: {lost:?}"
+        );
+        let (cancelled, _) =
+            call(&client, "task_cancel", json!({"ms": 50, "interval_ms": 20})).await;
+        assert!(
+            matches!(&cancelled, Err(Error::TaskCancelled { .. })),
+            "{era:?}: {cancelled:?}"
+        );
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_tasks_input_goes_to_the_handler_once_per_key() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let (result, seen) = call(
+            &client,
+            "task_input",
+            json!({"ms": 400, "interval_ms": 20, "inputs": 3}),
+        )
+        .await;
+        let result = result.unwrap_or_else(|e| panic!("{era:?}: {e}"));
+        assert_eq!(
+            result.text(),
+            r#"answered: answer1=accept {"value":"yes"}, answer2=accept {"value":"yes"}, answer3=accept {"value":"yes"}"#,
+            "{era:?}"
+        );
+        assert!(
+            seen.iter().any(|s| s.state == TaskState::InputRequired),
+            "{era:?}: {seen:?}"
+        );
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_tool_that_requires_a_task_fails_clearly_without_tasks() {
+    let legacy = client(EraMode::Legacy, None).await;
+    legacy.list_all_tools().await.unwrap();
+    let err = legacy
+        .call_tool("task_slow", json!({"ms": 10}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::TaskRequired { tool } if tool == "task_slow"),
+        "{err:?}"
+    );
+    legacy.stop().await;
+    let modern = client(EraMode::Modern, None).await;
+    let err = modern
+        .call_tool("task_slow", json!({"ms": 10}))
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::MissingCapability { .. }), "{err:?}");
+    modern.stop().await;
+}
+
+#[tokio::test]
+async fn optional_tools_run_as_tasks_only_when_asked() {
+    let plain = client(EraMode::Legacy, Some(TaskOptions::new())).await;
+    let (r, seen) = call(&plain, "task_maybe", json!({"ms": 20})).await;
+    assert_eq!(r.unwrap().text(), "done after 20 ms (no task)");
+    assert!(seen.is_empty());
+    plain.stop().await;
+    let tasked = client(
+        EraMode::Legacy,
+        Some(TaskOptions::new().optional_tools(true)),
+    )
+    .await;
+    let (r, seen) = call(&tasked, "task_maybe", json!({"ms": 20, "interval_ms": 20})).await;
+    assert_eq!(r.unwrap().text(), "done after 20 ms");
+    assert!(!seen.is_empty());
+    tasked.stop().await;
+}
+
+/// The status the server gives for `task_id` now (2025-11-25 `tasks/get`, or the 2026-07-28
+/// one: both read the same store).
+async fn server_status(client: &Client, task_id: &str) -> String {
+    let got = client
+        .request("tasks/get", Some(json!({"taskId": task_id})))
+        .await
+        .expect("tasks/get answered");
+    got["status"].as_str().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_caller_that_gives_up_cancels_the_task_on_the_server_once() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let seen = Arc::new(Mutex::new(Vec::<TaskStatus>::new()));
+        let sink = Arc::clone(&seen);
+        let options =
+            RequestOptions::new().on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+        let call = client.call_tool_with("task_endless", json!({"interval_ms": 20}), options);
+        // Dropped once the task exists: the caller gives up.
+        let gave_up = tokio::time::timeout(Duration::from_millis(300), call).await;
+        assert!(
+            gave_up.is_err(),
+            "{era:?}: an endless task answered: {gave_up:?}"
+        );
+        let id = seen.lock().unwrap()[0].task_id.clone();
+        let mut status = String::new();
+        for _ in 0..100 {
+            status = server_status(&client, &id).await;
+            if status == "cancelled" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(status, "cancelled", "{era:?}");
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_task_bound_answers_with_a_timeout_and_cancels_the_task() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let seen = Arc::new(Mutex::new(Vec::<TaskStatus>::new()));
+        let sink = Arc::clone(&seen);
+        let options = RequestOptions::new()
+            .task_timeout(Duration::from_millis(200))
+            .on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+        let r = tokio::time::timeout(
+            WAIT,
+            client.call_tool_with("task_endless", json!({"interval_ms": 20}), options),
+        )
+        .await
+        .expect("answered in time");
+        assert!(matches!(&r, Err(Error::Timeout { .. })), "{era:?}: {r:?}");
+        let id = seen.lock().unwrap()[0].task_id.clone();
+        assert_eq!(server_status(&client, &id).await, "cancelled", "{era:?}");
+        client.stop().await;
+    }
+}
+
+#[tokio::test]
+async fn stop_answers_a_task_and_leaves_it_on_the_server() {
+    let client = client(EraMode::Legacy, Some(TaskOptions::new())).await;
+    let seen = Arc::new(Mutex::new(Vec::<TaskStatus>::new()));
+    let sink = Arc::clone(&seen);
+    let options =
+        RequestOptions::new().on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+    let other = client.clone();
+    let call = tokio::spawn(async move {
+        other
+            .call_tool_with("task_endless", json!({"interval_ms": 20}), options)
+            .await
+    });
+    assert!(
+        mcp_tests::eventually(WAIT, || !seen.lock().unwrap().is_empty()).await,
+        "the task was created"
+    );
+    client.stop().await;
+    let r = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+    assert!(matches!(r, Err(Error::Shutdown)), "{r:?}");
+    // A new client on the same (in-process) store sees the task still working.
+    let id = seen.lock().unwrap()[0].task_id.clone();
+    let again = client_for_store(EraMode::Legacy).await;
+    assert_eq!(server_status(&again, &id).await, "working");
+    again.stop().await;
+}
+
+async fn client_for_store(era: EraMode) -> Client {
+    client(era, Some(TaskOptions::new())).await
+}
+
+/// The process id of the server the client talks to now.
+async fn server_pid(client: &Client) -> u32 {
+    let info = mcp_tests::session_info(client).await;
+    u32::try_from(info["pid"].as_u64().expect("a pid")).unwrap()
+}
+
+fn quick(builder: ClientBuilder) -> ClientBuilder {
+    builder
+        .handler(accepting())
+        .tasks(TaskOptions::new().poll_bounds(Duration::from_millis(20), Duration::from_secs(1)))
+        .backoff(Duration::from_millis(20), Duration::from_millis(50), 0)
+}
+
+#[tokio::test]
+async fn a_task_survives_a_server_crash_and_is_answered_by_the_new_server() {
+    for era in ERAS {
+        let store = std::env::temp_dir().join(format!(
+            "mcp-tasks-{}-{}.json",
+            std::process::id(),
+            era_name(era)
+        ));
+        let _ = std::fs::remove_file(&store);
+        let store = store.to_str().unwrap().to_owned();
+        let store = store.as_str();
+        let args = ["--tasks", "--task-store", store, "--era", era_name(era)];
+        let client = quick(over_stdio(ECHO, &args, era)).connect().await.unwrap();
+        let first = server_pid(&client).await;
+        let seen = Arc::new(Mutex::new(Vec::<TaskStatus>::new()));
+        let sink = Arc::clone(&seen);
+        let options =
+            RequestOptions::new().on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+        let other = client.clone();
+        let call = tokio::spawn(async move {
+            other
+                .call_tool_with("task_slow", json!({"ms": 1500, "interval_ms": 50}), options)
+                .await
+        });
+        assert!(
+            mcp_tests::eventually(WAIT, || !seen.lock().unwrap().is_empty()).await,
+            "{era:?}: the task was created"
+        );
+        // The server dies under the task; the client starts another on the same store.
+        let _ = std::process::Command::new("kill")
+            .args(["-9", &first.to_string()])
+            .status();
+        let r = tokio::time::timeout(WAIT, call).await.unwrap().unwrap();
+        let r = r.unwrap_or_else(|e| panic!("{era:?}: the task was lost with the server: {e}"));
+        assert_eq!(r.text(), "done after 1500 ms", "{era:?}");
+        let second = server_pid(&client).await;
+        assert_ne!(first, second, "{era:?}: answered by a new server");
+        client.stop().await;
+        let _ = std::fs::remove_file(store);
+    }
+}
+
+fn era_name(era: EraMode) -> &'static str {
+    match era {
+        EraMode::Modern => "modern",
+        _ => "legacy",
+    }
+}
+
+#[tokio::test]
+async fn tasks_over_http_in_both_eras() {
+    for era in ERAS {
+        let (_child, url) = mcp_tests::spawn_http(
+            ECHO,
+            &["--tasks", "--era", era_name(era), "--http", "127.0.0.1:0"],
+        )
+        .await;
+        let client = quick(over_http(&url, era)).connect().await.unwrap();
+        let (r, seen) = call(&client, "task_slow", json!({"ms": 200, "interval_ms": 20})).await;
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("{era:?}: {e}")).text(),
+            "done after 200 ms"
+        );
+        assert!(!seen.is_empty());
+        let (r, _) = call(&client, "task_input", json!({"ms": 200, "interval_ms": 20})).await;
+        assert_eq!(
+            r.unwrap_or_else(|e| panic!("{era:?}: {e}")).text(),
+            r#"answered: answer1=accept {"value":"yes"}"#
+        );
+        client.stop().await;
+    }
+}
