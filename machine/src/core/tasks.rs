@@ -239,7 +239,9 @@ impl TasksHandlers for Ctx<'_> {
         self.tell_status(call, &task);
         self.core.tasks.insert(call, task);
         self.arm_task_poll(call, interval);
-        if let Some(bound) = entry.task_timeout {
+        if let Some(bound) = entry.task_timeout
+            && !mutant!(self.core, NoTaskDeadline)
+        {
             let at = later(entry.started, bound);
             self.core
                 .timers
@@ -340,11 +342,24 @@ impl TasksHandlers for Ctx<'_> {
 
     fn finish_task(&mut self, p: Response, w: CallId) {
         let request = self.forget_task_request(w, true);
-        let Some(task) = self.core.tasks.remove(w) else {
+        let Some(mut task) = self.core.tasks.remove(w) else {
             return;
         };
         self.cancel_task_timers(w);
         self.core.authorizations = 0;
+        // The caller is told the final status once, before the answer.
+        let last = match (&p.body, task.era) {
+            (Ok(body), Era::Modern) => task_state(body.value()).unwrap_or(TaskState::Completed),
+            (Ok(body), Era::Legacy) => match body.value().get("isError") {
+                Some(Value::Bool(true)) => TaskState::Failed,
+                _ => TaskState::Completed,
+            },
+            (Err(_), _) => TaskState::Failed,
+        };
+        if last != task.state {
+            task.state = last;
+            self.tell_status(w, &task);
+        }
         let outcome = match (task.era, p.body) {
             (Era::Modern, Ok(body)) => {
                 let mut value = body.value().clone();

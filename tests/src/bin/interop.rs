@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use mcp_runtime::{
     Client, ClientBuilder, CompleteRef, CreateMessageResult, ElicitParams, ElicitResult, Handlers,
-    LoggingLevel, RequestOptions, Root, Roots, ServerNotification,
+    LoggingLevel, RequestOptions, Root, Roots, ServerNotification, TaskState,
 };
 use serde_json::{Map, Value, json};
 
@@ -50,6 +50,8 @@ fn arguments_for(schema: &Value) -> Value {
                 d.clone()
             } else if let Some(e) = p["enum"].as_array().and_then(|e| e.first()) {
                 e.clone()
+            } else if let Some(c) = p["oneOf"].as_array().and_then(|o| o.first()?.get("const")) {
+                c.clone()
             } else {
                 match p["type"].as_str() {
                     Some("number" | "integer") => json!(1),
@@ -158,6 +160,11 @@ async fn everything(
                 (res.text().contains("interop sample"), res.text())
             }
             (Ok(res), "get-roots-list") => (res.text().contains("file:///tmp"), res.text()),
+            // It runs only as a task: polled to its end inside call_tool.
+            (Ok(res), "simulate-research-query") => (
+                !res.failed() && res.text().contains("Research Report"),
+                res.text().lines().next().unwrap_or_default().to_owned(),
+            ),
             (Ok(res), _) => (true, res.text()),
             (Err(mcp_runtime::Error::Server { .. }), _) => (true, format!("{outcome:?}")),
             (Err(e), _) => (false, e.to_string()),
@@ -174,6 +181,32 @@ async fn everything(
         elicited.load(Ordering::SeqCst) >= 2,
         "fewer than 2 elicitations",
     );
+
+    // A task that needs input: the server's elicitation comes while `tasks/result` waits.
+    if tools.iter().any(|t| t.name == "simulate-research-query") {
+        let before = elicited.load(Ordering::SeqCst);
+        let statuses = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&statuses);
+        let options = RequestOptions::new()
+            .timeout(Duration::from_secs(30))
+            .on_task_status(move |s| sink.lock().unwrap_or_else(|e| e.into_inner()).push(s.state));
+        let args = json!({"topic": "python", "ambiguous": true});
+        let outcome = client
+            .call_tool_with("simulate-research-query", args, options)
+            .await;
+        let seen = statuses.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let asked = elicited.load(Ordering::SeqCst) - before;
+        r.check(
+            "a task with input (simulate-research-query ambiguous=true): its elicitation reaches the handler, the task completes",
+            outcome
+                .as_ref()
+                .is_ok_and(|x| !x.failed() && x.text().contains("Research Report"))
+                && asked == 1
+                && seen.contains(&TaskState::InputRequired)
+                && seen.contains(&TaskState::Completed),
+            format!("{asked} elicitations, statuses {seen:?}, {outcome:?}"),
+        );
+    }
 
     let level = client.set_logging_level(LoggingLevel::Debug).await;
     r.check("logging/setLevel", level.is_ok(), format!("{level:?}"));
@@ -415,6 +448,7 @@ async fn main() {
         .client_info("mcp-interop", "0.1.0")
         .handler(handlers(Arc::clone(&elicited), Arc::clone(&sampled)))
         .init_timeout(Duration::from_secs(60))
+        .tasks(mcp_runtime::TaskOptions::new())
         .connect()
         .await;
     let client = match client {
