@@ -148,6 +148,10 @@ pub enum Command {
     /// List or call tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// The server's tasks: list (2025-11-25 only), get or cancel one by id (a tool call that
+    /// runs as a task is polled by `tools call` itself).
+    #[command(subcommand)]
+    Tasks(TasksCommand),
     /// List resources and templates, read a resource.
     #[command(subcommand)]
     Resources(ResourcesCommand),
@@ -217,6 +221,9 @@ impl Command {
             Command::Info => "info".into(),
             Command::Tools(ToolsCommand::List) => "tools list".into(),
             Command::Tools(ToolsCommand::Call(c)) => format!("tools call {}", c.name),
+            Command::Tasks(TasksCommand::List) => "tasks list".into(),
+            Command::Tasks(TasksCommand::Get { id }) => format!("tasks get {id}"),
+            Command::Tasks(TasksCommand::Cancel { id }) => format!("tasks cancel {id}"),
             Command::Resources(ResourcesCommand::List) => "resources list".into(),
             Command::Resources(ResourcesCommand::Templates) => "resources templates".into(),
             Command::Resources(ResourcesCommand::Read { uri }) => format!("resources read {uri}"),
@@ -251,6 +258,23 @@ pub enum ToolsCommand {
     List,
     /// Call a tool: arguments as --args JSON and/or KEY=VALUE pairs typed by its inputSchema.
     Call(CallArgs),
+}
+
+/// `tasks …`.
+#[derive(Debug, Subcommand)]
+pub enum TasksCommand {
+    /// List the server's tasks (2025-11-25: `tasks/list`; the 2026-07-28 extension has none).
+    List,
+    /// A task's status (`tasks/get`).
+    Get {
+        /// The task id.
+        id: String,
+    },
+    /// Ask the server to cancel a task (`tasks/cancel`).
+    Cancel {
+        /// The task id.
+        id: String,
+    },
 }
 
 /// `tools call`.

@@ -7,8 +7,8 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 use crate::args::{
-    CallArgs, Command, CompleteArgs, Global, PromptsCommand, ResourcesCommand, ToolsCommand,
-    WatchArgs,
+    CallArgs, Command, CompleteArgs, Global, PromptsCommand, ResourcesCommand, TasksCommand,
+    ToolsCommand, WatchArgs,
 };
 use crate::connect::{builder, finish};
 use crate::error::{CliError, Exit};
@@ -199,6 +199,7 @@ pub async fn dispatch(
             Ok(())
         }
         Command::Watch(w) => watch(client, g.json, w, interrupt).await,
+        Command::Tasks(t) => tasks(client, g, t).await.map_err(fail),
         Command::State
         | Command::Login
         | Command::Logout
@@ -390,6 +391,57 @@ async fn tools_call(
                 }
             ),
         ));
+    }
+    Ok(())
+}
+
+/// `tasks list|get|cancel`: the server's answer, one task a line (or as JSON).
+async fn tasks(client: &Client, g: &Global, command: TasksCommand) -> mcp_runtime::Result<()> {
+    let (method, params) = match &command {
+        TasksCommand::List => ("tasks/list", None),
+        TasksCommand::Get { id } => ("tasks/get", Some(json!({ "taskId": id }))),
+        TasksCommand::Cancel { id } => ("tasks/cancel", Some(json!({ "taskId": id }))),
+    };
+    let result = client.request(method, params).await?;
+    if g.json {
+        print_json(&result);
+        return Ok(());
+    }
+    let line = |t: &Value| {
+        let field = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+        let message = field("statusMessage");
+        format!(
+            "{} {}{}",
+            field("taskId"),
+            field("status"),
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {message}")
+            }
+        )
+    };
+    match command {
+        TasksCommand::List => {
+            let tasks = result.get("tasks").and_then(Value::as_array);
+            match tasks {
+                Some(tasks) if !tasks.is_empty() => {
+                    for t in tasks {
+                        outln!("{}", line(t));
+                    }
+                }
+                _ => outln!("(no tasks)"),
+            }
+        }
+        TasksCommand::Get { .. } => outln!("{}", line(&result)),
+        // 2026-07-28 acknowledges with an empty result; 2025-11-25 gives the task.
+        TasksCommand::Cancel { id } => {
+            if result.get("status").is_some() {
+                outln!("{}", line(&result));
+            } else {
+                outln!("{id}: cancel asked");
+            }
+        }
     }
     Ok(())
 }

@@ -284,6 +284,93 @@ async fn everything(
     r.check("ping", ping.is_ok(), format!("{ping:?}"));
 }
 
+/// A 2026-07-28 server of another implementation with the tasks extension
+/// (`scripts/fastmcp_tasks_server.py`, FastMCP with `fastmcp-tasks`): a task completed, one
+/// that asks for input (through `inputRequests` and `tasks/update`), one cancelled, and a tool
+/// the server may run as a task.
+async fn fastmcp_tasks(client: &Client, r: &mut Report, elicited: &AtomicUsize) {
+    let wait = Duration::from_secs(60);
+    let statuses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&statuses);
+    let options = RequestOptions::new()
+        .timeout(wait)
+        .on_task_status(move |s| {
+            sink.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(s.clone())
+        });
+    let slow = client
+        .call_tool_with("slow", json!({"ms": 300}), options)
+        .await;
+    let seen = statuses.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    r.check(
+        "tools/call slow runs as a task, polled to its result",
+        slow.as_ref().is_ok_and(|x| x.text() == "slept 300 ms")
+            && seen.first().is_some_and(|s| s.state == TaskState::Working)
+            && seen.last().is_some_and(|s| s.state == TaskState::Completed),
+        format!("{slow:?}, statuses {seen:?}"),
+    );
+    let quick = client.call_tool("quick", json!({"x": 4})).await;
+    r.check(
+        "tools/call quick (the server decides) answers 8",
+        quick.as_ref().is_ok_and(|x| x.text() == "8"),
+        format!("{quick:?}"),
+    );
+    let before = elicited.load(Ordering::SeqCst);
+    let ask = client
+        .call_tool("ask", json!({"question": "your name?"}))
+        .await;
+    let asked = elicited.load(Ordering::SeqCst) - before;
+    r.check(
+        "a task that asks for input: the handler answers once, tasks/update carries it",
+        ask.as_ref().is_ok_and(|x| x.text().starts_with("accept")) && asked == 1,
+        format!("{asked} elicitations, {ask:?}"),
+    );
+    let statuses = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Arc::clone(&statuses);
+    let options = RequestOptions::new().on_task_status(move |s| {
+        sink.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(s.clone())
+    });
+    let call = client.call_tool_with("forever", json!({}), options);
+    let created = async {
+        loop {
+            if let Some(s) = statuses.lock().unwrap_or_else(|e| e.into_inner()).first() {
+                return s.task_id.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let id = tokio::select! {
+        answered = call => {
+            r.check("forever never answers", false, format!("{answered:?}"));
+            return;
+        }
+        id = tokio::time::timeout(wait, created) => id.unwrap_or_default(),
+    };
+    // The call was dropped: the client sent tasks/cancel; the server ends the task.
+    let mut status = String::new();
+    for _ in 0..100 {
+        let got = client
+            .request("tasks/get", Some(json!({"taskId": id})))
+            .await;
+        status = got
+            .ok()
+            .and_then(|v| v.get("status").and_then(Value::as_str).map(str::to_owned))
+            .unwrap_or_default();
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    r.check(
+        "a task whose caller gives up is cancelled on the server",
+        status == "cancelled",
+        format!("task {id:?}: {status:?}"),
+    );
+}
+
 async fn python(client: &Client, r: &mut Report) {
     let tools = client.list_all_tools().await.unwrap_or_default();
     r.check(
@@ -413,7 +500,9 @@ async fn main() {
     let (kind, cmd) = match args.iter().position(|a| a == "--") {
         Some(i) if i == 1 && args.len() > 2 => (args[0].clone(), args[2..].to_vec()),
         _ => {
-            eprintln!("usage: interop everything|python -- COMMAND [ARGS...] | URL | sse+URL");
+            eprintln!(
+                "usage: interop everything|python|fastmcp-tasks -- COMMAND [ARGS...] | URL | sse+URL"
+            );
             std::process::exit(2);
         }
     };
@@ -476,6 +565,7 @@ async fn main() {
     match kind.as_str() {
         "everything" => everything(&client, &mut report, &elicited, &sampled).await,
         "python" => python(&client, &mut report).await,
+        "fastmcp-tasks" => fastmcp_tasks(&client, &mut report, &elicited).await,
         other => {
             eprintln!("unknown kind {other}");
             std::process::exit(2);
