@@ -97,7 +97,7 @@ pub fn configure(
         .connect_timeout(g.connect_timeout)
         .validate_output(!g.no_validate_output)
         // A shell user wants a tool that runs only as a task to work: tasks are on.
-        .tasks(mcp_runtime::TaskOptions::new())
+        .tasks(mcp_runtime::TaskOptions::new().serve_requests(true))
 }
 
 /// The HTTP builder for `url` with the checked `-H` headers: `--http` is Streamable HTTP

@@ -37,6 +37,7 @@ fn config(era: EraMode) -> Config {
             roots_list_changed: true,
             elicitation: true,
             elicitation_url: false,
+            tasks: false,
         },
         request_timeout: 16 * MS,
         max_frame_bytes: 512,

@@ -19,6 +19,10 @@ pub struct ClientCapabilities {
     pub elicitation: bool,
     /// Answers `elicitation/create` in URL mode too.
     pub elicitation_url: bool,
+    /// Runs sampling and elicitation as tasks when a 2025-11-25 server asks (`params.task`),
+    /// and answers its `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` (declared
+    /// as the `tasks` capability in `initialize`; the 2026-07-28 era has no client tasks).
+    pub tasks: bool,
 }
 
 impl ClientCapabilities {
@@ -28,6 +32,7 @@ impl ClientCapabilities {
         match method {
             "sampling/createMessage" => self.sampling,
             "roots/list" => self.roots,
+            "tasks/get" | "tasks/result" | "tasks/list" | "tasks/cancel" => self.tasks,
             "elicitation/create" => {
                 match params.and_then(|p| p.get("mode")).and_then(|m| m.as_str()) {
                     None | Some("form") => self.elicitation,
@@ -45,6 +50,9 @@ impl ClientCapabilities {
         let mut caps = self.to_json();
         if let Some(roots) = caps.get_mut("roots") {
             *roots = serde_json::json!({});
+        }
+        if let Some(caps) = caps.as_object_mut() {
+            caps.remove("tasks");
         }
         caps
     }
@@ -70,6 +78,19 @@ impl ClientCapabilities {
                 e.insert("url".into(), serde_json::json!({}));
             }
             caps.insert("elicitation".into(), serde_json::Value::Object(e));
+        }
+        if self.tasks {
+            let mut requests = serde_json::Map::new();
+            if self.sampling {
+                requests.insert("sampling".into(), serde_json::json!({"createMessage": {}}));
+            }
+            if self.elicitation || self.elicitation_url {
+                requests.insert("elicitation".into(), serde_json::json!({"create": {}}));
+            }
+            caps.insert(
+                "tasks".into(),
+                serde_json::json!({"list": {}, "cancel": {}, "requests": requests}),
+            );
         }
         serde_json::Value::Object(caps)
     }

@@ -75,6 +75,8 @@ pub(crate) struct Wiring {
     pub(crate) notifier: Notifier,
     /// Who authorizes when the machine asks ([`Action::Authorize`]), when the client can.
     pub(crate) authorizer: Option<Authorizer>,
+    /// The client runs the server's sampling and elicitation as tasks when asked (2025-11-25).
+    pub(crate) client_tasks: bool,
 }
 
 /// The OAuth settings of an HTTP client and the endpoint they authorize for.
@@ -96,6 +98,8 @@ pub(crate) struct Driver {
     /// driver's `select!` would otherwise poll each empty channel on every turn.
     events_rx: QuietRx<(u64, TransportEvent)>,
     handler: Arc<dyn ClientHandler>,
+    /// The tasks the client runs for its server (2025-11-25), when declared.
+    client_tasks: Option<Arc<crate::client_tasks::ClientTasks>>,
     handler_tx: mpsc::UnboundedSender<(u64, Done)>,
     handler_rx: QuietRx<(u64, Done)>,
     /// Handler tasks in flight: how to abort each, and its context's cancellation flag.
@@ -133,6 +137,7 @@ impl Driver {
             handler,
             notifier,
             authorizer,
+            client_tasks,
         } = wiring;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
@@ -158,6 +163,7 @@ impl Driver {
             authorizer,
             auth_task: None,
             turn_now: Duration::ZERO,
+            client_tasks: client_tasks.then(Default::default),
         }
     }
 
@@ -758,16 +764,28 @@ impl Driver {
     ) {
         let handler = &*self.handler;
         let (cancelled_tx, cancelled) = watch::channel(false);
+        let server = self.machine.server().cloned();
+        // A request to run as a task, or about a task the client runs: answered by the store.
+        let tasked = self.client_tasks.as_ref().and_then(|store| {
+            store.handle(
+                &self.handler,
+                &method,
+                &params,
+                server.clone(),
+                Some(self.notifier.clone()),
+            )
+        });
         let cx = RequestContext::new(
             id,
             method.clone(),
             &params,
-            self.machine.server().cloned(),
+            server,
             cancelled,
             Some(self.notifier.clone()),
         );
-        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            route(handler, &method, params, cx)
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match tasked {
+            Some(fut) => fut,
+            None => route(handler, &method, params, cx),
         }));
         let fut: crate::handler::HandlerFuture<Value> = match built {
             Ok(fut) => fut,

@@ -123,6 +123,7 @@
 pub mod auth;
 mod cache;
 mod client;
+mod client_tasks;
 mod command;
 mod driver;
 mod error;
@@ -143,6 +144,7 @@ pub use crate::cache::{CacheConfig, CacheStats};
 pub use crate::client::Client;
 pub use crate::client::builder::{ClientBuilder, MIN_BACKOFF};
 pub use crate::client::options::{PROGRESS_CHANNEL_CAPACITY, RequestOptions};
+pub use crate::client_tasks::MAX_CLIENT_TASKS;
 pub use crate::error::{ConnectError, Error, PaginationStop, Result};
 pub use crate::feed::{Feed, FeedLimits};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides, RequestContext, Roots};

@@ -51,6 +51,7 @@ pub struct TaskOptions {
     pub(crate) poll_min: Duration,
     pub(crate) poll_max: Duration,
     pub(crate) max_failures: u8,
+    pub(crate) serve: bool,
 }
 
 impl Default for TaskOptions {
@@ -61,6 +62,7 @@ impl Default for TaskOptions {
             poll_min: Duration::from_millis(250),
             poll_max: Duration::from_secs(30),
             max_failures: 3,
+            serve: false,
         }
     }
 }
@@ -96,6 +98,16 @@ impl TaskOptions {
     /// the call fails with [`crate::Error::TaskUnreachable`] (3; at least 1).
     pub fn max_failures(mut self, n: u8) -> Self {
         self.max_failures = n.max(1);
+        self
+    }
+
+    /// Run the server's sampling and elicitation requests as tasks when a 2025-11-25 server
+    /// asks (`params.task`), and answer its `tasks/get`, `tasks/result`, `tasks/list` and
+    /// `tasks/cancel` (false: not declared; such a server then sends plain requests). The
+    /// handlers are the same; at most [`crate::MAX_CLIENT_TASKS`] tasks are kept, each for its
+    /// TTL (at most 10 minutes).
+    pub fn serve_requests(mut self, on: bool) -> Self {
+        self.serve = on;
         self
     }
 

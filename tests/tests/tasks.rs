@@ -386,3 +386,101 @@ async fn tasks_over_http_in_both_eras() {
         client.stop().await;
     }
 }
+
+/// The client side of the 2025-11-25 utility: a scripted server asks the client to run a
+/// sampling request as a task, fetches the result, polls and lists the task, and tries to
+/// cancel it once it is done.
+#[tokio::test]
+async fn the_client_runs_a_servers_sampling_request_as_a_task() {
+    use mcp_runtime::{CreateMessageParams, CreateMessageResult};
+    let (tx, mut answers) = tokio::sync::mpsc::unbounded_channel::<Value>();
+    let builder = mcp_tests::scripted(move |_generation, msg| {
+        let ask = |id: &str, method: &str, params: Value| json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let id = msg.get("id").cloned().unwrap_or(Value::Null);
+        match msg.get("method").and_then(Value::as_str) {
+            Some("initialize") => {
+                let caps = &msg["params"]["capabilities"];
+                let _ = tx.send(json!({"declared": caps["tasks"]}));
+                return Some(vec![mcp_tests::initialize_result(
+                    &id,
+                    "2025-11-25",
+                    json!({}),
+                    "asks-for-tasks",
+                )]);
+            }
+            Some("notifications/initialized") => {
+                return Some(vec![ask(
+                    "s1",
+                    "sampling/createMessage",
+                    json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+                           "maxTokens": 5, "task": {"ttl": 60000}}),
+                )]);
+            }
+            Some(_) => return Some(vec![]),
+            None => {}
+        }
+        if msg.is_null() {
+            return None;
+        }
+        let _ = tx.send(msg.clone());
+        let task_id = msg["result"]["task"]["taskId"].as_str().map(str::to_owned);
+        Some(match msg["id"].as_str() {
+            Some("s1") => vec![ask("s2", "tasks/result", json!({"taskId": task_id}))],
+            Some("s2") => {
+                let id = msg["result"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"]
+                    .clone();
+                vec![ask("s3", "tasks/get", json!({"taskId": id}))]
+            }
+            Some("s3") => vec![ask("s4", "tasks/list", json!({}))],
+            Some("s4") => {
+                let id = msg["result"]["tasks"][0]["taskId"].clone();
+                vec![ask("s5", "tasks/cancel", json!({"taskId": id}))]
+            }
+            _ => vec![],
+        })
+    });
+    let handlers = Handlers::new().sampling(|_p: CreateMessageParams, _cx| async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        Ok(CreateMessageResult::text("m", "sampled as a task"))
+    });
+    let client = builder
+        .handler(handlers)
+        .tasks(TaskOptions::new().serve_requests(true))
+        .connect()
+        .await
+        .unwrap();
+    async fn next(answers: &mut tokio::sync::mpsc::UnboundedReceiver<Value>) -> Value {
+        tokio::time::timeout(WAIT, answers.recv())
+            .await
+            .expect("in time")
+            .expect("an answer")
+    }
+    let declared = next(&mut answers).await;
+    assert_eq!(
+        declared["declared"],
+        json!({"list": {}, "cancel": {}, "requests": {"sampling": {"createMessage": {}}}})
+    );
+    let created = next(&mut answers).await;
+    assert_eq!(created["id"], "s1");
+    assert_eq!(created["result"]["task"]["status"], "working", "{created}");
+    let result = next(&mut answers).await;
+    assert_eq!(result["id"], "s2");
+    assert_eq!(
+        result["result"]["content"]["text"], "sampled as a task",
+        "{result}"
+    );
+    let got = next(&mut answers).await;
+    assert_eq!(got["result"]["status"], "completed", "{got}");
+    let listed = next(&mut answers).await;
+    assert_eq!(
+        listed["result"]["tasks"].as_array().map(Vec::len),
+        Some(1),
+        "{listed}"
+    );
+    let cancel = next(&mut answers).await;
+    assert_eq!(
+        cancel["error"]["code"], -32602,
+        "a done task cannot be cancelled: {cancel}"
+    );
+    client.stop().await;
+}

@@ -793,6 +793,9 @@ impl ClientBuilder {
         };
         let mut caps = self.handler.provides();
         caps.roots_list_changed = caps.roots && self.handler.roots_changes().is_some();
+        caps.tasks = self.tasks.as_ref().is_some_and(|t| t.serve)
+            && (caps.sampling || caps.elicitation || caps.elicitation_url);
+        let caps_tasks = caps.tasks;
         let config = Config {
             capabilities: caps,
             ..self.config
@@ -823,6 +826,7 @@ impl ClientBuilder {
             handler: self.handler,
             notifier,
             authorizer: self.authorizer,
+            client_tasks: caps_tasks,
         };
         let driver = Driver::new(
             machine,

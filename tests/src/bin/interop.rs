@@ -160,6 +160,12 @@ async fn everything(
                 (res.text().contains("interop sample"), res.text())
             }
             (Ok(res), "get-roots-list") => (res.text().contains("file:///tmp"), res.text()),
+            // The server asks the client to run the request as a task, polls it and fetches
+            // its result ("[SYNC]" would mean the client answered it plainly).
+            (Ok(res), "trigger-sampling-request-async" | "trigger-elicitation-request-async") => (
+                !res.failed() && res.text().contains("[COMPLETED]"),
+                res.text(),
+            ),
             // It runs only as a task: polled to its end inside call_tool.
             (Ok(res), "simulate-research-query") => (
                 !res.failed() && res.text().contains("Research Report"),
@@ -537,7 +543,7 @@ async fn main() {
         .client_info("mcp-interop", "0.1.0")
         .handler(handlers(Arc::clone(&elicited), Arc::clone(&sampled)))
         .init_timeout(Duration::from_secs(60))
-        .tasks(mcp_runtime::TaskOptions::new())
+        .tasks(mcp_runtime::TaskOptions::new().serve_requests(true))
         .connect()
         .await;
     let client = match client {
