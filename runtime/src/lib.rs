@@ -134,6 +134,7 @@ mod quiet;
 mod requests;
 mod shown;
 mod state;
+mod task_handle;
 mod tasks;
 mod tool_catalog;
 pub mod trace;
@@ -154,6 +155,7 @@ pub use crate::requests::{
     SamplingMessage, UrlElicitation,
 };
 pub use crate::state::{ConnState, Transition};
+pub use crate::task_handle::TaskHandle;
 pub use crate::tasks::{TaskOptions, TaskSupport};
 pub use crate::tool_catalog::{MAX_HEADER_TOOLS, ToolCatalog};
 pub use crate::types::{

@@ -484,3 +484,55 @@ async fn the_client_runs_a_servers_sampling_request_as_a_task() {
     );
     client.stop().await;
 }
+
+#[tokio::test]
+async fn a_handle_gives_the_task_id_the_status_the_outcome_and_a_cancel() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let slow = client
+            .call_tool_as_task(
+                "task_slow",
+                json!({"ms": 200, "interval_ms": 20}),
+                RequestOptions::new(),
+            )
+            .await
+            .unwrap();
+        let id = slow.task_id().expect("a task").to_owned();
+        assert_eq!(slow.status().map(|s| s.task_id), Some(id.clone()));
+        let mut watch = slow.watch_status();
+        let result = tokio::time::timeout(WAIT, slow.wait()).await.unwrap();
+        assert_eq!(result.unwrap().text(), "done after 200 ms", "{era:?}");
+        let last = watch.borrow_and_update().clone();
+        assert_eq!(last.map(|s| s.state), Some(TaskState::Completed), "{era:?}");
+
+        let endless = client
+            .call_tool_as_task(
+                "task_endless",
+                json!({"interval_ms": 20}),
+                RequestOptions::new(),
+            )
+            .await
+            .unwrap();
+        let id = endless.task_id().expect("a task").to_owned();
+        endless.cancel();
+        let r = tokio::time::timeout(WAIT, endless.wait()).await.unwrap();
+        assert!(matches!(r, Err(Error::Cancelled)), "{era:?}: {r:?}");
+        let mut status = String::new();
+        for _ in 0..100 {
+            status = server_status(&client, &id).await;
+            if status == "cancelled" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(status, "cancelled", "{era:?}");
+
+        let plain = client
+            .call_tool_as_task("echo", json!({"message": "hi"}), RequestOptions::new())
+            .await
+            .unwrap();
+        assert_eq!(plain.task_id(), None);
+        assert_eq!(plain.wait().await.unwrap().text(), "Echo: hi");
+        client.stop().await;
+    }
+}

@@ -6,6 +6,7 @@
 pub(crate) mod builder;
 mod methods;
 pub(crate) mod options;
+mod task_call;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
