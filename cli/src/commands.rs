@@ -341,19 +341,26 @@ async fn tools_call(
         })
         .progress_channel();
     let mut view = ProgressView::new(call.name.clone(), Lines::Stderr);
-    let fut = client.call_tool_with(&call.name, Value::Object(args), options);
-    tokio::pin!(fut);
+    let mut fut = Box::pin(client.call_tool_with(&call.name, Value::Object(args), options));
+    let mut task: Option<String> = None;
     let result = loop {
         tokio::select! {
             biased;
             caught = interrupt.fired() => {
                 view.clear();
-                // Returning drops the call: the library sends notifications/cancelled (for a
-                // task, tasks/cancel).
+                // Dropping the call cancels it: the library sends notifications/cancelled, or
+                // for a task tasks/cancel (once); then the task's state is asked for and shown.
+                drop(fut);
+                if let Some(id) = task {
+                    report_cancelled_task(client, &what, &id).await;
+                }
                 return Err(CliError::signalled(&what, caught));
             }
             Some(p) = progress.recv() => view.update(&p),
-            Some(s) = statuses.recv() => view.task(&s),
+            Some(s) = statuses.recv() => {
+                task = Some(s.task_id.clone());
+                view.task(&s);
+            }
             r = &mut fut => break r,
         }
     };
@@ -444,6 +451,21 @@ async fn tasks(client: &Client, g: &Global, command: TasksCommand) -> mcp_runtim
         }
     }
     Ok(())
+}
+
+/// After Ctrl-C on a task: what the server says of it now (within 2 s), on stderr.
+async fn report_cancelled_task(client: &Client, what: &str, id: &str) {
+    let asked = client.request("tasks/get", Some(json!({ "taskId": id })));
+    let status = match tokio::time::timeout(std::time::Duration::from_secs(2), asked).await {
+        Ok(Ok(task)) => task
+            .get("status")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_owned(),
+        Ok(Err(e)) => format!("unknown ({e})"),
+        Err(_) => "unknown (the server did not say within 2 s)".to_owned(),
+    };
+    errln!("mcpc: {what}: tasks/cancel sent; task {id} is {status}");
 }
 
 /// A failed `tools call`. A result the library refused for its tool's `outputSchema` is still

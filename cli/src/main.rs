@@ -91,12 +91,28 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Auth(args::AuthCommand::Status) => auth::status(&g),
         command => {
             let what = command.label();
+            // `tools call` and `watch` end on a signal by themselves (a task call reports the
+            // task's state after its cancel): they get up to 3 s to do so.
+            let own_signals = matches!(
+                command,
+                Command::Tools(args::ToolsCommand::Call(_)) | Command::Watch(_)
+            );
             let result = async {
                 let client = connect::connect(&g, &interrupt, &what).await?;
+                let dispatch = commands::dispatch(&client, &g, command, &interrupt);
+                tokio::pin!(dispatch);
                 let result = tokio::select! {
                     biased;
-                    r = commands::dispatch(&client, &g, command, &interrupt) => r,
-                    caught = interrupt.fired() => Err(CliError::signalled(what, caught)),
+                    r = &mut dispatch => r,
+                    caught = interrupt.fired() => {
+                        let signalled = Err(CliError::signalled(&what, caught));
+                        if own_signals {
+                            let grace = std::time::Duration::from_secs(3);
+                            tokio::time::timeout(grace, &mut dispatch).await.unwrap_or(signalled)
+                        } else {
+                            signalled
+                        }
+                    }
                 };
                 connect::finish(&client).await;
                 result

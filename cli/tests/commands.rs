@@ -581,3 +581,47 @@ fn ctrl_c_during_a_call_exits_130() {
     assert_eq!(code, 130, "{out}");
     assert!(out.contains("mcpc: tools call slow: cancelled"), "{out}");
 }
+
+#[test]
+fn tools_call_polls_a_task_and_ctrl_c_cancels_it_and_says_its_state() {
+    let server = format!("{} -- --tasks", server(false));
+    let run = mcpc(&[
+        "--stdio",
+        &server,
+        "tools",
+        "call",
+        "task_slow",
+        "ms=200",
+        "interval_ms=50",
+    ]);
+    expect_code(&run, 0);
+    assert_eq!(run.stdout.trim(), "done after 200 ms", "{run:#?}");
+    assert!(
+        run.stderr.contains("working"),
+        "the status is shown: {run:#?}"
+    );
+    let listed = mcpc(&["--stdio", &server, "tools", "list"]);
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("task_slow") && l.contains(" task ")),
+        "tools list marks the task tools: {listed:#?}"
+    );
+    let (code, out) = interrupt_when(
+        &[
+            "--stdio",
+            &server,
+            "tools",
+            "call",
+            "task_endless",
+            "interval_ms=50",
+        ],
+        "working",
+    );
+    assert_eq!(code, 130, "{out}");
+    assert!(
+        out.contains("tasks/cancel sent; task ") && out.contains(" is cancelled"),
+        "{out}"
+    );
+}
