@@ -536,3 +536,72 @@ async fn a_handle_gives_the_task_id_the_status_the_outcome_and_a_cancel() {
         client.stop().await;
     }
 }
+
+/// How many `method` requests the in-repo server served in this process.
+async fn served(client: &Client, method: &str) -> u64 {
+    mcp_tests::session_info(client).await["served"][method]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// What a hostile task server may do: ask for polls every 0 ms (the floor holds), for polls
+/// once in years (the cap holds), change its interval at every poll, flood the client with
+/// input requests (the budget holds, the task is cancelled), or keep a task working for ever
+/// (the caller's bound holds).
+#[tokio::test]
+async fn a_hostile_task_server_is_bounded() {
+    for era in ERAS {
+        let client = client(era, Some(TaskOptions::new())).await;
+        let before = served(&client, "tasks/get").await;
+        let started = tokio::time::Instant::now();
+        let (r, _) = call(&client, "task_slow", json!({"ms": 400, "interval_ms": 0})).await;
+        assert!(r.is_ok(), "{era:?}: {r:?}");
+        let polls = served(&client, "tasks/get").await - before;
+        let most = (started.elapsed().as_millis() / 20 + 2) as u64;
+        assert!(
+            (1..=most).contains(&polls),
+            "{era:?}: {polls} polls in {:?} with a floor of 20 ms",
+            started.elapsed()
+        );
+
+        let started = tokio::time::Instant::now();
+        let (r, _) = call(
+            &client,
+            "task_slow",
+            json!({"ms": 50, "interval_ms": u64::MAX}),
+        )
+        .await;
+        assert!(r.is_ok(), "{era:?}: {r:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{era:?}: the cap (1 s) held"
+        );
+
+        let (r, seen) = call(
+            &client,
+            "task_slow",
+            json!({"ms": 300, "interval_ms": 20, "changing": true}),
+        )
+        .await;
+        assert!(r.is_ok(), "{era:?}: {r:?}");
+        assert!(!seen.is_empty());
+
+        let (r, _) = call(
+            &client,
+            "task_input",
+            json!({"ms": 100, "interval_ms": 20, "inputs": 500}),
+        )
+        .await;
+        match (&r, era) {
+            // 2026-07-28: the inputs come as inputRequests, past the task's input budget.
+            (Err(Error::InputRequired { reason }), EraMode::Modern) => {
+                assert!(reason.contains("at most 64"), "{reason}");
+            }
+            // 2025-11-25: the server asks one elicitation at a time while tasks/result waits;
+            // each is a server request, bounded by the handler's cap and answered.
+            (Ok(res), EraMode::Legacy) => assert!(res.text().starts_with("answered: ")),
+            _ => panic!("{era:?}: {r:?}"),
+        }
+        client.stop().await;
+    }
+}
