@@ -92,4 +92,6 @@ pub enum Mutant {
     NoInputDedupe,
     /// The tasks are dropped (never answered) when the connection is lost.
     DropTasksOnLoss,
+    /// A caller's bound on its whole task is never armed.
+    NoTaskDeadline,
 }

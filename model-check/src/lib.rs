@@ -69,6 +69,13 @@
 //! - Authorization ([`properties::auth`]): a request refused for want of authorization waits
 //!   for one authorization at a time, within the budget, and goes out again exactly when it
 //!   ends with a token; refused again, or the authorization failed, it is answered.
+//! - Tasks ([`properties::tasks`]): a `tasks/get` goes out only for a live task, never
+//!   before its interval since the last answer (but the first poll after a reconnect), and a
+//!   live task in ready is always being polled; a task is cancelled on the server at most
+//!   once, only with `tasks/cancel`, only once its caller stopped waiting; an input key is
+//!   handed to the handler at most once while answered; a task survives a reconnect (never
+//!   answered `ConnectionLost`, polled again at ready); its timers die with its caller, and
+//!   its caller's bound on the whole task is met (the deadlines above).
 //! - The table ([`properties::rows`], [`coverage`]): impossible rows never fire; every other
 //!   row and every cell with a possible row fires in some configuration.
 //! - Vacuity ([`properties::guards`]): ready is reached and a call succeeds in every
@@ -143,6 +150,8 @@ const BASE: Bounds = Bounds {
     listen_notes: 0,
     listen_ends: 0,
     read_window: 1,
+    tasks: 0,
+    tasks_on: false,
 };
 
 /// The configurations of `cargo run --release -p model-check`.
@@ -426,6 +435,57 @@ pub fn configurations() -> Vec<Configuration> {
                 ..BASE
             },
             pinned_unique: 3287011,
+        },
+        // 2025-11-25 tasks: a caller's tool call run as a task (caller 2 bounding the whole
+        // task), polled at the server's interval to its outcome through `tasks/result`, its
+        // exchanges failing (errors, silence, refused and busy sends) within the budget and
+        // past it, cancelled by its caller or its bound, kept across a crash and a session
+        // expiry and polled again on the new connection; a stop.
+        Configuration {
+            name: "tasks-legacy",
+            bounds: Bounds {
+                calls: 2,
+                busy: 1,
+                gens: 3,
+                depth: 11,
+                expiries: 1,
+                junk: junk(&[SendFailed]),
+                tasks: 1,
+                tasks_on: true,
+                ..BASE
+            },
+            pinned_unique: 1351885,
+        },
+        // 2026-07-28 tasks: a task asking for two inputs (given or failed by the handler,
+        // sent with `tasks/update`, asked again after their acknowledgement), for input the
+        // client did not declare, completed, failed, lost, erroring; a caller's cancel and
+        // its bound; a crash and the poll on the new connection.
+        Configuration {
+            name: "tasks-modern",
+            bounds: Bounds {
+                calls: 2,
+                depth: 12,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                junk: junk(&[InputError]),
+                tasks: 1,
+                tasks_on: true,
+                ..BASE
+            },
+            pinned_unique: 567717,
+        },
+        // Tasks off: a server that answers a tool call with a task all the same (2026-07-28)
+        // is answered to its caller at once as a result of a type the client cannot use.
+        Configuration {
+            name: "tasks-off",
+            bounds: Bounds {
+                depth: 8,
+                era: EraMode::Modern,
+                servers: ServerKind::Modern as u8,
+                tasks: 1,
+                ..BASE
+            },
+            pinned_unique: 4459,
         },
     ]
 }

@@ -66,6 +66,11 @@ pub struct Bounds {
     /// The read window a new transport is given (`Config::read_window`): 1 is active-once;
     /// more lets that many frames arrive before the machine gives a credit back.
     pub read_window: u32,
+    /// Tasks the server may create, answering a caller's `tools/call` with one (0: none):
+    /// 2025-11-25 ones when [`Bounds::tasks_on`], 2026-07-28 ones on a modern generation.
+    pub tasks: u8,
+    /// The client polls tasks (`Config::tasks`): off, a task is no answer it can use.
+    pub tasks_on: bool,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.
@@ -131,6 +136,12 @@ pub fn model_config(bounds: &Bounds) -> Config {
         // Two authorizations in a row: a third refusal is past the budget within the bound.
         max_authorizations: 2,
         read_window: bounds.read_window,
+        tasks: bounds.tasks_on,
+        // A server asking for 0 is polled every second; one naming none, every 2 s.
+        task_poll_min: Duration::from_secs(1),
+        task_poll_default: Duration::from_secs(2),
+        // Two failed exchanges in a row: the second answers the caller within the bound.
+        max_task_failures: 2,
         ..Config::default()
     }
 }

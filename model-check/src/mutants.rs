@@ -387,6 +387,31 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: a session that stayed up does not restart the backoff sequence",
             Mutant::StableNeverResets,
         ),
+        (
+            "handlers: a task result taken as a task with tasks off (tasks)",
+            Mutant::TasksAlways,
+        ),
+        (
+            "handlers: a task polled again at once, whatever its interval (tasks)",
+            Mutant::PollAtOnce,
+        ),
+        (
+            "handlers: tasks/cancel sent twice (tasks)",
+            Mutant::CancelTwice,
+        ),
+        ("handlers: a task never polled (tasks)", Mutant::NoPoll),
+        (
+            "handlers: a task's input keys handed to the handler at every poll (tasks)",
+            Mutant::NoInputDedupe,
+        ),
+        (
+            "handlers: tasks dropped when the connection is lost (tasks)",
+            Mutant::DropTasksOnLoss,
+        ),
+        (
+            "handlers: a caller's bound on its whole task never armed (tasks)",
+            Mutant::NoTaskDeadline,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

@@ -34,6 +34,9 @@ pub fn walk_bounds() -> Bounds {
         listen_ends: 6,
         // Frames arrive in bursts of up to four before a credit comes back.
         read_window: 4,
+        // Tasks in both eras, polled to their end.
+        tasks: 20,
+        tasks_on: true,
     }
 }
 

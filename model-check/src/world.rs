@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use mcp_machine::{Machine, RequestId, SendOutcome, TimerKey};
 
-pub use crate::env::frames::{ListenEndKind, ServerFrame};
+pub use crate::env::frames::{ListenEndKind, ServerFrame, TaskReply};
 
 /// What the ghost knows of one listen the client sent (2026-07-28 `subscriptions/listen`),
 /// from the wire and the environment's moves alone.
@@ -268,6 +268,8 @@ pub struct Env {
     pub listen_notes: u8,
     /// Listen ends sent so far.
     pub listen_ends: u8,
+    /// Tasks the server created so far.
+    pub tasks_created: u8,
 }
 
 /// Why a transport attempt ended, as the environment caused it.
@@ -311,6 +313,58 @@ pub enum Owner {
     Probe(u64),
     /// `subscriptions/listen` on a generation.
     Listen(u64),
+    /// A request of caller `u8`'s task (`tasks/get`, `tasks/result`, `tasks/update`).
+    Task(u8, TaskReq),
+    /// A `tasks/cancel` for caller `u8`'s task.
+    TaskCancel(u8),
+}
+
+/// Which of a task's requests an id is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TaskReq {
+    /// `tasks/get`: a poll.
+    Get,
+    /// `tasks/result` (2025-11-25): the outcome.
+    Result,
+    /// `tasks/update` (2026-07-28): the inputs.
+    Update,
+}
+
+/// What the ghost knows of a caller's task (the server created it answering the caller's
+/// live `tools/call`), from the wire and the environment's moves alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct TaskGhost {
+    /// The task's number: the id of the `tools/call` the server answered with it (its task
+    /// id on the wire is `t<number>`).
+    pub task: RequestId,
+    /// Created in the 2026-07-28 era.
+    pub modern: bool,
+    /// The poll interval in force (the server's last one, floored and capped as configured).
+    pub interval: Duration,
+    /// When a `tasks/get` may go out at the earliest: the interval past the last answer to
+    /// the task (or its creation), or past the last `tasks/get` sent.
+    pub not_before: Duration,
+    /// 2025-11-25: the server said `input_required`, `completed` or `failed`: the next
+    /// request for the task is `tasks/result`, not `tasks/get` (on this connection).
+    pub settled: bool,
+    /// The client may cancel the task on the server: its caller cancelled, its task deadline
+    /// passed, or its input failed or was refused.
+    pub may_cancel: bool,
+    /// `tasks/cancel` sent for it.
+    pub cancels: u8,
+    /// Input keys (bit 0: `q`, bit 1: `r`) the server acknowledged (by a `tasks/update` ack).
+    pub answered_keys: u8,
+    /// Input keys the update in flight carries.
+    pub updating: u8,
+    /// Input keys handed to the handler in the round under way.
+    pub handed: u8,
+    /// The connection was lost while the task lived: it must be polled again at the next
+    /// ready.
+    pub repoll: bool,
+    /// The server ended it for the client (an outcome, a cancel, lost): nothing more to poll.
+    pub over: bool,
+    /// Its request on the wire not answered yet (as the ghost saw it go out).
+    pub inflight: Option<RequestId>,
 }
 
 /// What the ghost knows of one call.
@@ -456,6 +510,8 @@ pub struct Ghost {
     pub handshake_auth: Option<u64>,
     /// That generation's handshake request was sent again after its authorization.
     pub handshake_authorized: SortedSet<u64>,
+    /// The tasks the server created for callers, by caller.
+    pub tasks: SortedMap<u8, TaskGhost>,
     /// Broken properties (the bits each module of [`crate::properties`] declares).
     pub violations: u64,
     /// Vacuity guards met (bits of [`crate::properties::guards`]).

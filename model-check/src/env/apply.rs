@@ -21,7 +21,7 @@ use crate::model::Harness;
 use crate::properties::guards as seen;
 use crate::properties::{
     auth, backoff, deadlines, era, listen, mrtr, reissue, replies, reports, sends, session, stop,
-    transport, wire,
+    tasks, transport, wire,
 };
 use crate::world::{Junk, Move, ServerFrame, World};
 
@@ -40,17 +40,20 @@ impl Harness {
         let stale = mv.generation().is_some_and(|g| g != w.m.generation());
         let mut notes = FrameNotes::default();
         let mut record = StepLog::default();
+        ghost::tasks::before_move(w, &mut n, mv);
         let input = match mv {
             Move::Call(c) => {
                 n.env.calls = c;
-                n.ghost.calls.insert(c, call_ghost(&n.m, &call_options(c)));
+                n.ghost
+                    .calls
+                    .insert(c, call_ghost(&n.m, &call_options(c, n.m.config().tasks)));
                 Some(Input::Call(CallRequest {
                     call: CallId(u64::from(c)),
                     method: "tools/call".into(),
                     // The caller rides along, so a request sent again under a new id is
                     // known as this caller's from the wire alone.
                     params: Some(json!({"name": "t", "caller": c})),
-                    options: call_options(c),
+                    options: call_options(c, n.m.config().tasks),
                     session: None,
                 }))
             }
@@ -128,6 +131,7 @@ impl Harness {
             Move::Expire(g, mask) => Some(expire(w, &mut n, g, mask)),
             Move::Frame(g, f) => {
                 notes = ghost::frame::before(w, &mut n, g, f, stale);
+                ghost::tasks::frame(w, &mut n, g, f, stale);
                 Some(frame(&mut n, g, f))
             }
             Move::SendMode(mode) => {
@@ -270,6 +274,10 @@ impl Harness {
         ghost::attempt::ready_entered(w, n);
         session::restored(w, n);
         ghost::attempt::ready_guards(n);
+        // Tasks: kept across a lost connection, polled again at ready, always polled.
+        ghost::tasks::after_step(w, n);
+        tasks::ready_entered(w, n);
+        tasks::always_polled(n);
     }
 
     /// Time passes until `target`: every timer due on the way fires, earliest first (as the
@@ -330,6 +338,13 @@ fn frame(n: &mut World, g: u64, f: ServerFrame) -> Input {
     }
     if let Some(j) = f.junk() {
         n.env.junk_used |= j as u32;
+    }
+    if let ServerFrame::Task {
+        reply: crate::world::TaskReply::Created,
+        ..
+    } = f
+    {
+        n.env.tasks_created += 1;
     }
     if let Some(id) = f.answered_id()
         && let Some(e) = n.env.on_wire.get_mut(&id)

@@ -99,6 +99,72 @@ pub enum ServerFrame {
     /// The HTTP transport's AUTH_REQUIRED answering a request: the server answered it 401
     /// (the client can authorize).
     AuthRequired(RequestId),
+    /// The task server: creating a task answering a caller's `tools/call` (`id` is `task`),
+    /// or answering one of a task's requests (`id`), in the 2026-07-28 shapes (`modern`) or
+    /// the 2025-11-25 ones.
+    Task {
+        /// The request answered.
+        id: RequestId,
+        /// The task's number (its id on the wire is `t<task>`): the `tools/call` it answered.
+        task: RequestId,
+        /// What it says.
+        reply: TaskReply,
+        /// The 2026-07-28 shapes.
+        modern: bool,
+    },
+}
+
+/// What the task server says (see [`ServerFrame::Task`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TaskReply {
+    /// A `tools/call` answered with a new task (`working`, a poll interval of 0).
+    Created,
+    /// `tasks/get`: `working`, a poll interval of 3 s.
+    Working,
+    /// `tasks/get`: `input_required` (2026-07-28: asking for two sampling inputs, `q` and
+    /// `r`).
+    InputRequired,
+    /// `tasks/get` (2026-07-28): `input_required` asking for `roots/list`, which the client
+    /// did not declare.
+    InputRefused,
+    /// `tasks/get`: `completed` (2026-07-28: with its `result`).
+    Completed,
+    /// `tasks/get`: `failed` (2026-07-28: with its `error`).
+    Failed,
+    /// `tasks/get`: `cancelled`.
+    Cancelled,
+    /// -32602: the server does not know the task.
+    Lost,
+    /// -32603: another error.
+    Error,
+    /// The acknowledgement of `tasks/update` or `tasks/cancel`.
+    Ack,
+    /// `tasks/result` (2025-11-25): the call's result.
+    Outcome,
+    /// `tasks/result` (2025-11-25): the call's error.
+    OutcomeError,
+}
+
+impl TaskReply {
+    /// The answers a task server may give to a task's request of kind `req`, in an era.
+    pub fn answers(req: crate::world::TaskReq, modern: bool) -> &'static [TaskReply] {
+        use crate::world::TaskReq;
+        use TaskReply::*;
+        match (req, modern) {
+            (TaskReq::Get, false) => &[Working, InputRequired, Completed, Cancelled, Error],
+            (TaskReq::Get, true) => &[
+                Working,
+                InputRequired,
+                InputRefused,
+                Completed,
+                Failed,
+                Lost,
+                Error,
+            ],
+            (TaskReq::Result, _) => &[Outcome, OutcomeError],
+            (TaskReq::Update, _) => &[Ack, Error],
+        }
+    }
 }
 
 /// How the server ends a listen with a response.
@@ -145,6 +211,7 @@ impl ServerFrame {
             | ServerFrame::CallVersionRefused(id)
             | ServerFrame::HeaderMismatch(id)
             | ServerFrame::AuthRequired(id)
+            | ServerFrame::Task { id, .. }
             | ServerFrame::ListenEnd(id, _) => Some(id),
             ServerFrame::ListenAck(..)
             | ServerFrame::ListenNote(_)
@@ -201,6 +268,7 @@ impl ServerFrame {
             | ServerFrame::ListenStray
             | ServerFrame::ListenEnd(..)
             | ServerFrame::ListenCancel(_)
+            | ServerFrame::Task { .. }
             | ServerFrame::AuthRequired(_) => None,
         }
     }
@@ -239,6 +307,8 @@ impl ServerFrame {
             | ServerFrame::ListenEnd(..)
             | ServerFrame::ListenCancel(_)
             | ServerFrame::AuthRequired(_) => None,
+            // The task server's: the creations have their bound, the rest answer requests.
+            ServerFrame::Task { .. } => None,
             // The answers the client asked for.
             ServerFrame::InitOk(_)
             | ServerFrame::Answer(_)
@@ -294,6 +364,72 @@ pub fn frame_bytes(f: ServerFrame) -> Vec<u8> {
             .or_insert_with(|| build_frame(f))
             .clone()
     })
+}
+
+/// A task server's frame (see [`ServerFrame::Task`]). Results name the `tools/call` they
+/// answer in the end (`for`), so a caller can tell it got its own.
+fn task_frame(id: RequestId, task: RequestId, reply: TaskReply, modern: bool) -> serde_json::Value {
+    let tid = format!("t{task}");
+    let sampling = json!({"method": "sampling/createMessage",
+        "params": {"messages": [], "maxTokens": 1}});
+    let status = |word: &str| {
+        if modern {
+            json!({"resultType": "complete", "taskId": tid, "status": word})
+        } else {
+            json!({"taskId": tid, "status": word})
+        }
+    };
+    let error =
+        |code: i64| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "no"}});
+    let result = match reply {
+        TaskReply::Created if modern => json!({"resultType": "task", "taskId": tid,
+            "status": "working", "pollIntervalMs": 0, "for": task}),
+        TaskReply::Created => json!({"task": {"taskId": tid, "status": "working",
+            "pollInterval": 0}, "for": task}),
+        TaskReply::Working => {
+            let mut v = status("working");
+            let key = if modern {
+                "pollIntervalMs"
+            } else {
+                "pollInterval"
+            };
+            v[key] = json!(3000);
+            v
+        }
+        TaskReply::InputRequired => {
+            let mut v = status("input_required");
+            if modern {
+                v["inputRequests"] = json!({"q": sampling, "r": sampling});
+            }
+            v
+        }
+        TaskReply::InputRefused => {
+            let mut v = status("input_required");
+            v["inputRequests"] = json!({"x": {"method": "roots/list", "params": {}}});
+            v
+        }
+        TaskReply::Completed => {
+            let mut v = status("completed");
+            if modern {
+                v["result"] = json!({"content": [], "for": task});
+            }
+            v
+        }
+        TaskReply::Failed => {
+            let mut v = status("failed");
+            if modern {
+                v["error"] = json!({"code": -32603, "message": "failed"});
+            }
+            v
+        }
+        TaskReply::Cancelled => status("cancelled"),
+        TaskReply::Lost => return error(-32602),
+        TaskReply::Error | TaskReply::OutcomeError => return error(-32603),
+        TaskReply::Ack => json!({"resultType": "complete"}),
+        TaskReply::Outcome => json!({"content": [], "for": task,
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": tid}}}),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 /// The JSON text of `f`.
@@ -398,6 +534,12 @@ pub fn build_frame(f: ServerFrame) -> Vec<u8> {
         ServerFrame::AuthRequired(id) => json!({"jsonrpc": "2.0", "id": id, "error": {
             "code": mcp_machine::headers::AUTH_REQUIRED, "message": "HTTP 401 Unauthorized",
             "data": {"httpStatus": 401, "wwwAuthenticate": "Bearer scope=\"s\""}}}),
+        ServerFrame::Task {
+            id,
+            task,
+            reply,
+            modern,
+        } => task_frame(id, task, reply, modern),
     };
     serde_json::to_vec(&v).unwrap_or_default()
 }

@@ -26,19 +26,31 @@ pub const URI: &str = "file:///watched";
 pub const NOTIFY_BASE: u8 = 50;
 
 /// The options of caller `caller`'s call: caller 1 asks for progress, which resets its
-/// timeout, within a total cap; the others take the defaults.
-pub fn call_options(caller: u8) -> CallOptions {
-    if caller == 1 {
-        CallOptions {
+/// timeout, within a total cap; the others take the defaults. With tasks on (`tasks`),
+/// caller 2 bounds its call (5 s) and, should the server run it as a task, the whole task
+/// (8 s).
+pub fn call_options(caller: u8, tasks: bool) -> CallOptions {
+    match caller {
+        1 => CallOptions {
             timeout: None,
             progress: true,
             reset_timeout_on_progress: true,
             max_total_timeout: Some(Duration::from_secs(60)),
-        }
-    } else {
-        CallOptions::default()
+            task_timeout: None,
+        },
+        2 if tasks => CallOptions {
+            timeout: Some(TASK_CALL_TIMEOUT),
+            task_timeout: Some(TASK_TIMEOUT),
+            ..CallOptions::default()
+        },
+        _ => CallOptions::default(),
     }
 }
+
+/// The timeout of caller 2's call with tasks on (before the server makes it a task).
+pub const TASK_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+/// Caller 2's bound on its whole task with tasks on.
+pub const TASK_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// The call of the subscriber or the unsubscriber.
 pub(crate) fn session_call(caller: u8, change: SessionChange) -> Input {

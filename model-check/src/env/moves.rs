@@ -9,7 +9,7 @@ use mcp_machine::{SendOutcome, State, TimerKind};
 use super::frames::SAMPLING_ID;
 use super::{NOTIFY_BASE, SUBSCRIBER, UNSUBSCRIBER, refusable};
 use crate::model::Harness;
-use crate::world::{Junk, ListenEndKind, Move, Owner, ServerFrame, ServerKind, World};
+use crate::world::{Junk, ListenEndKind, Move, Owner, ServerFrame, ServerKind, TaskReply, World};
 
 impl Harness {
     /// The environment's possible moves, in a fixed order.
@@ -126,7 +126,46 @@ impl Harness {
                     Some(Owner::Restore(_) | Owner::Relist(_)) => {
                         out.push(Move::Frame(generation, ServerFrame::Answer(id)));
                     }
-                    Some(Owner::Call(_)) => {
+                    Some(Owner::Task(c, req)) => {
+                        let modern = w.ghost.tasks.get(c).is_some_and(|t| t.modern);
+                        let task = w.ghost.tasks.get(c).map_or(0, |t| t.task);
+                        for &reply in TaskReply::answers(*req, modern) {
+                            let f = ServerFrame::Task {
+                                id,
+                                task,
+                                reply,
+                                modern,
+                            };
+                            out.push(Move::Frame(generation, f));
+                        }
+                    }
+                    Some(Owner::TaskCancel(c)) => {
+                        let t = w.ghost.tasks.get(c);
+                        let f = ServerFrame::Task {
+                            id,
+                            task: t.map_or(0, |t| t.task),
+                            reply: TaskReply::Ack,
+                            modern: t.is_some_and(|t| t.modern),
+                        };
+                        out.push(Move::Frame(generation, f));
+                    }
+                    Some(Owner::Call(c)) => {
+                        // The server runs a tool call as a task (2025-11-25 only when the
+                        // client asked for tasks; 2026-07-28 whenever it likes).
+                        let modern = w.ghost.discovered.contains(&generation);
+                        if answers == 0
+                            && *c < NOTIFY_BASE
+                            && w.env.tasks_created < b.tasks
+                            && (modern || b.tasks_on)
+                        {
+                            let f = ServerFrame::Task {
+                                id,
+                                task: id,
+                                reply: TaskReply::Created,
+                                modern,
+                            };
+                            out.push(Move::Frame(generation, f));
+                        }
                         out.push(Move::Frame(generation, ServerFrame::Answer(id)));
                         if answers == 0
                             && w.ghost.discovered.contains(&generation)
@@ -278,7 +317,13 @@ pub(crate) fn earliest_deadline(w: &World) -> Option<Duration> {
         .calls
         .values()
         .filter(|g| g.replies == 0)
-        .flat_map(|g| [Some(g.deadline), g.resend_due])
+        // (A task without a bound of its caller's owes no deadline: `Duration::MAX`.)
+        .flat_map(|g| {
+            [
+                Some(g.deadline).filter(|d| *d != Duration::MAX),
+                g.resend_due,
+            ]
+        })
         .flatten()
         .chain(w.ghost.phase_deadline)
         .min()

@@ -9,7 +9,7 @@ use mcp_machine::{Action, Report, ServerRequestId};
 use super::{reply, send};
 use crate::env::call_options;
 use crate::properties::guards as seen;
-use crate::properties::{auth, replies, reports, stop, transport};
+use crate::properties::{auth, replies, reports, stop, tasks, transport};
 use crate::world::{Move, World};
 
 /// Carries out `action`, of a step of move `mv` (`None`: a timer's, or the initial actions).
@@ -69,6 +69,7 @@ pub(crate) fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
             key,
             ..
         } => {
+            tasks::input_handed(n, request, &key);
             n.env
                 .inputs
                 .insert((generation, request, u8::from(key != "q")));
@@ -77,13 +78,15 @@ pub(crate) fn interpret(n: &mut World, mv: Option<Move>, action: Action) {
         Action::AbortServerRequest { .. }
         | Action::AbortServerRequests { .. }
         | Action::AbortInputs { .. } => {}
+        // A task's status is like progress: nothing after the answer.
+        Action::TaskStatus { call, .. } => replies::progress(n, call.0),
         Action::Progress { call, .. } => {
             replies::progress(n, call.0);
             // Progress moves the deadline of a call that asked for it, never past its cap.
             let now = n.m.now();
             let timeout = n.m.config().request_timeout;
             if let Ok(c) = u8::try_from(call.0)
-                && let options = call_options(c)
+                && let options = call_options(c, n.m.config().tasks)
                 && options.reset_timeout_on_progress
                 && let Some(g) = n.ghost.calls.get_mut(&c)
             {

@@ -12,6 +12,7 @@ pub mod interpret;
 pub mod listen;
 pub mod reply;
 pub mod send;
+pub mod tasks;
 pub mod wire;
 
 use mcp_machine::{CallOptions, Machine, RequestId};

@@ -7,8 +7,8 @@ use mcp_machine::{CallError, CallId, Payload, RequestId};
 
 use crate::env::{SUBSCRIBER, live_generation};
 use crate::properties::guards as seen;
-use crate::properties::{listen, replies};
-use crate::world::{Move, ServerFrame, World};
+use crate::properties::{listen, replies, tasks};
+use crate::world::{Move, Owner, ServerFrame, World};
 
 /// Whether an outcome is the server's answer (a result, an error it sent, a result the client
 /// could not use), not one the client made up (a timeout, a lost connection, a cancel).
@@ -19,7 +19,9 @@ fn from_server(outcome: &Result<Payload, CallError>) -> bool {
             | Err(CallError::Server(_)
                 | CallError::InvalidResponse { .. }
                 | CallError::UnknownResultType { .. }
-                | CallError::InputRequired { .. })
+                | CallError::InputRequired { .. }
+                | CallError::TaskCancelled { .. }
+                | CallError::TaskLost { .. })
     )
 }
 
@@ -46,6 +48,7 @@ pub(crate) fn reply(
     let (count, own, busy_seen) = (g.replies, g.request, g.busy_seen);
     let from_server = from_server(&outcome);
     replies::answered(n, count, own, request, &outcome, from_server);
+    tasks::replied(n, c, &outcome);
     if c == SUBSCRIBER && outcome.is_ok() && !n.ghost.unsubscribed {
         n.ghost.sub_live = true;
     }
@@ -107,8 +110,11 @@ pub(crate) fn reply(
     }
     if !from_server && let Some(id) = request {
         n.ghost.ended.insert(id, now);
-        // (A request the server answered, as with `input_required`, owes no cancel.)
-        if !n.ghost.cancels.contains(&id)
+        // (A request the server answered, as with `input_required`, owes no cancel; a task's
+        // request owes none: a task is cancelled with `tasks/cancel` or not at all.)
+        let task_request = matches!(n.ghost.owners.get(&id), Some(Owner::Task(..)));
+        if !task_request
+            && !n.ghost.cancels.contains(&id)
             && n.env
                 .on_wire
                 .get(&id)

@@ -8,9 +8,11 @@
 use serde_json::Value;
 
 use super::listen::listen_sent;
+use super::tasks;
 use crate::env::{SUBSCRIBER, UNSUBSCRIBER, URI};
+use crate::properties;
 use crate::properties::{auth, era, mrtr, stop, transport, wire};
-use crate::world::{Move, Owner, World};
+use crate::world::{Move, Owner, TaskReq, World};
 
 /// The machine offers `frame` to `generation` in a step of move `mv` (`None`: a timer's,
 /// or the initial actions).
@@ -100,7 +102,31 @@ fn request(n: &mut World, mv: Option<Move>, generation: u64, id: u64, method: &s
             }
         }
     }
+    // A task's request names its task (`taskId`): the caller it polls for.
+    let task = match method {
+        "tasks/get" => Some(Some(TaskReq::Get)),
+        "tasks/result" => Some(Some(TaskReq::Result)),
+        "tasks/update" => Some(Some(TaskReq::Update)),
+        "tasks/cancel" => Some(None),
+        _ => None,
+    }
+    .and_then(|req| tasks::caller_of(n, v).map(|c| (c, req)));
+    if let Some((c, req)) = task
+        && !n.ghost.owners.contains_key(&id)
+    {
+        match req {
+            Some(TaskReq::Get) => properties::tasks::get_sent(n, c),
+            None => properties::tasks::cancel_sent(n, c),
+            Some(_) => {}
+        }
+        tasks::sent(n, c, req, id, v);
+    }
     let owner = match (method, mv, n.ghost.owners.get(&id)) {
+        _ if task.is_some() => match task {
+            Some((c, Some(req))) => Owner::Task(c, req),
+            Some((c, None)) => Owner::TaskCancel(c),
+            None => Owner::Init(0),
+        },
         ("initialize", _, _) => Owner::Init(generation),
         ("server/discover", _, _) => Owner::Probe(generation),
         ("subscriptions/listen", _, _) => Owner::Listen(generation),

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::properties::wire;
+use crate::properties::{tasks, wire};
 use crate::world::World;
 
 /// A frame the transport took on `generation`: what the server now sees.
@@ -21,6 +21,7 @@ pub(crate) fn delivered(n: &mut World, generation: u64, frame: &[u8]) {
         Some("notifications/cancelled") => {
             let id = v["params"]["requestId"].as_u64().unwrap_or(u64::MAX);
             wire::cancel_delivered(n, id);
+            tasks::cancel_notified(n, id);
             n.ghost.cancel_owed.remove(&id);
         }
         Some(_) => {}

@@ -4,7 +4,7 @@
 //! bound; request timers die with their calls. The [`crate::world::Move::Tick`] move lets time
 //! run to just past the earliest deadline owed, so a forgotten timer is a counterexample.
 
-use mcp_machine::State;
+use mcp_machine::{State, TimerKind};
 use stateright::Property;
 
 use crate::env::SUBSCRIBER;
@@ -14,10 +14,16 @@ use crate::world::{Owner, World};
 pub(super) fn request_timers_die() -> Property<Harness> {
     Property::<Harness>::always("request timers die with their calls", |_, w| {
         w.m.armed_timers().iter().all(|(k, _)| match k.id {
+            // A task's own timers are keyed by caller ([`super::tasks`] judges them).
+            _ if matches!(k.kind, TimerKind::TaskPoll | TimerKind::TaskDeadline) => true,
             None => true,
             Some(id) => match w.ghost.owners.get(&id) {
                 Some(Owner::Call(c)) => w.ghost.calls.get(c).is_some_and(|g| g.replies == 0),
                 Some(Owner::Restore(g) | Owner::Relist(g)) => *g == w.m.generation(),
+                // A task's request lives while its caller waits; a `tasks/cancel` on the
+                // connection it went out on.
+                Some(Owner::Task(c, _)) => w.ghost.calls.get(c).is_some_and(|g| g.replies == 0),
+                Some(Owner::TaskCancel(_)) => w.m.state() == State::Ready,
                 // A listen's timer bounds its acknowledgement only.
                 Some(Owner::Listen(g)) => {
                     *g == w.m.generation()

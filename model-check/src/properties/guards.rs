@@ -90,9 +90,16 @@ pub const STABLE_RESTART: u64 = 1 << 39;
 /// A ready session that proved nothing was followed by a grown backoff delay.
 pub const UNPROVEN_SESSION_BACKOFF: u64 = 1 << 40;
 
+/// A task's caller got the task's result.
+pub const TASK_OK: u64 = 1 << 41;
+/// A task was polled again after a lost connection.
+pub const TASK_RESUMED: u64 = 1 << 42;
+/// A task's caller was answered with a timeout (its bound on the whole task).
+pub const TASK_TIMED_OUT: u64 = 1 << 43;
+
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 39] = [
+pub const RUN_GUARDS: [(&str, u64); 42] = [
     (
         "two full reconnect cycles reach ready",
         SECOND_RECONNECT_READY,
@@ -213,6 +220,15 @@ pub const RUN_GUARDS: [(&str, u64); 39] = [
         "a session that proved nothing is followed by a grown delay",
         UNPROVEN_SESSION_BACKOFF,
     ),
+    ("a task's caller gets the task's result", TASK_OK),
+    (
+        "a task is polled again after a lost connection",
+        TASK_RESUMED,
+    ),
+    (
+        "a task's caller is answered at its bound on the whole task",
+        TASK_TIMED_OUT,
+    ),
 ];
 
 /// The guards every configuration must meet, then [`RUN_GUARDS`].
@@ -230,7 +246,7 @@ pub(super) fn properties() -> Vec<Property<Harness>> {
     ];
     all.extend(run_guards!(
         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-        33 34 35 36 37 38
+        33 34 35 36 37 38 39 40 41
     ));
     all
 }

@@ -24,6 +24,7 @@
 //! | [`reissue`] | lost modern requests and -32020 are sent again as the protocol says |
 //! | [`listen`] | `subscriptions/listen` asks for what is wanted, and delivers what is due |
 //! | [`auth`] | authorization: one at a time, within the budget, and what waits for it |
+//! | [`tasks`] | tasks: polled when due, cancelled once with `tasks/cancel`, inputs once, kept across reconnects |
 //! | [`rows`] | rows marked impossible never fire |
 //! | [`guards`] | the vacuity guards (`sometimes`) |
 
@@ -41,6 +42,7 @@ pub mod rows;
 pub mod sends;
 pub mod session;
 pub mod stop;
+pub mod tasks;
 pub mod transport;
 pub mod wire;
 
@@ -107,13 +109,18 @@ pub fn all() -> Vec<Property<Harness>> {
         mrtr::mrtr(),
         session::restored_first(),
         era::abandoned_answer_late(),
+        tasks::polled_when_due(),
+        tasks::cancelled_once(),
+        tasks::inputs_once(),
+        tasks::kept_across_reconnects(),
+        tasks::timers_die(),
     ];
     all.extend(guards::properties());
     all
 }
 
 /// Every violation bit, each once: a new bit that collides with another fails the test.
-pub const VIOLATIONS: [u64; 36] = [
+pub const VIOLATIONS: [u64; 40] = [
     replies::DOUBLE_REPLY,
     replies::LATE_DELIVERED,
     stop::SENT_AFTER_STOP,
@@ -150,6 +157,10 @@ pub const VIOLATIONS: [u64; 36] = [
     auth::AUTH,
     session::RESTORED_FIRST,
     era::ABANDONED_LATE,
+    tasks::TASK_POLL,
+    tasks::TASK_CANCEL,
+    tasks::TASK_INPUT,
+    tasks::TASK_KEPT,
 ];
 
 #[cfg(test)]

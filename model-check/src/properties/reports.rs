@@ -147,7 +147,7 @@ pub(crate) fn frame_handled(w: &World, n: &mut World, mv: Move, record: &StepLog
             ServerFrame::Progress(id) => {
                 let asked = match w.ghost.owners.get(&id) {
                     Some(Owner::Call(c)) => {
-                        call_options(*c).progress
+                        call_options(*c, w.m.config().tasks).progress
                             && w.ghost.calls.get(c).is_some_and(|g| g.replies == 0)
                             && !w.ghost.ended.contains_key(&id)
                     }

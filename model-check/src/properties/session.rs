@@ -31,14 +31,16 @@ pub const RESTORED_FIRST: u64 = 1 << 34;
 
 pub(super) fn no_call_outlives_ready() -> Property<Harness> {
     Property::<Harness>::always(
-        "no call outlives ready, but those kept across a session expiry",
+        "no call outlives ready, but those kept across a session expiry and those of tasks",
         |_, w| {
             let keeping = matches!(w.m.state(), State::Starting | State::Initializing);
             w.m.state() == State::Ready
-                || w.ghost
-                    .calls
-                    .iter()
-                    .all(|(c, g)| g.replies > 0 || (keeping && w.ghost.parked.contains(c)))
+                || w.ghost.calls.iter().all(|(c, g)| {
+                    g.replies > 0
+                            || (keeping && w.ghost.parked.contains(c))
+                            // A task lives on the server: its caller waits across reconnects.
+                            || w.ghost.tasks.contains_key(c)
+                })
         },
     )
 }
@@ -93,7 +95,11 @@ pub(crate) fn expired(w: &World, n: &mut World, g: u64, mask: u8) {
         .map(|(_, id)| id)
         .collect();
     for (&c, before) in &w.ghost.calls {
-        if before.replies > 0 || (NOTIFY_BASE..SUBSCRIBER).contains(&c) {
+        // A task's caller is neither kept nor answered: its task lives on the server.
+        if before.replies > 0
+            || (NOTIFY_BASE..SUBSCRIBER).contains(&c)
+            || w.ghost.tasks.contains_key(&c)
+        {
             continue;
         }
         let answered = n.ghost.calls.get(&c).is_some_and(|x| x.replies > 0);
