@@ -520,6 +520,11 @@ mod tests {
         assert_eq!(standard(&list).len(), 2);
         // No name, or not a string: no Mcp-Name.
         assert_eq!(standard(&modern("tools/call", json!({"name": 3}))).len(), 2);
+        // The tasks extension: a task's requests are named by its id.
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let task = modern(method, json!({"taskId": "t-1"}));
+            assert_eq!(standard(&task)[2], ("Mcp-Name", "t-1".to_owned()), "{method}");
+        }
     }
 
     #[test]

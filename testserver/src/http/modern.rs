@@ -3,7 +3,8 @@
 //! Every modern request is served by a fresh [`crate::serve`] connection of its own (no
 //! session, no `Mcp-Session-Id`), after its headers are checked against its body:
 //! `MCP-Protocol-Version` must equal `_meta["io.modelcontextprotocol/protocolVersion"]`,
-//! `Mcp-Method` the method, and `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`;
+//! `Mcp-Method` the method, and `Mcp-Name` (`tools/call`, `prompts/get`: `params.name`; with
+//! `--tasks`, `tasks/get|update|cancel`: `params.taskId`;
 //! `resources/read`: `params.uri`; the value may be sent as `=?base64?…?=`) the name; else
 //! `400` with -32020. Errors -32020, -32021, -32022 and -32602 come with `400`, -32601 with
 //! `404`, each with a JSON-RPC body. A result is a JSON body with [`super::HttpConfig::json`],
@@ -145,6 +146,10 @@ pub(super) fn check(
     let name = match method {
         "tools/call" | "prompts/get" => params.get("name").and_then(Value::as_str),
         "resources/read" => params.get("uri").and_then(Value::as_str),
+        // The tasks extension routes a task's requests by its id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" if config.tasks => {
+            params.get("taskId").and_then(Value::as_str)
+        }
         _ => None,
     };
     if let Some(name) = name {
