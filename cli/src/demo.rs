@@ -47,11 +47,9 @@ fn connector(ignore_cancel: Arc<AtomicBool>) -> StreamConnector {
                     }
                 }
             });
-            tokio::spawn(mcp_testserver::serve(
-                server_r,
-                server_w,
-                ServerConfig::chaos(),
-            ));
+            let mut config = ServerConfig::chaos();
+            config.tasks = true;
+            tokio::spawn(mcp_testserver::serve(server_r, server_w, config));
             Ok((client_r, client_w))
         }
     })
@@ -127,6 +125,7 @@ pub async fn run(interrupt: &Interrupt) -> Result<(), CliError> {
         .request_timeout(Duration::from_secs(10))
         .backoff(Duration::from_millis(200), Duration::from_secs(2), 20)
         .seed(7)
+        .tasks(mcp_runtime::TaskOptions::new())
         .connect_lazy();
     let result = tokio::select! {
         biased;
@@ -214,10 +213,12 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
     let bar = std::io::stderr().is_terminal();
     step(
         3,
-        "A long call with progress",
+        "A long call with progress, and one that runs as a task",
         &format!(
             "slow {{\"ms\":1500,\"steps\":5}} with a progress token: the server sends\n\
-             notifications/progress, which the client routes to this call ({}).",
+             notifications/progress, which the client routes to this call ({}). Then task_slow,\n\
+             which runs only as a task: the server answers with a task id at once, and call_tool\n\
+             polls tasks/get (at the server's interval) and fetches tasks/result.",
             if bar {
                 "shown as a bar"
             } else {
@@ -245,6 +246,26 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
         slow.text(),
         view.seen()
     );
+    let mut view = ProgressView::new("    task_slow", Lines::Stdout);
+    let (tx, mut statuses) = tokio::sync::mpsc::unbounded_channel();
+    let options = RequestOptions::new().on_task_status(move |s| {
+        let _ = tx.send(s.clone());
+    });
+    let args = json!({"ms": 400, "interval_ms": 100});
+    let call = client.call_tool_with("task_slow", args, options);
+    tokio::pin!(call);
+    let task = loop {
+        tokio::select! {
+            r = &mut call => break r,
+            Some(s) = statuses.recv() => view.task(&s),
+        }
+    };
+    while let Ok(s) = statuses.try_recv() {
+        view.task(&s);
+    }
+    view.finish();
+    let task = task.map_err(demo_err("task_slow"))?;
+    outln!("      -> {}", task.text());
 
     // 4. Crash and reconnect.
     step(

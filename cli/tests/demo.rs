@@ -36,6 +36,10 @@ fn demo_shows_every_step_and_exits_0() {
         "progress 1/5 step 1 of 5",
         "progress 5/5 step 5 of 5",
         "-> slept 1500 ms in 5 steps (5 progress notifications)",
+        // 3: a task, polled to its end.
+        "task task-",
+        " completed",
+        "-> done after 400 ms",
         // 4: crash, backoff, reconnect, then a successful call.
         "ready        -> backoff      event transport_down",
         "backoff      -> starting     event reconnect",
