@@ -117,6 +117,11 @@
 //!   `$schema` says otherwise; no `$ref` is ever fetched): a mismatch is
 //!   [`Error::OutputSchemaMismatch`], with the result inside. A tool never listed is not
 //!   checked; [`ClientBuilder::validate_output`] turns the check off.
+//! - With [`ClientBuilder::tasks`], a tool call the server runs as a task (the 2025-11-25
+//!   tasks utility or the 2026-07-28 extension) is polled to its end inside
+//!   [`Client::call_tool`]; unlike a plain call, it survives a reconnect (the task lives on the
+//!   server) and is answered by the next connection. [`Client::call_tool_as_task`] gives a
+//!   handle on it. See `docs/guide/tasks.md`.
 //! - POSIX only (Linux, macOS): the stdio transport uses process groups and signals.
 #![warn(missing_docs)]
 
