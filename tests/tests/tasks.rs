@@ -219,6 +219,20 @@ async fn server_status(client: &Client, task_id: &str) -> String {
     got["status"].as_str().unwrap_or_default().to_owned()
 }
 
+/// The server's status for `task_id` once it is `cancelled`, or the last one after 2 s (a
+/// cancel is sent as the caller gives up, and may land a moment later).
+async fn settled_status(client: &Client, task_id: &str) -> String {
+    let mut status = String::new();
+    for _ in 0..100 {
+        status = server_status(client, task_id).await;
+        if status == "cancelled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    status
+}
+
 #[tokio::test]
 async fn a_caller_that_gives_up_cancels_the_task_on_the_server_once() {
     for era in ERAS {
@@ -235,15 +249,7 @@ async fn a_caller_that_gives_up_cancels_the_task_on_the_server_once() {
             "{era:?}: an endless task answered: {gave_up:?}"
         );
         let id = seen.lock().unwrap()[0].task_id.clone();
-        let mut status = String::new();
-        for _ in 0..100 {
-            status = server_status(&client, &id).await;
-            if status == "cancelled" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(status, "cancelled", "{era:?}");
+        assert_eq!(settled_status(&client, &id).await, "cancelled", "{era:?}");
         client.stop().await;
     }
 }
@@ -517,15 +523,7 @@ async fn a_handle_gives_the_task_id_the_status_the_outcome_and_a_cancel() {
         endless.cancel();
         let r = tokio::time::timeout(WAIT, endless.wait()).await.unwrap();
         assert!(matches!(r, Err(Error::Cancelled)), "{era:?}: {r:?}");
-        let mut status = String::new();
-        for _ in 0..100 {
-            status = server_status(&client, &id).await;
-            if status == "cancelled" {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert_eq!(status, "cancelled", "{era:?}");
+        assert_eq!(settled_status(&client, &id).await, "cancelled", "{era:?}");
 
         let plain = client
             .call_tool_as_task("echo", json!({"message": "hi"}), RequestOptions::new())

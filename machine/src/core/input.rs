@@ -54,16 +54,7 @@ impl InputHandlers for Ctx<'_> {
             self.send_round(w.request);
             return;
         }
-        let generation = self.core.generation;
-        for (key, method, params) in w.inputs {
-            self.push(Action::InputRequest {
-                generation,
-                request: w.request,
-                key,
-                method,
-                params,
-            });
-        }
+        self.hand_inputs(w.request, w.inputs);
     }
 
     fn fail_input_required(&mut self, p: Response, w: RequestId) {

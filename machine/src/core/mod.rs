@@ -359,6 +359,21 @@ impl Ctx<'_> {
         self.core.config.era == EraMode::Auto
     }
 
+    /// Hands each input request (key, method, params) of the answer to `request` to the
+    /// client handler.
+    fn hand_inputs(&mut self, request: RequestId, inputs: Vec<(String, String, Value)>) {
+        let generation = self.core.generation;
+        for (key, method, params) in inputs {
+            self.push(Action::InputRequest {
+                generation,
+                request,
+                key,
+                method,
+                params,
+            });
+        }
+    }
+
     /// Aborts the handler tasks of a call's input requests.
     fn abort_inputs(&mut self, request: RequestId) {
         let generation = self.core.generation;

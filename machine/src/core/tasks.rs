@@ -304,16 +304,7 @@ impl TasksHandlers for Ctx<'_> {
             let task = task.clone();
             self.tell_status(call, &task);
         }
-        let generation = self.core.generation;
-        for (key, method, params) in w.inputs {
-            self.push(Action::InputRequest {
-                generation,
-                request: w.request,
-                key,
-                method,
-                params,
-            });
-        }
+        self.hand_inputs(w.request, w.inputs);
     }
 
     fn fail_task_input_refused(&mut self, p: &Response, w: &CallId) {
