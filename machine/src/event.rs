@@ -222,6 +222,18 @@ pub struct CallRequest {
     pub session: Option<SessionChange>,
 }
 
+/// A caller's request to poll a task the client did not create here (one whose id the host
+/// kept, e.g. across a restart): answered like the tool call the task runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TaskResume {
+    /// Who to answer.
+    pub call: CallId,
+    /// The server's task id.
+    pub task_id: String,
+    /// Its options (`task_timeout` bounds the wait from now).
+    pub options: CallOptions,
+}
+
 /// A caller's notification to send.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NotifyRequest {

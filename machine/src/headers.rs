@@ -523,7 +523,11 @@ mod tests {
         // The tasks extension: a task's requests are named by its id.
         for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
             let task = modern(method, json!({"taskId": "t-1"}));
-            assert_eq!(standard(&task)[2], ("Mcp-Name", "t-1".to_owned()), "{method}");
+            assert_eq!(
+                standard(&task)[2],
+                ("Mcp-Name", "t-1".to_owned()),
+                "{method}"
+            );
         }
     }
 

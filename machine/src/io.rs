@@ -43,6 +43,8 @@ pub enum SendOutcome {
 /// An input from the driver.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Input {
+    /// A caller's request to poll a task by its id (see [`crate::TaskResume`]).
+    ResumeTask(crate::event::TaskResume),
     /// A transport generation is up.
     TransportUp {
         /// Its generation.

@@ -127,7 +127,7 @@ pub mod generated {
     use crate::event::{
         AuthFailure, CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification,
         NotifyRequest, Oversized, PendingSend, Response, ServerInfo, ServerRequest,
-        ServerRequestId,
+        ServerRequestId, TaskResume,
     };
     use crate::failure::TransportError;
     use crate::io::{CallId, RequestId, SendToken};
@@ -144,7 +144,7 @@ pub use crate::config::{ClientCapabilities, Config, Era, EraMode};
 pub use crate::event::{
     AuthChallenge, AuthFailure, CallRequest, HandlerReply, InputReply, InputRound, Malformed,
     Notification, NotifyRequest, Oversized, PendingSend, Response, ResponseError, ResponseId,
-    ServerInfo, ServerRequest, ServerRequestId, SessionChange,
+    ServerInfo, ServerRequest, ServerRequestId, SessionChange, TaskResume,
 };
 pub use crate::failure::{Failure, IoCause, TransportError, exit_description};
 pub use crate::generated::{Event, EventKind, Fired, ROWS, Row, State, TimerKind};

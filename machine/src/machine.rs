@@ -269,6 +269,7 @@ impl Machine {
             | Input::Authorized { .. }
             | Input::AuthorizationFailed { .. } => Event::StaleTransport,
             Input::Call(call) => Event::Call(call),
+            Input::ResumeTask(resume) => Event::ResumeTask(resume),
             Input::Notify(notify) => Event::Notify(notify),
             Input::Cancel { call } => Event::Cancel(call),
             Input::Stop { call } => Event::Stop(call),

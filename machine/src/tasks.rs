@@ -118,6 +118,9 @@ pub(crate) struct TaskRun {
     pub(crate) updating: BTreeSet<String>,
     /// When the caller's call started (a task timeout reports the whole wait).
     pub(crate) started: Duration,
+    /// The caller was told a status already (a resumed task's first answer is told whatever
+    /// it says).
+    pub(crate) told: bool,
 }
 
 /// The live tasks by caller.

@@ -261,16 +261,17 @@ impl Driver {
                 task_status,
                 reply,
             } => {
-                let Input::Call(request) = &input else {
-                    return;
+                let (call, method) = match &input {
+                    Input::Call(request) => (request.call, request.method.as_str()),
+                    Input::ResumeTask(resume) => (resume.call, "tasks/get"),
+                    _ => return,
                 };
-                let call = &request.call;
                 // The span carries the method: the events inside it (the request's end
                 // included) need not.
                 let traced =
                     tracing::enabled!(target: "mcp::request", tracing::Level::DEBUG).then(|| {
                         let span = tracing::debug_span!(target: "mcp::request", "mcp.request",
-                            method = %request.method, call = call.0, id = tracing::field::Empty);
+                            method = %method, call = call.0, id = tracing::field::Empty);
                         span.in_scope(|| tracing::debug!(target: "mcp::request", "request"));
                         Box::new(Traced {
                             span,
@@ -283,7 +284,7 @@ impl Driver {
                     task_status,
                     traced,
                 };
-                self.pending.insert(*call, pending);
+                self.pending.insert(call, pending);
                 self.input(input);
             }
             Command::Notify { input, reply } => {

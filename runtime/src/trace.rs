@@ -466,6 +466,7 @@ fn monitors(records: &[Record]) -> Result<bool, TraceError> {
             Record::Input { input, .. } => {
                 let call = match input {
                     Input::Call(c) => c.call,
+                    Input::ResumeTask(r) => r.call,
                     Input::Notify(n) => n.call,
                     Input::Stop { call } => *call,
                     _ => continue,

@@ -603,3 +603,42 @@ async fn a_hostile_task_server_is_bounded() {
         client.stop().await;
     }
 }
+
+/// A host that kept a task's id (e.g. across its own restart) polls it from another client:
+/// the result comes as the tool call's would; an id the server does not know is lost.
+#[tokio::test]
+async fn a_task_is_resumed_by_its_id_from_another_client() {
+    for era in ERAS {
+        let first = client(era, Some(TaskOptions::new())).await;
+        let task = first
+            .call_tool_as_task(
+                "task_slow",
+                json!({"ms": 300, "interval_ms": 20}),
+                RequestOptions::new(),
+            )
+            .await
+            .unwrap();
+        let id = task.task_id().unwrap().to_owned();
+        // The first host goes away without cancelling (stop leaves the task on the server).
+        drop(task);
+        first.stop().await;
+        let second = client(era, Some(TaskOptions::new())).await;
+        let seen = Arc::new(Mutex::new(Vec::<TaskStatus>::new()));
+        let sink = Arc::clone(&seen);
+        let options =
+            RequestOptions::new().on_task_status(move |s| sink.lock().unwrap().push(s.clone()));
+        let resumed = second.resume_task(&id, options);
+        assert_eq!(resumed.task_id(), Some(id.as_str()));
+        let r = tokio::time::timeout(WAIT, resumed.wait()).await.unwrap();
+        assert_eq!(r.unwrap().text(), "done after 300 ms", "{era:?}");
+        let seen = seen.lock().unwrap().clone();
+        assert!(
+            !seen.is_empty() && seen.iter().all(|s| s.task_id == id),
+            "{seen:?}"
+        );
+        let unknown = second.resume_task("no-such-task", RequestOptions::new());
+        let r = tokio::time::timeout(WAIT, unknown.wait()).await.unwrap();
+        assert!(matches!(r, Err(Error::TaskLost { .. })), "{era:?}: {r:?}");
+        second.stop().await;
+    }
+}

@@ -17,7 +17,7 @@ use crate::config::{Config, Era, EraMode};
 use crate::event::{
     CallRequest, HandlerReply, InputReply, InputRound, Malformed, Notification, NotifyRequest,
     Oversized, PendingSend, Response, ResponseError, ResponseId, ServerInfo, ServerRequest,
-    ServerRequestId, SessionChange, later,
+    ServerRequestId, SessionChange, TaskResume, later,
 };
 use crate::failure::{Failure, TransportError};
 use crate::generated::{State, TimerKind};

@@ -235,6 +235,7 @@ impl TasksHandlers for Ctx<'_> {
             answered: BTreeSet::new(),
             updating: BTreeSet::new(),
             started: entry.started,
+            told: false,
         };
         self.tell_status(call, &task);
         self.core.tasks.insert(call, task);
@@ -510,21 +511,64 @@ impl TasksHandlers for Ctx<'_> {
         self.end_task_wait(*w, Err(CallError::InputFailed { key, error }));
     }
 
+    fn resume_task(&mut self, p: TaskResume) {
+        let era = self.era();
+        let interval = task_wire::interval(&self.core.config, None, None);
+        let task = TaskRun {
+            id: p.task_id,
+            era,
+            phase: TaskPhase::Due,
+            state: TaskState::Working,
+            message: None,
+            interval,
+            failures: 0,
+            last_failure: None,
+            answered: BTreeSet::new(),
+            updating: BTreeSet::new(),
+            started: self.core.now,
+            told: false,
+        };
+        self.core.tasks.insert(p.call, task);
+        if let Some(bound) = p.options.task_timeout {
+            let at = later(self.core.now, bound);
+            self.core
+                .timers
+                .arm(TimerKey::keyed(TimerKind::TaskDeadline, p.call.0), at);
+        }
+        self.poll_task(p.call);
+    }
+
+    fn reject_resume_unavailable(&mut self, p: &TaskResume) {
+        let error = self.unavailable();
+        self.reply(p.call, None, Err(error));
+    }
+
+    fn reject_resume_shutdown(&mut self, p: &TaskResume) {
+        self.reply(p.call, None, Err(CallError::Shutdown));
+    }
+
     fn keep_tasks(&mut self) {
         if mutant!(self.core, DropTasksOnLoss) {
             return;
         }
         for call in self.core.tasks.calls() {
-            self.forget_task_request(call, true);
-            self.core
-                .timers
-                .cancel(TimerKey::keyed(TimerKind::TaskPoll, call.0));
-            if let Some(task) = self.core.tasks.get_mut(call) {
-                task.updating.clear();
-                if task.phase != TaskPhase::Cancelling {
-                    task.phase = TaskPhase::Due;
-                }
+            let Some(task) = self.core.tasks.get(call) else {
+                continue;
+            };
+            // A task waiting for its poll keeps waiting (its timer runs on); one whose request
+            // or input round the connection took waits its interval again from now.
+            let lost = matches!(task.phase, TaskPhase::InFlight(_) | TaskPhase::Input { .. });
+            if !lost {
+                continue;
             }
+            self.forget_task_request(call, true);
+            let Some(task) = self.core.tasks.get_mut(call) else {
+                continue;
+            };
+            task.updating.clear();
+            task.phase = TaskPhase::Waiting;
+            let interval = task.interval;
+            self.arm_task_poll(call, interval);
         }
     }
 
@@ -767,13 +811,16 @@ impl Ctx<'_> {
         task.interval = task_wire::interval(&config, interval_ms, Some(task.interval));
         let state = state.unwrap_or(task.state);
         let message = message.map(str::to_owned);
-        let changed = state != task.state || message != task.message;
+        let changed = state != task.state || message != task.message || !task.told;
         task.state = state;
         task.message = message;
         changed
     }
 
     fn tell_status(&mut self, call: CallId, task: &TaskRun) {
+        if let Some(t) = self.core.tasks.get_mut(call) {
+            t.told = true;
+        }
         let status = TaskStatus {
             task_id: task.id.clone(),
             state: task.state,

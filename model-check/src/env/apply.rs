@@ -276,7 +276,6 @@ impl Harness {
         ghost::attempt::ready_guards(n);
         // Tasks: kept across a lost connection, polled again at ready, always polled.
         ghost::tasks::after_step(w, n);
-        tasks::ready_entered(w, n);
         tasks::always_polled(n);
     }
 

@@ -83,10 +83,10 @@ pub(super) fn timers_die() -> Property<Harness> {
 pub(crate) fn get_sent(n: &mut World, c: u8) {
     let now = n.m.now();
     let answered = n.ghost.calls.get(&c).is_none_or(|x| x.replies > 0);
-    // (The first poll after a lost connection is exempt from the interval: the table's
-    // `resume_tasks` polls every due task at once at ready, see docs/proven.md.)
+    // No exemption after a lost connection: the table keeps a waiting task's timer, and a task
+    // whose request the connection took waits its interval again.
     let bad = n.ghost.tasks.get(&c).is_none_or(|t| {
-        let early = now < t.not_before && !t.repoll;
+        let early = now < t.not_before;
         t.over || t.settled || answered || early || n.ghost.stop_accepted
     });
     if bad {
@@ -150,23 +150,6 @@ pub(crate) fn replied(n: &mut World, c: u8, outcome: &Result<Payload, CallError>
         Ok(_) => n.ghost.seen |= seen::TASK_OK,
         Err(CallError::Timeout { .. }) => n.ghost.seen |= seen::TASK_TIMED_OUT,
         Err(_) => {}
-    }
-}
-
-/// At the end of a step that entered ready: every task the lost connection left to be polled
-/// again was polled in this step, or its caller answered.
-pub(crate) fn ready_entered(w: &World, n: &mut World) {
-    if n.m.state() != State::Ready || w.m.state() == State::Ready {
-        return;
-    }
-    let calls = &n.ghost.calls;
-    let left = n
-        .ghost
-        .tasks
-        .iter()
-        .any(|(c, t)| t.repoll && calls.get(c).is_some_and(|x| x.replies == 0));
-    if left {
-        fail(n, TASK_KEPT);
     }
 }
 

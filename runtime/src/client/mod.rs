@@ -407,6 +407,38 @@ impl Client {
         }
     }
 
+    /// Hands a resume of the task `task_id` to the driver and returns the wait for its
+    /// answer (the tool call's result), as [`Client::start`] does for a request.
+    fn start_resume(&self, task_id: &str, options: RequestOptions) -> Answer<'_> {
+        let call = self.next_call();
+        let (reply, rx) = oneshot::channel();
+        let input = Input::ResumeTask(mcp_machine::TaskResume {
+            call,
+            task_id: task_id.to_owned(),
+            options: CallOptions {
+                task_timeout: options.task_timeout,
+                ..CallOptions::default()
+            },
+        });
+        let cmd = Command::Call {
+            input,
+            progress: None,
+            task_status: options.task_status,
+            reply,
+        };
+        if self.shared.commands.send(cmd).is_err() {
+            return Answer::Shutdown;
+        }
+        Answer::Waiting {
+            rx,
+            guard: CancelOnDrop {
+                call,
+                commands: &self.shared.commands,
+                armed: true,
+            },
+        }
+    }
+
     /// A request whose result decodes as `T`. Hands the request over when called (see
     /// [`Client::start`]): called only from the bodies of `async fn`s, which run at their
     /// first poll, so the public futures stay lazy.

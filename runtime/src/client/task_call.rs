@@ -5,10 +5,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
-use super::Client;
 use super::options::RequestOptions;
+use super::{Client, decoded};
 use crate::Result;
 use crate::task_handle::TaskHandle;
+use crate::types::CallToolResult;
 
 impl Client {
     /// `tools/call` with a handle on the task it may run as: returns once the server made it a
@@ -78,5 +79,37 @@ impl Client {
             }
         };
         Ok(TaskHandle::new(task_id, status, outcome, abort))
+    }
+
+    /// Polls a task by its id, one the host kept (`TaskHandle::task_id`, `TaskStatus::task_id`,
+    /// an error's `task_id`), e.g. across its own restart: a handle as
+    /// [`Client::call_tool_as_task`] gives, whose `wait` is the task's tool result. The task
+    /// is polled in the era the connection speaks now; a server that does not know it answers
+    /// [`crate::Error::TaskLost`]. Needs a connection ready (else
+    /// [`crate::Error::Unavailable`] through `wait`). The result is not checked against an
+    /// `outputSchema` (the tool is not known).
+    pub fn resume_task(&self, task_id: &str, options: RequestOptions) -> TaskHandle {
+        let (status_tx, status) = watch::channel(None);
+        let theirs = options.task_status.clone();
+        let options = options.on_task_status(move |s| {
+            if let Some(f) = &theirs {
+                f(s);
+            }
+            status_tx.send_replace(Some(s.clone()));
+        });
+        let (outcome_tx, outcome) = oneshot::channel();
+        let client = self.clone();
+        let id = task_id.to_owned();
+        let call = tokio::spawn(async move {
+            let answer = client.start_resume(&id, options).await;
+            let result = answer.and_then(|body| decoded::<CallToolResult>("tasks/get", body));
+            let _ = outcome_tx.send(result);
+        });
+        TaskHandle::new(
+            Some(task_id.to_owned()),
+            status,
+            outcome,
+            call.abort_handle(),
+        )
     }
 }
