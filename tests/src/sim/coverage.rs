@@ -17,6 +17,7 @@ impl Coverage {
     /// Adds what `history` went through.
     pub fn add(&mut self, history: &[Entry]) {
         self.add_reconnects(history);
+        self.add_tasks(history);
         for e in history {
             let name = match &e.event {
                 Event::Issued { .. } => "calls",
@@ -31,6 +32,9 @@ impl Coverage {
                     Outcome::Backpressure => "backpressure",
                     Outcome::Server { .. } => "server error",
                     Outcome::Cancelled => "cancelled",
+                    Outcome::TaskLost | Outcome::TaskCancelled | Outcome::TaskUnreachable => {
+                        "task errors"
+                    }
                     Outcome::Other(_) => "other error",
                 },
                 Event::Dropped { .. } => "futures dropped",
@@ -73,7 +77,13 @@ impl Coverage {
                     expired: true,
                     ..
                 } => "expiries backed off",
+                Event::Listed => "tools listed",
                 Event::Config { .. }
+                | Event::TaskStatus { .. }
+                | Event::TaskCreated { .. }
+                | Event::TaskUnknown { .. }
+                | Event::TaskCancelGot { .. }
+                | Event::TasksForgotten { .. }
                 | Event::Transition { .. }
                 | Event::TransitionsLost { .. }
                 | Event::LinkDown { .. }
@@ -112,6 +122,58 @@ impl Coverage {
             if d.step >= 2 {
                 *self.0.entry("backoff delays grown").or_default() += 1;
             }
+        }
+    }
+
+    /// Counts what became of the task calls whose task was created: how they ended, those
+    /// that ended well after the client reconnected meanwhile (the task survived), and the
+    /// tasks cancelled by their caller (`tasks/cancel` taken) or forgotten by a restart.
+    fn add_tasks(&mut self, history: &[Entry]) {
+        let mut created: BTreeMap<usize, usize> = BTreeMap::new();
+        let mut readies: Vec<usize> = Vec::new();
+        for (i, e) in history.iter().enumerate() {
+            let name = match &e.event {
+                Event::TaskStatus { call, .. } => {
+                    if created.contains_key(call) {
+                        continue;
+                    }
+                    created.insert(*call, i);
+                    "tasks created"
+                }
+                Event::TaskCancelGot { .. } => "tasks cancelled by their caller",
+                Event::TasksForgotten { .. } => "task stores forgotten by a restart",
+                Event::Transition {
+                    to: ConnState::Ready,
+                    ..
+                } => {
+                    readies.push(i);
+                    continue;
+                }
+                Event::Outcome { call, outcome } => {
+                    let Some(&since) = created.get(call) else {
+                        continue;
+                    };
+                    let survived = matches!(
+                        outcome,
+                        Outcome::Ok { .. } | Outcome::Server { .. } | Outcome::TaskCancelled
+                    ) && readies.iter().any(|r| *r > since);
+                    if survived {
+                        *self.0.entry("tasks survived a reconnect").or_default() += 1;
+                    }
+                    match outcome {
+                        Outcome::Ok { .. } => "tasks completed",
+                        Outcome::Server { .. } => "tasks failed",
+                        Outcome::TaskLost => "tasks lost",
+                        Outcome::TaskCancelled => "tasks cancelled by the server",
+                        Outcome::TaskUnreachable => "tasks unreachable",
+                        Outcome::Timeout { .. } => "tasks timed out",
+                        Outcome::Shutdown => "tasks shut down",
+                        _ => "tasks answered otherwise",
+                    }
+                }
+                _ => continue,
+            };
+            *self.0.entry(name).or_default() += 1;
         }
     }
 

@@ -16,6 +16,9 @@ pub enum CallKind {
     Ping,
     /// A notification (`Client::notify`).
     Notify,
+    /// `tools/call` of the simulated task tool (`execution.taskSupport: "required"`), which
+    /// the server runs as a task when the call carries `params.task`; it echoes the token too.
+    Task,
 }
 
 /// How a call ended, as its caller saw it.
@@ -48,6 +51,12 @@ pub enum Outcome {
     },
     /// `Error::Cancelled`.
     Cancelled,
+    /// `Error::TaskLost`.
+    TaskLost,
+    /// `Error::TaskCancelled`.
+    TaskCancelled,
+    /// `Error::TaskUnreachable`.
+    TaskUnreachable,
     /// Any other error, rendered.
     Other(String),
 }
@@ -66,6 +75,9 @@ impl Outcome {
             Err(Error::Backpressure { .. }) => Outcome::Backpressure,
             Err(Error::Server { message, .. }) => Outcome::Server { message },
             Err(Error::Cancelled) => Outcome::Cancelled,
+            Err(Error::TaskLost { .. }) => Outcome::TaskLost,
+            Err(Error::TaskCancelled { .. }) => Outcome::TaskCancelled,
+            Err(Error::TaskUnreachable { .. }) => Outcome::TaskUnreachable,
             Err(other) => Outcome::Other(other.to_string()),
         }
     }
@@ -99,7 +111,22 @@ pub enum Event {
         cap: Option<Duration>,
         /// The call made after the faults stopped: it must succeed.
         recovery: bool,
+        /// A task call's bound on the whole task (`RequestOptions::task_timeout`).
+        task_timeout: Option<Duration>,
     },
+    /// A task call's caller was told its task's status (`on_task_status`, called on the
+    /// driver): the first one means the client read the task's creation.
+    TaskStatus {
+        /// The caller.
+        call: usize,
+        /// The task's id.
+        task: String,
+        /// The status told.
+        state: String,
+    },
+    /// The harness listed the tools (the task support of each is known to the client from
+    /// now on, so no call lists them by itself).
+    Listed,
     /// A progress notification reached a caller's callback.
     Progress {
         /// The caller.
@@ -186,6 +213,42 @@ pub enum Event {
     ConnEnded {
         /// The connection.
         conn: u64,
+    },
+    /// A simulated server created a task for a `tools/call` carrying `params.task`.
+    TaskCreated {
+        /// The connection.
+        conn: u64,
+        /// The `tools/call` request's id.
+        id: u64,
+        /// The task's id.
+        task: String,
+        /// The caller's token.
+        token: String,
+        /// How the task will end: "completed", "failed", "cancelled" (by the server), "lost"
+        /// (the server forgets it).
+        end: String,
+    },
+    /// A simulated server answered a task's request with -32602: it does not know the task.
+    TaskUnknown {
+        /// The connection.
+        conn: u64,
+        /// The task.
+        task: String,
+    },
+    /// A simulated server took a `tasks/cancel` (not refused by an expiry).
+    TaskCancelGot {
+        /// The connection.
+        conn: u64,
+        /// The task it names.
+        task: String,
+    },
+    /// The server restarted without its task store: the tasks created before connection
+    /// `conn` are forgotten.
+    TasksForgotten {
+        /// The connection.
+        conn: u64,
+        /// How many tasks were forgotten.
+        count: usize,
     },
     /// A simulated server crashed (closed its side of the stream).
     Crash {

@@ -22,6 +22,13 @@
 //! then is judged by [`reconnect`]: refused requests sent again at most once, calls failed with
 //! their link rather than told "timed out", the re-initialization budget, and a backoff
 //! sequence that grows until a session proves itself.
+//!
+//! In a third of the runs (not the looping ones) the client has task-backed tool calls on
+//! ([`scenario::TaskPlan`]): the harness lists the tools first (so no call lists them by
+//! itself), and some tool calls are of the task tool, which the server runs as 2025-11-25 tasks
+//! ([`server::TaskStore`]); some bound the whole task, some are dropped while it runs, and those
+//! that wait for it with no bound are awaited after the calm (the faults may keep them waiting
+//! until then).
 
 pub mod capture;
 pub mod coverage;
@@ -37,7 +44,7 @@ pub mod server;
 use std::time::Duration;
 
 use mcp_runtime::trace::{TraceError, TraceRecorder};
-use mcp_runtime::{Client, ClientBuilder, ConnState, EraMode, RequestOptions};
+use mcp_runtime::{Client, ClientBuilder, ConnState, EraMode, RequestOptions, TaskOptions};
 use serde_json::json;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -199,9 +206,16 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         .backoff(min, max, jitter)
         .send_queue(sc.send_queue)
         .max_frame_bytes(server::MAX_FRAME);
+    let builder = match sc.tasks {
+        Some(t) => builder.tasks(
+            TaskOptions::new()
+                .poll_bounds(t.poll_min, t.poll_max)
+                .max_failures(t.max_failures),
+        ),
+        None => builder,
+    };
     let transitions = builder.transitions();
     let client = builder.record_trace(recorder.clone()).connect_lazy();
-    let start = Instant::now();
     // Logs every state change of the connection (for the backoff's and the re-initializations'
     // properties); ends when the client has stopped.
     let transitions_watcher = tokio::spawn(log_transitions(transitions, log.clone()));
@@ -220,11 +234,35 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         default_timeout: sc.request_timeout,
     };
 
+    // With tasks, the client must know which tools run as tasks before the callers come (else
+    // each call would list the tools first, outside its own timeout): list them until it
+    // works. A run where it never does has no callers.
+    let listed = match sc.tasks {
+        Some(_) => list_tools(&client, &log).await,
+        None => true,
+    };
+    let plans = if listed { &sc.calls[..] } else { &[] };
+    let start = Instant::now();
+
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+    // Task callers that wait for their task with no bound: the faults may keep them waiting
+    // until the calm, so (in a run that has one) they are awaited after it.
+    let mut late: Vec<JoinHandle<()>> = Vec::new();
+    let calm_ending = matches!(sc.ending, Ending::StopAfterCalm | Ending::DropAfterCalm);
     let mut last_deadline = Duration::ZERO;
-    for (n, plan) in sc.calls.iter().enumerate() {
-        let longest = plan.cap.unwrap_or(sc.timeout_of(plan));
-        last_deadline = last_deadline.max(plan.start + longest);
+    for (n, plan) in plans.iter().enumerate() {
+        let unbounded = plan.kind == CallKind::Task
+            && plan.task_timeout.is_none()
+            && plan.behaviour == Behaviour::Await;
+        let longest = match plan.behaviour {
+            Behaviour::DropAfter(d) | Behaviour::Abort(d) => d,
+            _ => Duration::ZERO,
+        }
+        .max(plan.cap.unwrap_or(sc.timeout_of(plan)))
+        .max(plan.task_timeout.unwrap_or_default());
+        if !unbounded {
+            last_deadline = last_deadline.max(plan.start + longest);
+        }
         let caller = tokio::spawn(ctx.clone().call(n, plan.clone(), client.clone(), false));
         if let Behaviour::Abort(after) = plan.behaviour {
             let (log, victim) = (log.clone(), caller.abort_handle());
@@ -237,7 +275,11 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
                 }
             }));
         }
-        tasks.push(caller);
+        if unbounded && calm_ending {
+            late.push(caller);
+        } else {
+            tasks.push(caller);
+        }
     }
     if let Ending::StopDuringFaults { at, second } = sc.ending {
         let stops = [Some(at), second.map(|d| at + d)];
@@ -275,16 +317,31 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         calm_tx.send_replace(true);
         let mut ready = client.as_ref().expect("the client is held").watch_state();
         let grace = within + Duration::from_secs(1);
-        if let Ok(Ok(_)) =
-            tokio::time::timeout(grace, ready.wait_for(|s| *s == ConnState::Ready)).await
-        {
+        let calm_at = Instant::now();
+        let is_ready = matches!(
+            tokio::time::timeout(grace, ready.wait_for(|s| *s == ConnState::Ready)).await,
+            Ok(Ok(_))
+        );
+        if is_ready {
             log.push(Event::Ready);
+        }
+        // The tasks the faults kept waiting end now: the client is back, polls them, and the
+        // server answers (a task runs for 2.5 s at most; a poll may fail a few times first).
+        let bound = calm_at + grace + LATE_TASKS;
+        for task in late {
+            let abort = task.abort_handle();
+            if tokio::time::timeout_at(bound, task).await.is_err() {
+                abort.abort();
+            }
+        }
+        if is_ready {
             let recovery = CallPlan {
                 start: Duration::ZERO,
                 kind: CallKind::Tool,
                 timeout: Some(Duration::from_secs(2)),
                 cap: None,
                 behaviour: Behaviour::Await,
+                task_timeout: None,
             };
             let c = client.clone().expect("the client is held");
             // Bounded: a call that never completes is the oracle's to report.
@@ -344,6 +401,28 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
     log.push(Event::End);
     log.entries()
 }
+
+/// Lists the tools (as many times as it takes, within bounds) so the client knows which run
+/// as tasks; whether it did.
+async fn list_tools(client: &Client, log: &Log) -> bool {
+    for _ in 0..LIST_ATTEMPTS {
+        match tokio::time::timeout(Duration::from_secs(5), client.list_all_tools()).await {
+            Ok(Ok(_)) => {
+                log.push(Event::Listed);
+                return true;
+            }
+            _ => tokio::time::sleep(Duration::from_millis(50)).await,
+        }
+    }
+    false
+}
+
+/// How many times the harness lists the tools before it gives up on the run's callers.
+const LIST_ATTEMPTS: usize = 20;
+
+/// How long after the calm (and the client's bound to be ready) a task caller with no bound
+/// may wait: the rest of its task (2.5 s at most), polls at the cap, a few polls that fail.
+const LATE_TASKS: Duration = Duration::from_secs(12);
 
 /// Logs each transition of the client's connection as it comes, until the client has stopped.
 async fn log_transitions(mut feed: mcp_runtime::Transitions, log: Log) {
@@ -408,6 +487,7 @@ impl Ctx {
             timeout: plan.timeout.unwrap_or(self.default_timeout),
             cap: plan.cap,
             recovery,
+            task_timeout: plan.task_timeout,
         });
         let mut call = Box::pin(self.issue(n, &plan, &client, token));
         let outcome = match plan.behaviour {
@@ -453,6 +533,27 @@ impl Ctx {
                 }
                 let result = client
                     .call_tool_with("sim", json!({ "token": token }), options)
+                    .await;
+                Outcome::of(result, |r| Some(r.text()))
+            }
+            CallKind::Task => {
+                let mut options = RequestOptions::new();
+                if let Some(timeout) = plan.timeout {
+                    options = options.timeout(timeout);
+                }
+                if let Some(bound) = plan.task_timeout {
+                    options = options.task_timeout(bound);
+                }
+                let log = self.log.clone();
+                options = options.on_task_status(move |s| {
+                    log.push(Event::TaskStatus {
+                        call: n,
+                        task: s.task_id.clone(),
+                        state: s.state.as_str().to_owned(),
+                    })
+                });
+                let result = client
+                    .call_tool_with("sim_task", json!({ "token": token }), options)
                     .await;
                 Outcome::of(result, |r| Some(r.text()))
             }

@@ -12,7 +12,11 @@ use super::history::{Event, Log};
 use super::link::{Fate, Opened, SimConnector};
 use super::rng::Rng;
 use super::scenario::Looping;
-use super::server::{ConnPlan, ConnectPlan, Server};
+use super::server::{ConnPlan, ConnectPlan, Server, Tasks};
+
+/// The chance (in percent) that a connection opened while the server has tasks finds a
+/// server that forgot them all.
+const FORGET_TASKS: u64 = 12;
 
 /// What every connection of a run shares.
 pub struct Net {
@@ -28,6 +32,8 @@ pub struct Net {
     /// Every connection before the calm fails the same way, if set.
     looping: Option<Looping>,
     conns: AtomicU64,
+    /// The tasks the run's servers share (a task lives on the server, not on a connection).
+    tasks: Tasks,
 }
 
 impl Net {
@@ -48,6 +54,7 @@ impl Net {
             header_bound,
             looping,
             conns: AtomicU64::new(0),
+            tasks: Tasks::default(),
         })
     }
 
@@ -71,6 +78,14 @@ impl Net {
             conn,
             plan: format!("{plan:?}"),
         });
+        // A server started again may have lost its tasks (it restarted without its store).
+        if !*self.calm.borrow() {
+            let mut store = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            if !store.is_empty() && rng.chance(FORGET_TASKS) {
+                let count = store.forget_all();
+                self.log.push(Event::TasksForgotten { conn, count });
+            }
+        }
         let net = Arc::clone(self);
         async move {
             match plan.connect {
@@ -87,6 +102,7 @@ impl Net {
                         plan,
                         net.header_bound,
                         fate.clone().unwrap_or_default(),
+                        Arc::clone(&net.tasks),
                     );
                     tokio::spawn(server_task.run(server, net.calm.clone()));
                     let (reader, writer) = tokio::io::split(client);

@@ -24,6 +24,16 @@
 //!   never saw the answer: the driver reads the transport before its callers' commands); a call
 //!   that was answered is never cancelled on the wire; a call failed as not sent (unavailable,
 //!   busy, refused) never reached the server;
+//! - a task call (the server ran it as a task: its caller was told the task's status) is
+//!   answered once, with its own result, or the error the server chose for it (carrying its
+//!   token), or `TaskLost` (only once a server said it did not know the task),
+//!   `TaskCancelled` (only when the server cancelled it), `TaskUnreachable`, `Timeout` (only
+//!   when the caller bounded the task, and not before that bound), `Shutdown` (only after a
+//!   stop): never `ConnectionLost`, whatever happened to the connections meanwhile (a task
+//!   lives on the server, and survives reconnects), nor any other error; until its task is
+//!   created it is a plain call; the client asks the server to cancel a task (`tasks/cancel`)
+//!   at most once, and only once its caller dropped the call or its bound passed (the servers
+//!   check that a task's requests are never cancelled with `notifications/cancelled`);
 //! - the servers saw no protocol violation, the runtime logged no error, the trace replays;
 //! - links that end as an HTTP transport's do (a session expired, a stuck POST, a lost stream)
 //!   and the attempts after them hold the properties of [`super::reconnect`]: a refused request
@@ -93,6 +103,21 @@ struct Call {
     early: Option<Duration>,
     /// What it completed with.
     completed: Option<Outcome>,
+    /// A task call's bound on the whole task.
+    task_timeout: Option<Duration>,
+    /// A task call whose task was created (its caller told the status): entry, when, task id.
+    created: Option<(usize, Duration, String)>,
+}
+
+/// What the servers said of the tasks, for the properties of task calls.
+#[derive(Default)]
+struct TasksSeen {
+    /// Each task created: its token and how the server means it to end.
+    created: BTreeMap<String, (String, String)>,
+    /// Tasks a server said it did not know (-32602).
+    unknown: std::collections::BTreeSet<String>,
+    /// `tasks/cancel` taken: entry, when, connection, task.
+    cancels: Vec<(usize, Duration, u64, String)>,
 }
 
 /// Checks every property on `history`; empty when all hold.
@@ -109,6 +134,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
     let mut ended = false;
     let mut finished = false;
     let mut wire = Wire::default();
+    let mut seen = TasksSeen::default();
     for (i, Entry { at, event }) in history.iter().enumerate() {
         let at = *at;
         match event {
@@ -119,6 +145,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 timeout,
                 cap,
                 recovery,
+                task_timeout,
             } => {
                 let first = cap.map_or(*timeout, |c| c.min(*timeout));
                 let c = Call {
@@ -135,6 +162,8 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                     dropped: false,
                     early: None,
                     completed: None,
+                    task_timeout: *task_timeout,
+                    created: None,
                 };
                 if calls.insert(*call, c).is_some() {
                     bad(i, format!("call {call} issued twice"));
@@ -179,6 +208,39 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 }
                 c.completed = Some(outcome.clone());
                 check_outcome(i, at, *call, c, outcome, bounds, &mut bad);
+                check_task_outcome(i, at, *call, c, outcome, first_stop, &seen, &mut bad);
+            }
+            Event::TaskStatus { call, task, .. } => {
+                let Some(c) = calls.get_mut(call) else {
+                    bad(i, format!("a task status for call {call}, never issued"));
+                    continue;
+                };
+                if c.kind != CallKind::Task {
+                    bad(i, format!("a task status for call {call}, not a task call"));
+                }
+                if c.outcome.is_some() {
+                    bad(i, format!("a task status for call {call} after its answer"));
+                }
+                match &c.created {
+                    Some((_, _, first)) if first != task => bad(
+                        i,
+                        format!("call {call} told of task {task}, after task {first}"),
+                    ),
+                    Some(_) => {}
+                    None => c.created = Some((i, at, task.clone())),
+                }
+            }
+            Event::TaskCreated {
+                task, token, end, ..
+            } => {
+                seen.created
+                    .insert(task.clone(), (token.clone(), end.clone()));
+            }
+            Event::TaskUnknown { task, .. } => {
+                seen.unknown.insert(task.clone());
+            }
+            Event::TaskCancelGot { conn, task } => {
+                seen.cancels.push((i, at, *conn, task.clone()));
             }
             Event::Dropped { call } => match calls.get_mut(call) {
                 Some(c) if c.outcome.is_none() && !c.dropped => {
@@ -281,6 +343,8 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 format!("the transitions feed lost {lost} transitions: the run cannot be judged"),
             ),
             Event::TraceReplayed { error: None }
+            | Event::Listed
+            | Event::TasksForgotten { .. }
             | Event::Config { .. }
             | Event::Connect { .. }
             | Event::ServerGot { token: None, .. }
@@ -291,6 +355,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
         }
     }
     check_wire(&wire, &calls, &mut bad);
+    check_task_cancels(&seen, &calls, history, &mut bad);
     super::reconnect::check(history, &mut bad);
     let end = history.len();
     // Stops: every call in flight at the first stop (issued before it, neither answered nor
@@ -422,12 +487,21 @@ fn check_outcome(
     bounds: &Bounds,
     bad: &mut impl FnMut(usize, String),
 ) {
-    if at > c.deadline + bounds.slack {
+    // A created task's request timeout no longer applies: only its bound on the whole task
+    // (from when it was issued; or its request timeout, if the task came after that bound).
+    let deadline = match (&c.created, c.task_timeout) {
+        (None, _) => Some(c.deadline),
+        (Some(_), Some(bound)) => Some(c.at + bound.max(c.timeout)),
+        (Some(_), None) => None,
+    };
+    if let Some(deadline) = deadline
+        && at > deadline + bounds.slack
+    {
         bad(
             i,
             format!(
                 "call {n} answered {:?} past its deadline ({:?} after it was issued)",
-                at - c.deadline,
+                at - deadline,
                 at - c.at
             ),
         );
@@ -449,7 +523,8 @@ fn check_outcome(
     }
     match outcome {
         Outcome::Ok { token } => {
-            let expected = (c.kind == CallKind::Tool).then(|| c.token.clone());
+            let expected =
+                matches!(c.kind, CallKind::Tool | CallKind::Task).then(|| c.token.clone());
             if *token != expected {
                 bad(
                     i,
@@ -457,11 +532,45 @@ fn check_outcome(
                 );
             }
         }
-        Outcome::Server { message } if !message.ends_with(&format!(" {}", c.token)) => {
+        Outcome::Server { message }
+            if !message.ends_with(&format!(" {}", c.token))
+                && c.created
+                    .as_ref()
+                    .is_none_or(|(_, _, task)| *message != format!("unknown task {task}")) =>
+        {
             bad(
                 i,
                 format!("call {n} got the server error {message:?}, not its own"),
             );
+        }
+        Outcome::Timeout { after } if c.created.is_some() => {
+            match c.task_timeout {
+                None => bad(
+                    i,
+                    format!(
+                        "task call {n} timed out {:?} after it was issued, though it set no \
+                         task_timeout (a task's request timeout ends when the task is created)",
+                        at - c.at
+                    ),
+                ),
+                Some(bound) if at < c.at + bound => bad(
+                    i,
+                    format!(
+                        "task call {n} timed out {:?} before its task_timeout ({bound:?})",
+                        c.at + bound - at
+                    ),
+                ),
+                Some(_) => {}
+            }
+            if *after != at - c.at {
+                bad(
+                    i,
+                    format!(
+                        "call {n} timed out after {:?} but says {after:?}",
+                        at - c.at
+                    ),
+                );
+            }
         }
         Outcome::Timeout { after } => {
             if at < c.deadline {
@@ -493,6 +602,132 @@ fn check_outcome(
     }
 }
 
+/// The errors a task call may be answered with, beyond those of [`check_outcome`]: once its
+/// task is created, never `ConnectionLost` (the task lives on the server and survives
+/// reconnects), nor an error of a call never sent; a task's errors only for a task call whose
+/// task was created, and only when the server gave cause.
+#[allow(clippy::too_many_arguments)]
+fn check_task_outcome(
+    i: usize,
+    at: Duration,
+    n: usize,
+    c: &Call,
+    outcome: &Outcome,
+    first_stop: Option<Duration>,
+    seen: &TasksSeen,
+    bad: &mut impl FnMut(usize, String),
+) {
+    let task_error = matches!(
+        outcome,
+        Outcome::TaskLost | Outcome::TaskCancelled | Outcome::TaskUnreachable
+    );
+    let Some((_, created_at, task)) = &c.created else {
+        if task_error {
+            bad(
+                i,
+                format!("call {n} got {outcome:?}, though no task of it was ever created"),
+            );
+        }
+        return;
+    };
+    match outcome {
+        Outcome::ConnectionLost(cause) => bad(
+            i,
+            format!(
+                "task call {n} was answered ConnectionLost ({cause}) at {at:?}, though its task \
+                 {task} was created at {created_at:?}: a task lives on the server and survives \
+                 a lost connection (the client must poll it on the next one)"
+            ),
+        ),
+        Outcome::Unavailable | Outcome::SendFailed | Outcome::Backpressure => bad(
+            i,
+            format!(
+                "task call {n} was answered {outcome:?} at {at:?}, an error of a call never \
+                 sent, though its task {task} was created at {created_at:?}"
+            ),
+        ),
+        Outcome::Cancelled => bad(
+            i,
+            format!("task call {n} was answered Cancelled, though its caller never cancelled"),
+        ),
+        Outcome::Shutdown if first_stop.is_none_or(|stop| stop > at) => bad(
+            i,
+            format!("task call {n} was answered Shutdown at {at:?}, with no stop before"),
+        ),
+        Outcome::TaskLost if !seen.unknown.contains(task) => bad(
+            i,
+            format!(
+                "task call {n} was answered TaskLost, though no server said it did not know \
+                 task {task}"
+            ),
+        ),
+        Outcome::TaskCancelled
+            if seen.created.get(task).map(|(_, end)| end.as_str()) != Some("cancelled") =>
+        {
+            bad(
+                i,
+                format!(
+                    "task call {n} was answered TaskCancelled, though the server never \
+                     cancelled task {task}"
+                ),
+            )
+        }
+        Outcome::Other(what) => bad(i, format!("task call {n} was answered: {what}")),
+        _ => {}
+    }
+}
+
+/// `tasks/cancel` is sent at most once per task, and only for a task whose caller dropped the
+/// call (before) or whose bound on the whole task passed.
+fn check_task_cancels(
+    seen: &TasksSeen,
+    calls: &BTreeMap<usize, Call>,
+    history: &[Entry],
+    bad: &mut impl FnMut(usize, String),
+) {
+    let by_token: BTreeMap<&str, (usize, &Call)> = calls
+        .iter()
+        .map(|(n, c)| (c.token.as_str(), (*n, c)))
+        .collect();
+    let mut cancelled: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, at, conn, task) in &seen.cancels {
+        if let Some(first) = cancelled.insert(task.as_str(), *i) {
+            bad(
+                *i,
+                format!(
+                    "task {task} cancelled a second time (tasks/cancel on connection {conn}; the \
+                     first at entry {first}): the server is asked once"
+                ),
+            );
+        }
+        let Some((n, c)) = seen
+            .created
+            .get(task)
+            .and_then(|(token, _)| by_token.get(token.as_str()))
+        else {
+            bad(
+                *i,
+                format!("tasks/cancel of task {task}, which no call's server created"),
+            );
+            continue;
+        };
+        let dropped_before = history[..*i]
+            .iter()
+            .any(|e| matches!(&e.event, Event::Dropped { call } if call == n));
+        let bound_passed = c.task_timeout.is_some_and(|b| *at >= c.at + b);
+        if !dropped_before && !bound_passed {
+            bad(
+                *i,
+                format!(
+                    "tasks/cancel of task {task} (call {n}) at {at:?}, though its caller neither \
+                     dropped the call nor bounded the task by then (the client cancels a task \
+                     only when its caller asks)"
+                ),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,6 +748,7 @@ mod tests {
             timeout: ms(timeout),
             cap: cap.map(ms),
             recovery: false,
+            task_timeout: None,
         }
     }
 
@@ -667,6 +903,125 @@ mod tests {
         assert!(w.contains("issued after a stop"), "{w}");
         assert!(w.contains("stop 0 never returned"), "{w}");
         assert!(w.contains("2 tasks still alive"), "{w}");
+    }
+
+    /// Task call `call` (token `t{call}`, request timeout 100 ms), its task `task{call}`
+    /// created by the server at 1 ms (to end as `end`) and told its caller at 2 ms.
+    fn task_call(call: usize, task_timeout: Option<u64>, end: &str) -> Vec<Entry> {
+        vec![
+            e(
+                0,
+                Event::Issued {
+                    call,
+                    kind: CallKind::Task,
+                    token: format!("t{call}"),
+                    timeout: ms(100),
+                    cap: None,
+                    recovery: false,
+                    task_timeout: task_timeout.map(ms),
+                },
+            ),
+            e(
+                1,
+                Event::TaskCreated {
+                    conn: 0,
+                    id: 7,
+                    task: format!("task{call}"),
+                    token: format!("t{call}"),
+                    end: end.to_owned(),
+                },
+            ),
+            e(
+                2,
+                Event::TaskStatus {
+                    call,
+                    task: format!("task{call}"),
+                    state: "working".to_owned(),
+                },
+            ),
+        ]
+    }
+
+    fn outcome(at: u64, call: usize, outcome: Outcome) -> Entry {
+        e(at, Event::Outcome { call, outcome })
+    }
+
+    #[test]
+    fn a_task_outlives_its_deadline_and_its_connection_but_is_never_told_connection_lost() {
+        // Created, its request timeout no longer applies: answered much later, it passes.
+        let mut h = task_call(0, None, "completed");
+        h.push(e(3_000, ok(0, "t0")));
+        let v = run(h);
+        assert_eq!(v, vec![], "{}", whats(&v));
+        // Never ConnectionLost once created.
+        let mut h = task_call(0, None, "completed");
+        h.push(outcome(50, 0, Outcome::ConnectionLost("closed".into())));
+        let w = whats(&run(h));
+        assert!(w.contains("survives a lost connection"), "{w}");
+        // Before its task is created it is a plain call: ConnectionLost is its answer then.
+        let mut h = task_call(0, None, "completed");
+        h.truncate(2);
+        h.push(outcome(50, 0, Outcome::ConnectionLost("closed".into())));
+        let v = run(h);
+        assert_eq!(v, vec![], "{}", whats(&v));
+    }
+
+    #[test]
+    fn a_task_error_needs_its_cause_and_a_timeout_its_bound() {
+        let mut h = task_call(0, None, "completed");
+        h.push(outcome(50, 0, Outcome::TaskLost));
+        h.extend(task_call(1, None, "completed"));
+        h.push(outcome(50, 1, Outcome::TaskCancelled));
+        h.extend(task_call(2, None, "completed"));
+        h.push(outcome(150, 2, Outcome::Timeout { after: ms(150) }));
+        h.extend(task_call(3, Some(300), "completed"));
+        h.push(outcome(250, 3, Outcome::Timeout { after: ms(250) }));
+        let w = whats(&run(h));
+        assert!(w.contains("no server said it did not know"), "{w}");
+        assert!(w.contains("the server never cancelled"), "{w}");
+        assert!(w.contains("set no task_timeout"), "{w}");
+        assert!(w.contains("before its task_timeout"), "{w}");
+        // With their causes, they pass.
+        let mut h = task_call(0, None, "lost");
+        h.push(e(
+            40,
+            Event::TaskUnknown {
+                conn: 0,
+                task: "task0".into(),
+            },
+        ));
+        h.push(outcome(50, 0, Outcome::TaskLost));
+        h.extend(task_call(1, None, "cancelled"));
+        h.push(outcome(50, 1, Outcome::TaskCancelled));
+        h.extend(task_call(3, Some(300), "completed"));
+        h.push(outcome(300, 3, Outcome::Timeout { after: ms(300) }));
+        let v = run(h);
+        assert_eq!(v, vec![], "{}", whats(&v));
+    }
+
+    #[test]
+    fn a_task_is_cancelled_on_the_server_once_and_only_when_its_caller_asks() {
+        let cancel = |at: u64| {
+            e(
+                at,
+                Event::TaskCancelGot {
+                    conn: 0,
+                    task: "task0".into(),
+                },
+            )
+        };
+        let mut h = task_call(0, None, "completed");
+        h.push(cancel(10));
+        h.push(e(20, Event::Dropped { call: 0 }));
+        let w = whats(&run(h));
+        assert!(w.contains("neither dropped the call"), "{w}");
+        let mut h = task_call(0, None, "completed");
+        h.push(e(20, Event::Dropped { call: 0 }));
+        h.push(cancel(21));
+        h.push(cancel(30));
+        let w = whats(&run(h));
+        assert!(w.contains("cancelled a second time"), "{w}");
+        assert!(!w.contains("neither dropped"), "{w}");
     }
 
     #[test]

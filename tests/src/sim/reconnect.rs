@@ -8,7 +8,8 @@
 //! - a link ended with a typed error (a session expired, a stuck POST, a lost stream) is
 //!   reported down by the client's transport at that instant;
 //! - a call in flight when its link failed for a stuck POST or a lost stream ends at that
-//!   instant (connection lost): it is not told "timed out" later, least of all when its request
+//!   instant (connection lost), unless it is a task call whose task was created (the task
+//!   survives the link): it is not told "timed out" later, least of all when its request
 //!   never reached the server (it was held behind the POST that got no answer);
 //! - at most `max_session_reinits` sessions are initialized again at once without a call
 //!   answered in between, and an expiry backs off only once they are spent;
@@ -123,9 +124,14 @@ fn methods(history: &[Entry]) -> BTreeMap<(u64, u64), &str> {
 
 /// Whether the answer to request `id` on `conn` answers a caller's call (which restarts the
 /// backoff sequence and the re-initialization budget when the client reads it while the call
-/// is live), rather than the client's own probe.
+/// is live; a task's creation does too, and so does the answer to the client's own
+/// `tasks/cancel`, a live request of its own), rather than the client's own probe or a task's
+/// poll (`tasks/get`, `tasks/result`: they prove nothing of the session).
 fn answers_a_call(methods: &BTreeMap<(u64, u64), &str>, conn: u64, id: u64) -> bool {
-    matches!(methods.get(&(conn, id)), Some(&("tools/call" | "ping")))
+    matches!(
+        methods.get(&(conn, id)),
+        Some(&("tools/call" | "ping" | "tools/list" | "tasks/cancel"))
+    )
 }
 
 /// Checks the properties of the module's documentation on `history`.
@@ -219,6 +225,8 @@ struct CallSeen {
     kind: CallKind,
     token: String,
     outcome: Option<(usize, Duration, Outcome)>,
+    /// A task call: the entry where its caller was first told its task's status.
+    created: Option<usize>,
 }
 
 /// Whether `fault` (of an [`Event::LinkFault`]) ends the link with a typed error.
@@ -270,7 +278,7 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
     let mut calls: BTreeMap<usize, CallSeen> = BTreeMap::new();
     let mut got: BTreeSet<&str> = BTreeSet::new();
     // Links that failed so, and when (the client's transport reports it at that instant).
-    let mut lost: Vec<(u64, &str, Duration)> = Vec::new();
+    let mut lost: Vec<(usize, u64, &str, Duration)> = Vec::new();
     for (i, e) in history.iter().enumerate() {
         match &e.event {
             Event::Issued {
@@ -283,12 +291,18 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
                         kind: *kind,
                         token: token.clone(),
                         outcome: None,
+                        created: None,
                     },
                 );
             }
             Event::Outcome { call, outcome } => {
                 if let Some(c) = calls.get_mut(call) {
                     c.outcome = Some((i, e.at, outcome.clone()));
+                }
+            }
+            Event::TaskStatus { call, .. } => {
+                if let Some(c) = calls.get_mut(call) {
+                    c.created.get_or_insert(i);
                 }
             }
             Event::ServerGot {
@@ -299,7 +313,7 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
             Event::LinkFault { conn, fault, .. }
                 if fault == "stuck POST" || fault == "stream lost" =>
             {
-                lost.push((*conn, fault, e.at));
+                lost.push((i, *conn, fault, e.at));
             }
             _ => {}
         }
@@ -308,8 +322,10 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
         let Some((i, at, outcome)) = &c.outcome else {
             continue;
         };
-        let Some((conn, fault, down)) = lost.iter().find(|(_, _, down)| c.at <= *down && at > down)
-        else {
+        // A task created before the link failed is not in flight on it: it survives.
+        let Some((_, conn, fault, down)) = lost.iter().find(|(fault_at, _, _, down)| {
+            c.at <= *down && at > down && c.created.is_none_or(|t| t > *fault_at)
+        }) else {
             continue;
         };
         let never_sent = c.kind != CallKind::Notify && !got.contains(c.token.as_str());
@@ -341,6 +357,9 @@ fn check_reinits(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
         return;
     };
     let methods = methods(history);
+    // Task calls whose task was created: their caller's answer comes from polling the task,
+    // which proves nothing of the session (the creation did).
+    let mut tasks: BTreeSet<usize> = BTreeSet::new();
     let kinds: BTreeMap<usize, CallKind> = history
         .iter()
         .filter_map(|e| match &e.event {
@@ -354,10 +373,15 @@ fn check_reinits(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
     for (i, e) in history.iter().enumerate() {
         match &e.event {
             Event::Answered { conn, id } if answers_a_call(&methods, *conn, *id) => fewest = 0,
+            Event::TaskStatus { call, .. } if tasks.insert(*call) => {
+                // The client read the task's creation, the answer of a live call.
+                fewest = 0;
+                most = 0;
+            }
             Event::Outcome {
                 call,
                 outcome: Outcome::Ok { .. } | Outcome::Server { .. },
-            } if kinds.get(call) != Some(&CallKind::Notify) => {
+            } if kinds.get(call) != Some(&CallKind::Notify) && !tasks.contains(call) => {
                 // The caller was answered by the server: the client read the answer of a live
                 // call (it would have restarted the count before the caller saw it).
                 fewest = 0;
@@ -626,6 +650,7 @@ mod tests {
                 timeout: ms(1_000),
                 cap: None,
                 recovery: false,
+                task_timeout: None,
             },
         )
     }

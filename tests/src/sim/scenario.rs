@@ -32,6 +32,19 @@ pub struct CallPlan {
     pub cap: Option<Duration>,
     /// What the caller does with the future.
     pub behaviour: Behaviour,
+    /// A task call's bound on the whole task (`RequestOptions::task_timeout`), if it sets one.
+    pub task_timeout: Option<Duration>,
+}
+
+/// How the client runs task-backed tool calls, in a run that has them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskPlan {
+    /// The floor of the poll interval (a server asking for 0 is polled this often).
+    pub poll_min: Duration,
+    /// The cap of the poll interval (a server asking for years is polled this often).
+    pub poll_max: Duration,
+    /// Failed exchanges in a row before `Error::TaskUnreachable`.
+    pub max_failures: u8,
 }
 
 /// How the run ends.
@@ -89,6 +102,9 @@ pub struct Scenario {
     pub header_bound: Duration,
     /// Every connection before the calm fails the same way right after its handshake, if set.
     pub looping: Option<Looping>,
+    /// Task-backed tool calls, if the run has them (then some of its tool calls are of the task
+    /// tool).
+    pub tasks: Option<TaskPlan>,
 }
 
 impl Scenario {
@@ -140,8 +156,12 @@ impl Scenario {
             8..=11 => Some(Looping::Drop),
             _ => None,
         };
+        // Drawn from their own stream, so that a run without tasks draws what it drew before.
+        let mut calls = calls;
+        let tasks = draw_tasks(&mut Rng::derive(seed, 2), looping, &mut calls);
         Scenario {
             client_seed,
+            tasks,
             probe,
             header_bound,
             looping,
@@ -194,5 +214,40 @@ fn draw_call(r: &mut Rng, start: Duration, request_timeout: Duration) -> CallPla
         timeout,
         cap,
         behaviour,
+        task_timeout: None,
     }
 }
+
+/// Whether the run has task-backed tool calls (not in a looping run: the client must list the
+/// tools first, which such a run never lets it do), and which of its tool calls are of the
+/// task tool: some with a bound on the whole task, some dropped or aborted while the task runs.
+fn draw_tasks(r: &mut Rng, looping: Option<Looping>, calls: &mut [CallPlan]) -> Option<TaskPlan> {
+    if looping.is_some() || !r.chance(TASK_RUNS) {
+        return None;
+    }
+    let poll_min = r.ms(5, 30);
+    let plan = TaskPlan {
+        poll_min,
+        poll_max: r.ms(poll_min.as_millis() as u64, 400),
+        max_failures: u8::try_from(r.range(1, 4)).unwrap_or(3),
+    };
+    for call in calls.iter_mut().filter(|c| c.kind == CallKind::Tool) {
+        if !r.chance(TASK_CALLS) {
+            continue;
+        }
+        call.kind = CallKind::Task;
+        call.cap = None;
+        call.task_timeout = r.chance(40).then(|| r.ms(20, 1_500));
+        call.behaviour = match call.behaviour {
+            Behaviour::DropAfter(_) => Behaviour::DropAfter(r.ms(0, 1_500)),
+            Behaviour::Abort(_) => Behaviour::Abort(r.ms(1, 1_500)),
+            other => other,
+        };
+    }
+    Some(plan)
+}
+
+/// The share of runs (not looping) that have task-backed tool calls, in percent.
+const TASK_RUNS: u64 = 35;
+/// The share of a task run's tool calls that are of the task tool, in percent.
+const TASK_CALLS: u64 = 30;

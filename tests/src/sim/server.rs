@@ -18,12 +18,23 @@
 //! bound), a tool call's response stream drops before its answer (`StreamLost`), an answer's
 //! frame is cut in the middle, or the connection is dropped right after the handshake.
 //!
+//! It runs the task tool (`sim_task`, listed with `execution.taskSupport: "required"`) as a
+//! 2025-11-25 task when the call carries `params.task`: the task lives in a [`TaskStore`] the
+//! run's servers share (a server started again after a crash still knows it, unless the seed
+//! says it restarted without its store, or the task is forgotten when it ends, as when its TTL
+//! passes: -32602), `tasks/get` says `working` (at a seeded interval, 0 and a year included)
+//! until the task's end (completed, failed, or cancelled by the server), `tasks/result` gives
+//! the tool's result or error, `tasks/cancel` is acknowledged. Its answers meet the same faults
+//! as the others (delays, none at all, errors, reordering, crashes, expiries).
+//!
 //! It also checks what the client sends: `initialize` first (after the probe, if any) and once, `notifications/initialized`
 //! once after the answer and before any other request, no request id ever reused (across
-//! connections), a `notifications/cancelled` only for a request it saw and at most once, an
-//! answer to each of its pings at most once.
+//! connections), a `notifications/cancelled` only for a request it saw and at most once, and
+//! never for a task's request (`tasks/get`, `tasks/result`, `tasks/cancel`), an answer to each
+//! of its pings at most once.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -215,6 +226,75 @@ impl ConnPlan {
     }
 }
 
+/// How a task of the simulated server ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TaskEnd {
+    /// Completed: `tasks/result` gives the tool's result (the token).
+    Completed,
+    /// Failed: `tasks/result` gives a JSON-RPC error carrying the token (`error`), or an
+    /// `isError` result carrying it.
+    Failed { error: bool },
+    /// Cancelled by the server.
+    Cancelled,
+    /// Forgotten when it ends (its TTL passed): -32602 from then on.
+    Lost,
+}
+
+impl TaskEnd {
+    fn name(self) -> &'static str {
+        match self {
+            TaskEnd::Completed => "completed",
+            TaskEnd::Failed { .. } => "failed",
+            TaskEnd::Cancelled => "cancelled",
+            TaskEnd::Lost => "lost",
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SimTask {
+    token: String,
+    done_at: Instant,
+    end: TaskEnd,
+    /// The poll interval it asks for, in milliseconds.
+    interval: u64,
+    /// The client cancelled it (`tasks/cancel`) before it ended.
+    cancelled: bool,
+}
+
+/// The tasks of a run's server: they live on the server, not on a connection, so a server
+/// started again after a crash still has them (unless it restarted without them:
+/// [`TaskStore::forget_all`]).
+#[derive(Debug, Default)]
+pub struct TaskStore {
+    tasks: BTreeMap<String, SimTask>,
+    next: u64,
+}
+
+impl TaskStore {
+    /// Whether it has no task.
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Forgets every task (the server restarted without its store); how many there were.
+    pub fn forget_all(&mut self) -> usize {
+        std::mem::take(&mut self.tasks).len()
+    }
+}
+
+/// The task store the run's servers share.
+pub type Tasks = Arc<Mutex<TaskStore>>;
+
+/// The simulated tools (`tools/list`): `sim` runs as a plain call, `sim_task` only as a task.
+fn tool_list() -> Value {
+    let schema = json!({"type": "object", "properties": {"token": {"type": "string"}}});
+    json!({"tools": [
+        {"name": "sim", "inputSchema": schema},
+        {"name": "sim_task", "inputSchema": schema, "execution": {"taskSupport": "required"}},
+    ]})
+}
+
 /// Something the server will do at a set time.
 #[derive(Debug)]
 enum Item {
@@ -287,6 +367,11 @@ pub struct Server {
     expired: Option<Vec<u64>>,
     /// The plan's one-off fault (a stream lost, a frame cut) was scheduled.
     armed: bool,
+    /// The tasks, shared with the run's other servers.
+    tasks: Tasks,
+    /// The ids of the task requests (`tasks/*`) received: never cancelled with
+    /// `notifications/cancelled`.
+    task_requests: BTreeSet<u64>,
 }
 
 impl Server {
@@ -298,6 +383,7 @@ impl Server {
         plan: ConnPlan,
         header_bound: Duration,
         fate: Fate,
+        tasks: Tasks,
     ) -> Self {
         Server {
             conn,
@@ -322,6 +408,8 @@ impl Server {
             stuck: None,
             expired: None,
             armed: false,
+            tasks,
+            task_requests: BTreeSet::new(),
         }
     }
 
@@ -606,6 +694,9 @@ impl Server {
                 conn: self.conn,
                 id,
             });
+            if method.starts_with("tasks/") {
+                self.task_requests.insert(id);
+            }
             self.requests.insert(id);
             if let Some(refused) = &mut self.expired {
                 refused.push(id);
@@ -672,7 +763,8 @@ impl Server {
                 InitPlan::Accept(after) => (
                     after,
                     json!({"result": {"protocolVersion": "2025-11-25",
-                        "capabilities": {"tools": {}},
+                        "capabilities": {"tools": {},
+                            "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}},
                         "serverInfo": {"name": "sim", "version": "0"}}}),
                 ),
                 InitPlan::Refuse(after) => (
@@ -708,7 +800,19 @@ impl Server {
             self.saw(format!("{method} before notifications/initialized"));
         }
         match method {
+            "tools/call" if params.is_some_and(|p| p.get("task").is_some()) => {
+                self.on_task_call(id, params)
+            }
             "tools/call" => self.on_call(id, params),
+            "tools/list" => {
+                let after = self.rng.ms(0, 5);
+                let frame = json!({"jsonrpc": "2.0", "id": id, "result": tool_list()});
+                self.frame(after, &frame, Some(id), true);
+            }
+            "tasks/get" | "tasks/result" | "tasks/cancel" => {
+                self.task_requests.insert(id);
+                self.on_task_request(id, method, params);
+            }
             "ping" => {
                 let after = self.rng.ms(0, 5);
                 self.frame(
@@ -760,6 +864,12 @@ impl Server {
                 }
                 if !self.cancels.insert(id) {
                     self.saw(format!("request {id} cancelled twice"));
+                }
+                if self.task_requests.contains(&id) {
+                    self.saw(format!(
+                        "notifications/cancelled for request {id}, a task's request (a task's \
+                         requests are never cancelled so: a task is cancelled with tasks/cancel)"
+                    ));
                 }
                 self.log.push(Event::CancelGot {
                     conn: self.conn,
@@ -882,6 +992,188 @@ impl Server {
             let at = some_time(r);
             self.at(at, Item::Crash);
         }
+    }
+}
+
+impl Server {
+    /// A `tools/call` carrying `params.task`: the task is created at once (it runs from now),
+    /// and its creation answered after a delay (or never, or refused with an error).
+    fn on_task_call(&mut self, id: u64, params: Option<&Value>) {
+        let token = params
+            .and_then(|p| p.pointer("/arguments/token"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let r = &mut self.rng;
+        let (after, duration, end, interval) = if self.calm {
+            (r.ms(0, 5), r.ms(0, 50), TaskEnd::Completed, r.range(0, 50))
+        } else {
+            let after = if r.chance(85) {
+                r.ms(0, 30)
+            } else {
+                r.ms(0, 400)
+            };
+            match r.range(0, 99) {
+                0..=2 => return, // never answered (nor created)
+                3..=5 => {
+                    let frame = json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32000, "message": format!("failed {token}")}});
+                    return self.frame(after, &frame, Some(id), true);
+                }
+                _ => {}
+            }
+            let duration = match r.range(0, 9) {
+                0..=5 => r.ms(0, 100),
+                6..=8 => r.ms(0, 500),
+                _ => r.ms(0, 2_500),
+            };
+            let end = match r.range(0, 99) {
+                0..=69 => TaskEnd::Completed,
+                70..=79 => TaskEnd::Failed {
+                    error: r.chance(50),
+                },
+                80..=89 => TaskEnd::Cancelled,
+                _ => TaskEnd::Lost,
+            };
+            (after, duration, end, draw_interval(r))
+        };
+        let task = {
+            let mut store = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            store.next += 1;
+            let task = format!("task-{}", store.next);
+            store.tasks.insert(
+                task.clone(),
+                SimTask {
+                    token: token.clone(),
+                    done_at: Instant::now() + duration,
+                    end,
+                    interval,
+                    cancelled: false,
+                },
+            );
+            task
+        };
+        self.log.push(Event::TaskCreated {
+            conn: self.conn,
+            id,
+            task: task.clone(),
+            token,
+            end: end.name().to_owned(),
+        });
+        let frame = json!({"jsonrpc": "2.0", "id": id, "result": {"task": {
+            "taskId": task, "status": "working", "pollInterval": interval}}});
+        self.frame(after, &frame, Some(id), true);
+    }
+
+    /// `tasks/get`, `tasks/result`, `tasks/cancel`: answered from the store (after a delay,
+    /// or never, or with an error, unless the run turned calm).
+    fn on_task_request(&mut self, id: u64, method: &str, params: Option<&Value>) {
+        let task = params
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if method == "tasks/cancel" {
+            // Taken (and the task cancelled) whether or not its answer comes.
+            self.log.push(Event::TaskCancelGot {
+                conn: self.conn,
+                task: task.clone(),
+            });
+            let now = Instant::now();
+            let mut store = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = store.tasks.get_mut(&task)
+                && now < t.done_at
+            {
+                t.cancelled = true;
+            }
+        }
+        let r = &mut self.rng;
+        let after = if self.calm {
+            r.ms(0, 5)
+        } else {
+            match r.range(0, 99) {
+                0..=89 => r.ms(0, 5),
+                90..=95 => r.ms(0, 300),
+                96..=97 => return, // never answered
+                // An error (the poll fails, and is tried again); not to `tasks/result`, whose
+                // error is the tool's.
+                _ if method != "tasks/result" => {
+                    let frame = json!({"jsonrpc": "2.0", "id": id,
+                        "error": {"code": -32603, "message": "busy"}});
+                    let after = r.ms(0, 5);
+                    return self.frame(after, &frame, Some(id), true);
+                }
+                _ => r.ms(0, 5),
+            }
+        };
+        let fresh_interval = (!self.calm && r.chance(10)).then(|| draw_interval(r));
+        let now = Instant::now();
+        let mut store = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let known = store
+            .tasks
+            .get_mut(&task)
+            .filter(|t| !(t.end == TaskEnd::Lost && now >= t.done_at));
+        let Some(t) = known else {
+            drop(store);
+            self.log.push(Event::TaskUnknown {
+                conn: self.conn,
+                task: task.clone(),
+            });
+            let frame = json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": -32602, "message": format!("unknown task {task}")}});
+            return self.frame(after, &frame, Some(id), true);
+        };
+        if let Some(interval) = fresh_interval {
+            t.interval = interval;
+        }
+        let ended = now >= t.done_at;
+        let status = match (t.cancelled, ended, t.end) {
+            (true, _, _) => "cancelled",
+            (false, false, _) => "working",
+            (false, true, end) => end.name(),
+        };
+        let object = json!({"taskId": task, "status": status, "pollInterval": t.interval});
+        let frame = match method {
+            "tasks/result" => {
+                // The tool's outcome, when the task ends (at once if it has).
+                let wait = t.done_at.saturating_duration_since(now);
+                let token = &t.token;
+                let body = match (t.cancelled, t.end) {
+                    (false, TaskEnd::Completed) => {
+                        json!({"result": {"content": [{"type": "text", "text": token}]}})
+                    }
+                    (false, TaskEnd::Failed { error: false }) => json!({"result": {
+                        "content": [{"type": "text", "text": token}], "isError": true}}),
+                    (false, TaskEnd::Failed { error: true }) => {
+                        json!({"error": {"code": -32000, "message": format!("failed {token}")}})
+                    }
+                    (false, TaskEnd::Lost) => json!({"error": {"code": -32602,
+                        "message": format!("unknown task {task}")}}),
+                    (true, _) | (false, TaskEnd::Cancelled) => json!({"error": {"code": -32000,
+                        "message": format!("cancelled {token}")}}),
+                };
+                drop(store);
+                let mut frame = body;
+                frame["jsonrpc"] = json!("2.0");
+                frame["id"] = json!(id);
+                return self.frame(wait + after, &frame, Some(id), true);
+            }
+            _ => {
+                drop(store);
+                json!({"jsonrpc": "2.0", "id": id, "result": object})
+            }
+        };
+        self.frame(after, &frame, Some(id), true);
+    }
+}
+
+/// A task's poll interval, in milliseconds: mostly short, sometimes 0 (the client's floor
+/// applies), sometimes a year (its cap applies).
+fn draw_interval(r: &mut Rng) -> u64 {
+    match r.range(0, 99) {
+        0..=9 => 0,
+        10..=14 => 31_536_000_000,
+        _ => r.range(1, 250),
     }
 }
 
