@@ -157,11 +157,7 @@ fn now_of(rec: &TaskRec, at: u64) -> Now {
     }
     let ms = arg(&rec.args, "ms", 300);
     let elapsed = at.saturating_sub(rec.created);
-    let step = if ms == 0 {
-        4
-    } else {
-        (elapsed * 4 / ms).min(3) + 1
-    };
+    let step = (elapsed * 4).checked_div(ms).map_or(4, |s| s.min(3) + 1);
     let working = Now::Working(format!("step {step}/4"));
     if rec.tool == "task_endless" {
         return working;
@@ -476,9 +472,9 @@ pub(crate) fn cancel(config: &ServerConfig, params: &Value) -> Handled {
         return Ok(Reply::Result(json!({})));
     }
     if !matches!(before, Now::Working(_) | Now::Input(_)) {
-        return Err(RpcError::invalid_params(format!(
-            "Cannot cancel task: already in terminal status"
-        )));
+        return Err(RpcError::invalid_params(
+            "Cannot cancel task: already in terminal status",
+        ));
     }
     Ok(Reply::Result(Value::Object(task_object(
         &id,
