@@ -75,6 +75,15 @@ impl Payload {
             .unwrap_or(NULL)
     }
 
+    /// Whether the payload may hold `needle`: its text holds it (a cheap check that builds no
+    /// tree), or it has no text to look in. A `false` is certain; a `true` is to be read.
+    pub(crate) fn may_hold(&self, needle: &str) -> bool {
+        match (&self.text, self.tree.get()) {
+            (Some(text), None) => text.get().contains(needle),
+            _ => true,
+        }
+    }
+
     /// The tree when one was built, the text otherwise (also when the text does not read as
     /// a tree: its reader then gets the error).
     pub fn into_body(self) -> Body {

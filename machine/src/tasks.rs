@@ -146,6 +146,10 @@ impl Tasks {
         self.by_call.remove(&call).map(|t| *t)
     }
 
+    pub(crate) fn is_empty(&self) -> bool {
+        self.by_call.is_empty()
+    }
+
     pub(crate) fn calls(&self) -> Vec<CallId> {
         self.by_call.keys().copied().collect()
     }

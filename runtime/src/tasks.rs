@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
@@ -137,6 +138,9 @@ const MAX_TASK_TOOLS: usize = 4096;
 #[derive(Debug, Default)]
 pub(crate) struct TaskTools {
     inner: RwLock<Known>,
+    /// Some listed tool may run as a task (read without the lock: a plain tool call of a
+    /// client whose tools never do pays one load).
+    any: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -150,6 +154,12 @@ impl TaskTools {
     pub(crate) fn record(&self, tools: &[Tool]) {
         let mut known = self.inner.write().unwrap_or_else(|e| e.into_inner());
         known.listed = true;
+        if tools
+            .iter()
+            .any(|t| TaskSupport::of(t) != TaskSupport::Forbidden)
+        {
+            self.any.store(true, Ordering::Relaxed);
+        }
         for tool in tools {
             match TaskSupport::of(tool) {
                 TaskSupport::Forbidden => {
@@ -161,6 +171,11 @@ impl TaskTools {
                 _ => {}
             }
         }
+    }
+
+    /// Whether some listed tool may run as a task (cheap: no lock).
+    pub(crate) fn any(&self) -> bool {
+        self.any.load(Ordering::Relaxed)
     }
 
     /// What `tool` said, if a listing was read (`None`: the tools were never listed).

@@ -32,7 +32,13 @@ impl TasksHandlers for Ctx<'_> {
         {
             return None;
         }
-        let result = p.body.as_ref().ok()?.value();
+        let body = p.body.as_ref().ok()?;
+        // A plain result's text is not read into a tree for this question (the caller reads
+        // it into its own type); a task's names itself.
+        if !body.may_hold("\"task") {
+            return None;
+        }
+        let result = body.value();
         let era = self.era();
         if era == Era::Modern && protocol::result_type(result).as_deref() != Some("task") {
             return None;
@@ -162,12 +168,18 @@ impl TasksHandlers for Ctx<'_> {
     }
 
     fn can_retry_task_send(&self, p: &SendToken) -> Option<CallId> {
+        if self.core.tasks.is_empty() {
+            return None;
+        }
         let call = self.task_of_request(self.pending_send(p)?.id)?;
         self.has_failures_left(self.core.tasks.get(call)?)
             .then_some(call)
     }
 
     fn is_task_send_end(&self, p: &SendToken) -> Option<CallId> {
+        if self.core.tasks.is_empty() {
+            return None;
+        }
         self.task_of_request(self.pending_send(p)?.id)
     }
 
@@ -622,6 +634,10 @@ impl Ctx<'_> {
 
     /// The caller of the task whose request `id` is.
     fn task_of_request(&self, id: RequestId) -> Option<CallId> {
+        // Without a task there is no task's request: a plain call's answer pays one branch.
+        if self.core.tasks.is_empty() {
+            return None;
+        }
         match self.core.calls.get(id)?.kind {
             RequestKind::Task(call) => Some(call),
             _ => None,
@@ -630,6 +646,9 @@ impl Ctx<'_> {
 
     /// A response to a task's request: its caller, the task, and what it answers.
     fn task_answer<'p>(&self, p: &'p Response) -> Option<(CallId, &TaskRun, TaskAnswer<'p>)> {
+        if self.core.tasks.is_empty() {
+            return None;
+        }
         let id = Self::response_id(p)?;
         let entry = self.core.calls.get(id)?;
         let RequestKind::Task(call) = entry.kind else {

@@ -210,6 +210,9 @@ impl Client {
     /// the 2026-07-28 era, where the server alone decides.
     async fn task_param(&self, tool: &str) -> Result<Option<Value>> {
         let Some(options) = &self.shared.tasks else {
+            if !self.shared.task_tools.any() {
+                return Ok(None);
+            }
             return match self.shared.task_tools.get(tool) {
                 Some(TaskSupport::Required) if self.era() == Some(Era::Legacy) => {
                     Err(Error::TaskRequired {
