@@ -70,12 +70,13 @@
 //!   for one authorization at a time, within the budget, and goes out again exactly when it
 //!   ends with a token; refused again, or the authorization failed, it is answered.
 //! - Tasks ([`properties::tasks`]): a `tasks/get` goes out only for a live task, never
-//!   before its interval since the last answer (but the first poll after a reconnect), and a
-//!   live task in ready is always being polled; a task is cancelled on the server at most
-//!   once, only with `tasks/cancel`, only once its caller stopped waiting; an input key is
-//!   handed to the handler at most once while answered; a task survives a reconnect (never
-//!   answered `ConnectionLost`, polled again at ready); its timers die with its caller, and
-//!   its caller's bound on the whole task is met (the deadlines above).
+//!   before its interval since the last answer or poll (across reconnects too), and a live
+//!   task in ready is always being polled; a task is cancelled on the server at most once,
+//!   only with `tasks/cancel`, only once its caller stopped waiting; an input key is handed
+//!   to the handler at most once while answered; a task survives a reconnect (never answered
+//!   `ConnectionLost`); a task resumed by its id is polled at once in ready and turned away
+//!   at once elsewhere; its timers die with its caller, and its caller's bound on the whole
+//!   task is met (the deadlines above).
 //! - The table ([`properties::rows`], [`coverage`]): impossible rows never fire; every other
 //!   row and every cell with a possible row fires in some configuration.
 //! - Vacuity ([`properties::guards`]): ready is reached and a call succeeds in every
@@ -152,6 +153,7 @@ const BASE: Bounds = Bounds {
     read_window: 1,
     tasks: 0,
     tasks_on: false,
+    resumes: 0,
 };
 
 /// The configurations of `cargo run --release -p model-check`.
@@ -454,7 +456,7 @@ pub fn configurations() -> Vec<Configuration> {
                 tasks_on: true,
                 ..BASE
             },
-            pinned_unique: 1351885,
+            pinned_unique: 1348936,
         },
         // 2026-07-28 tasks: a task asking for two inputs (given or failed by the handler,
         // sent with `tasks/update`, asked again after their acknowledgement), for input the
@@ -472,7 +474,23 @@ pub fn configurations() -> Vec<Configuration> {
                 tasks_on: true,
                 ..BASE
             },
-            pinned_unique: 567717,
+            pinned_unique: 569211,
+        },
+        // A task resumed by its id (`t0`), in either era: polled at once in ready, then as
+        // any task (working, input_required, completed, failed, lost, erroring), cancelled
+        // by its caller or its bound, kept across a crash; turned away in every other state.
+        Configuration {
+            name: "tasks-resume",
+            bounds: Bounds {
+                calls: 0,
+                depth: 13,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                tasks_on: true,
+                resumes: 1,
+                ..BASE
+            },
+            pinned_unique: 1237730,
         },
         // Tasks off: a server that answers a tool call with a task all the same (2026-07-28)
         // is answered to its caller at once as a result of a type the client cannot use.

@@ -71,6 +71,8 @@ pub struct Bounds {
     pub tasks: u8,
     /// The client polls tasks (`Config::tasks`): off, a task is no answer it can use.
     pub tasks_on: bool,
+    /// Tasks a caller may resume by their id ([`crate::world::Move::Resume`]; 0: none).
+    pub resumes: u8,
 }
 
 /// Which machine is explored: the real one, or a deliberately broken one.

@@ -37,6 +37,8 @@ pub fn walk_bounds() -> Bounds {
         // Tasks in both eras, polled to their end.
         tasks: 20,
         tasks_on: true,
+        // One task resumed by its id, whenever the walk likes.
+        resumes: 1,
     }
 }
 

@@ -134,6 +134,9 @@ pub enum Move {
     /// or failed (`false`). The driver reports it whenever it ends, also after its generation
     /// was closed (stale then).
     Authorize(u64, bool),
+    /// Caller `n` asks the client to poll a task by its id ([`crate::env::RESUMED_TASK`], a
+    /// task the server may know or not), as a host does with a task id it kept.
+    Resume(u8),
 }
 
 impl Move {
@@ -149,6 +152,7 @@ impl Move {
             | Move::InputReply(g, ..)
             | Move::Authorize(g, _) => Some(g),
             Move::Call(_)
+            | Move::Resume(_)
             | Move::Cancel(_)
             | Move::Notify(_)
             | Move::Stop(_)
@@ -270,6 +274,8 @@ pub struct Env {
     pub listen_ends: u8,
     /// Tasks the server created so far.
     pub tasks_created: u8,
+    /// Tasks resumed by their id so far.
+    pub resumes: u8,
 }
 
 /// Why a transport attempt ended, as the environment caused it.
@@ -334,8 +340,9 @@ pub enum TaskReq {
 /// live `tools/call`), from the wire and the environment's moves alone.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct TaskGhost {
-    /// The task's number: the id of the `tools/call` the server answered with it (its task
-    /// id on the wire is `t<number>`).
+    /// The task's number: the id of the `tools/call` the server answered with it, or
+    /// [`crate::env::RESUMED_TASK`] for a task a caller resumed by its id (its task id on the
+    /// wire is `t<number>`).
     pub task: RequestId,
     /// Created in the 2026-07-28 era.
     pub modern: bool,
@@ -365,6 +372,9 @@ pub struct TaskGhost {
     pub over: bool,
     /// Its request on the wire not answered yet (as the ghost saw it go out).
     pub inflight: Option<RequestId>,
+    /// A caller resumed it by its id and its first `tasks/get` has not gone out yet (it must,
+    /// in the step of the resume).
+    pub resumed: bool,
 }
 
 /// What the ghost knows of one call.

@@ -170,3 +170,34 @@ fn a_second_answer_to_a_probe_fallen_back_from_is_late() {
         assert_eq!(w.ghost.violations, expected);
     }
 }
+
+#[test]
+fn a_task_resumed_by_its_id_is_polled_at_once_in_ready_and_turned_away_elsewhere() {
+    use model_check::env::{RESUMED_TASK, RESUMER};
+    use model_check::world::{TaskReply, TaskReq};
+    let model = Harness::new(bounds_of("tasks-resume"), Variant::Real);
+    let step = |w: &World, mv: Move| model.apply(w, mv, None);
+    // Starting: turned away at once (unavailable), no task recorded.
+    let w = step(&model.initial(), Move::Resume(RESUMER));
+    assert_eq!(w.ghost.calls[&RESUMER].replies, 1);
+    assert!(!w.ghost.tasks.contains_key(&RESUMER));
+    assert_eq!(w.ghost.violations, 0);
+    // Ready (modern): its first `tasks/get` goes out in the step of the resume, and the
+    // server's `completed` answers the caller with the task's result.
+    let w = step(&model.initial(), Move::Up(1, ServerKind::Modern));
+    let probe = id_of(&w, Owner::Probe(1));
+    let w = step(&w, Move::Frame(1, ServerFrame::DiscoverOk(probe)));
+    let w = step(&w, Move::Resume(RESUMER));
+    let get = id_of(&w, Owner::Task(RESUMER, TaskReq::Get));
+    assert_eq!(w.ghost.tasks[&RESUMER].inflight, Some(get));
+    assert_eq!(w.ghost.calls[&RESUMER].replies, 0);
+    let done = ServerFrame::Task {
+        id: get,
+        task: RESUMED_TASK,
+        reply: TaskReply::Completed,
+        modern: true,
+    };
+    let w = step(&w, Move::Frame(1, done));
+    assert_eq!(w.ghost.calls[&RESUMER].replies, 1);
+    assert_eq!(w.ghost.violations, 0);
+}

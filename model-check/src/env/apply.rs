@@ -7,14 +7,16 @@ use std::time::Duration;
 
 use mcp_machine::{
     CallId, CallOptions, CallRequest, HandlerReply, Input, NotifyRequest, SendOutcome,
-    ServerRequestId, SessionChange, TransportError,
+    ServerRequestId, SessionChange, TaskResume, TransportError,
 };
 use serde_json::json;
 
 use super::drain::StepLog;
 use super::frames::frame_bytes;
 use super::moves::tick_target;
-use super::{NOTIFY_BASE, SUBSCRIBER, UNSUBSCRIBER, URI, call_options, refusable, session_call};
+use super::{
+    NOTIFY_BASE, RESUMED_TASK, SUBSCRIBER, UNSUBSCRIBER, URI, call_options, refusable, session_call,
+};
 use crate::ghost::frame::FrameNotes;
 use crate::ghost::{self, call_ghost};
 use crate::model::Harness;
@@ -55,6 +57,16 @@ impl Harness {
                     params: Some(json!({"name": "t", "caller": c})),
                     options: call_options(c, n.m.config().tasks),
                     session: None,
+                }))
+            }
+            Move::Resume(c) => {
+                n.env.resumes += 1;
+                let options = call_options(c, true);
+                ghost::tasks::resume(w, &mut n, c, &options);
+                Some(Input::ResumeTask(TaskResume {
+                    call: CallId(u64::from(c)),
+                    task_id: format!("t{RESUMED_TASK}"),
+                    options,
                 }))
             }
             Move::Subscribe => {
@@ -274,7 +286,9 @@ impl Harness {
         ghost::attempt::ready_entered(w, n);
         session::restored(w, n);
         ghost::attempt::ready_guards(n);
-        // Tasks: kept across a lost connection, polled again at ready, always polled.
+        // Tasks: a resume polled at once in ready (turned away elsewhere), kept across a lost
+        // connection, always polled.
+        tasks::resume_handled(w, n, mv);
         ghost::tasks::after_step(w, n);
         tasks::always_polled(n);
     }

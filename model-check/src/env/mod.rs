@@ -24,13 +24,22 @@ pub const UNSUBSCRIBER: u8 = 61;
 pub const URI: &str = "file:///watched";
 /// Caller numbers of notifies start here (calls are 1, 2, ...).
 pub const NOTIFY_BASE: u8 = 50;
+/// The caller number of the caller that resumes a task by its id (past the walks' 40 callers).
+pub const RESUMER: u8 = 45;
+/// The number of the task the resumer names (`t0`): no `tools/call` has id 0, so it is never
+/// a task the client created; the server answers it as any task (it may know it or not).
+pub const RESUMED_TASK: RequestId = 0;
 
 /// The options of caller `caller`'s call: caller 1 asks for progress, which resets its
 /// timeout, within a total cap; the others take the defaults. With tasks on (`tasks`),
 /// caller 2 bounds its call (5 s) and, should the server run it as a task, the whole task
-/// (8 s).
+/// (8 s), as does the resumer its resumed task.
 pub fn call_options(caller: u8, tasks: bool) -> CallOptions {
     match caller {
+        RESUMER => CallOptions {
+            task_timeout: Some(TASK_TIMEOUT),
+            ..CallOptions::default()
+        },
         1 => CallOptions {
             timeout: None,
             progress: true,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use mcp_machine::{SendOutcome, State, TimerKind};
 
 use super::frames::SAMPLING_ID;
-use super::{NOTIFY_BASE, SUBSCRIBER, UNSUBSCRIBER, refusable};
+use super::{NOTIFY_BASE, RESUMER, SUBSCRIBER, UNSUBSCRIBER, refusable};
 use crate::model::Harness;
 use crate::world::{Junk, ListenEndKind, Move, Owner, ServerFrame, ServerKind, TaskReply, World};
 
@@ -17,6 +17,10 @@ impl Harness {
         let b = &self.bounds;
         if w.env.calls < b.calls {
             out.push(Move::Call(w.env.calls + 1));
+        }
+        // A task resumed by its id, in any state (ready polls it; elsewhere it is turned away).
+        if w.env.resumes < b.resumes {
+            out.push(Move::Resume(RESUMER));
         }
         for &caller in w.ghost.calls.keys() {
             if caller < NOTIFY_BASE && !w.env.cancelled.contains(&caller) {

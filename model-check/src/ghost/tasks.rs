@@ -4,14 +4,16 @@
 //! it said (a status to act on, an outcome, an input round, an acknowledgement), the input
 //! keys it acknowledged, whether the client may cancel it (its caller cancelled, its bound
 //! passed, its input failed or was refused), and whether a lost connection left it to be
-//! polled again. [`crate::properties::tasks`] judges the machine's outputs against it.
+//! polled again. A task a caller resumes by its id in ready is followed the same way from the
+//! resume on. [`crate::properties::tasks`] judges the machine's outputs against it.
 
 use std::time::Duration;
 
-use mcp_machine::{RequestId, State, TimerKind};
+use mcp_machine::{CallOptions, RequestId, State, TimerKind};
 use serde_json::Value;
 
-use crate::env::{NOTIFY_BASE, call_options};
+use super::call_ghost;
+use crate::env::{NOTIFY_BASE, RESUMED_TASK, call_options};
 use crate::world::{Move, Owner, ServerFrame, TaskGhost, TaskReply, TaskReq, World};
 
 /// The server's interval in milliseconds (none: the last in force), floored and capped as the
@@ -146,6 +148,36 @@ pub(crate) fn frame(w: &World, n: &mut World, g: u64, f: ServerFrame, stale: boo
     }
 }
 
+/// Caller `c` resumes task `t0` by its id with `options` (judged from `w`, before the machine
+/// takes it): the caller waits from now, bounded by its bound on the whole task, and its
+/// answer names the task; in ready the task is live in the connection's era, at the default
+/// interval (floored and capped), its first poll due at once (the first contact: no interval
+/// to respect) and owed in this step; elsewhere the caller is turned away at once.
+pub(crate) fn resume(w: &World, n: &mut World, c: u8, options: &CallOptions) {
+    let now = w.m.now();
+    let mut call = call_ghost(&n.m, options);
+    call.request = Some(RESUMED_TASK);
+    call.deadline = options
+        .task_timeout
+        .map_or(Duration::MAX, |b| now.saturating_add(b));
+    n.ghost.calls.insert(c, call);
+    if w.m.state() != State::Ready {
+        return;
+    }
+    let every = interval(n, None, n.m.config().task_poll_default);
+    n.ghost.tasks.insert(
+        c,
+        TaskGhost {
+            task: RESUMED_TASK,
+            modern: w.ghost.discovered.contains(&w.m.generation()),
+            interval: every,
+            not_before: now,
+            resumed: true,
+            ..TaskGhost::default()
+        },
+    );
+}
+
 /// Before move `mv` is fed to the machine: a caller's cancel, or a handler's error to a
 /// task's input, lets the client cancel the task on the server.
 pub(crate) fn before_move(w: &World, n: &mut World, mv: Move) {
@@ -185,6 +217,7 @@ pub(crate) fn sent(n: &mut World, c: u8, req: Option<TaskReq>, id: RequestId, v:
             t.not_before = now.saturating_add(t.interval);
             t.inflight = Some(id);
             t.repoll = false;
+            t.resumed = false;
         }
         Some(TaskReq::Result) => {
             t.inflight = Some(id);

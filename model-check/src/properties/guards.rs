@@ -96,10 +96,12 @@ pub const TASK_OK: u64 = 1 << 41;
 pub const TASK_RESUMED: u64 = 1 << 42;
 /// A task's caller was answered with a timeout (its bound on the whole task).
 pub const TASK_TIMED_OUT: u64 = 1 << 43;
+/// A task resumed by its id got the server's answer (its result, or lost).
+pub const TASK_RESUME_ANSWERED: u64 = 1 << 44;
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 42] = [
+pub const RUN_GUARDS: [(&str, u64); 43] = [
     (
         "two full reconnect cycles reach ready",
         SECOND_RECONNECT_READY,
@@ -229,6 +231,10 @@ pub const RUN_GUARDS: [(&str, u64); 42] = [
         "a task's caller is answered at its bound on the whole task",
         TASK_TIMED_OUT,
     ),
+    (
+        "a task resumed by its id gets the server's answer",
+        TASK_RESUME_ANSWERED,
+    ),
 ];
 
 /// The guards every configuration must meet, then [`RUN_GUARDS`].
@@ -246,7 +252,7 @@ pub(super) fn properties() -> Vec<Property<Harness>> {
     ];
     all.extend(run_guards!(
         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-        33 34 35 36 37 38 39 40 41
+        33 34 35 36 37 38 39 40 41 42
     ));
     all
 }

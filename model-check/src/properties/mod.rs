@@ -24,7 +24,7 @@
 //! | [`reissue`] | lost modern requests and -32020 are sent again as the protocol says |
 //! | [`listen`] | `subscriptions/listen` asks for what is wanted, and delivers what is due |
 //! | [`auth`] | authorization: one at a time, within the budget, and what waits for it |
-//! | [`tasks`] | tasks: polled when due, cancelled once with `tasks/cancel`, inputs once, kept across reconnects |
+//! | [`tasks`] | tasks: polled when due, cancelled once with `tasks/cancel`, inputs once, kept across reconnects, resumed by id |
 //! | [`rows`] | rows marked impossible never fire |
 //! | [`guards`] | the vacuity guards (`sometimes`) |
 
@@ -113,6 +113,7 @@ pub fn all() -> Vec<Property<Harness>> {
         tasks::cancelled_once(),
         tasks::inputs_once(),
         tasks::kept_across_reconnects(),
+        tasks::resumed(),
         tasks::timers_die(),
     ];
     all.extend(guards::properties());
@@ -120,7 +121,7 @@ pub fn all() -> Vec<Property<Harness>> {
 }
 
 /// Every violation bit, each once: a new bit that collides with another fails the test.
-pub const VIOLATIONS: [u64; 40] = [
+pub const VIOLATIONS: [u64; 41] = [
     replies::DOUBLE_REPLY,
     replies::LATE_DELIVERED,
     stop::SENT_AFTER_STOP,
@@ -161,6 +162,7 @@ pub const VIOLATIONS: [u64; 40] = [
     tasks::TASK_CANCEL,
     tasks::TASK_INPUT,
     tasks::TASK_KEPT,
+    tasks::TASK_RESUME,
 ];
 
 #[cfg(test)]

@@ -12,8 +12,10 @@
 //!   bound passed, or its input failed or was refused;
 //! - an input key of a 2026-07-28 task is handed to the handler at most once while the server
 //!   has it answered (deduplicated across polls);
-//! - a task survives a lost connection: its caller is never answered `ConnectionLost`, and at
-//!   the next ready it is polled again in that step (or its caller answered);
+//! - a task survives a lost connection: its caller is never answered `ConnectionLost`;
+//! - a task resumed by its id in ready is polled at once (its first `tasks/get` in the step
+//!   of the resume, then as any task); a resume in any other state is answered at once,
+//!   `unavailable` (the shutdown error when closing or closed);
 //! - a task's timers die with its caller (its deadline, as every call's, is judged by
 //!   [`super::deadlines`]: the caller's bound on the whole task).
 
@@ -21,11 +23,11 @@ use mcp_machine::{CallError, Payload, RequestId, State, TimerKind};
 use stateright::Property;
 
 use super::{fail, ok};
-use crate::env::live_generation;
+use crate::env::{RESUMER, live_generation};
 use crate::ghost::tasks::{deadline_passed, key_bit};
 use crate::model::Harness;
 use crate::properties::guards as seen;
-use crate::world::{Owner, TaskReq, World};
+use crate::world::{Move, Owner, TaskReq, World};
 
 /// A `tasks/get` for a task that is not live or not due, or a live task in ready not being
 /// polled.
@@ -34,8 +36,11 @@ pub const TASK_POLL: u64 = 1 << 36;
 pub const TASK_CANCEL: u64 = 1 << 37;
 /// An input key of a task handed to the handler again while answered.
 pub const TASK_INPUT: u64 = 1 << 38;
-/// A task's caller answered `ConnectionLost`, or a task not polled again at the next ready.
+/// A task's caller answered `ConnectionLost`.
 pub const TASK_KEPT: u64 = 1 << 39;
+/// A resume in ready whose first `tasks/get` did not go out at once, or a resume elsewhere
+/// not answered at once with `unavailable` (the shutdown error when closing or closed).
+pub const TASK_RESUME: u64 = 1 << 40;
 
 pub(super) fn polled_when_due() -> Property<Harness> {
     Property::<Harness>::always(
@@ -60,8 +65,15 @@ pub(super) fn inputs_once() -> Property<Harness> {
 
 pub(super) fn kept_across_reconnects() -> Property<Harness> {
     Property::<Harness>::always(
-        "a live task survives a reconnect and is polled again at ready",
+        "a live task survives a reconnect (its caller never answered ConnectionLost)",
         |_, w| ok(w, TASK_KEPT),
+    )
+}
+
+pub(super) fn resumed() -> Property<Harness> {
+    Property::<Harness>::always(
+        "a task resumed in ready is polled at once; a resume elsewhere is answered at once, unavailable or shut down",
+        |_, w| ok(w, TASK_RESUME),
     )
 }
 
@@ -140,16 +152,50 @@ pub(crate) fn input_handed(n: &mut World, request: RequestId, key: &str) {
     }
 }
 
-/// Caller `c` is answered: a task's caller is never answered `ConnectionLost`.
+/// Caller `c` is answered: a task's caller is never answered `ConnectionLost`; a resume
+/// turned away (no task recorded: not in ready) is answered `unavailable`, or the shutdown
+/// error when closing or closed.
 pub(crate) fn replied(n: &mut World, c: u8, outcome: &Result<Payload, CallError>) {
+    if c == RESUMER && !n.ghost.tasks.contains_key(&c) {
+        let closing = matches!(n.m.state(), State::Closing | State::Closed);
+        let right = match outcome {
+            Err(CallError::Shutdown) => closing,
+            Err(CallError::Unavailable { .. }) => !closing,
+            _ => false,
+        };
+        if !right {
+            fail(n, TASK_RESUME);
+        }
+        return;
+    }
     if !n.ghost.tasks.contains_key(&c) {
         return;
+    }
+    if c == RESUMER && matches!(outcome, Ok(_) | Err(CallError::TaskLost { .. })) {
+        n.ghost.seen |= seen::TASK_RESUME_ANSWERED;
     }
     match outcome {
         Err(CallError::ConnectionLost(_)) => fail(n, TASK_KEPT),
         Ok(_) => n.ghost.seen |= seen::TASK_OK,
         Err(CallError::Timeout { .. }) => n.ghost.seen |= seen::TASK_TIMED_OUT,
         Err(_) => {}
+    }
+}
+
+/// At the end of the step of a resume (from `w`): in ready, the resumed task's first
+/// `tasks/get` went out in this step; elsewhere, its caller was answered in this step (how:
+/// [`replied`]).
+pub(crate) fn resume_handled(w: &World, n: &mut World, mv: Move) {
+    let Move::Resume(c) = mv else {
+        return;
+    };
+    let done = if w.m.state() == State::Ready {
+        n.ghost.tasks.get(&c).is_some_and(|t| !t.resumed)
+    } else {
+        n.ghost.calls.get(&c).is_some_and(|x| x.replies > 0)
+    };
+    if !done {
+        fail(n, TASK_RESUME);
     }
 }
 
