@@ -457,9 +457,18 @@ async fn python_listen(client: &Client, r: &mut Report) {
         format!("{changed:?}, heard: {got}"),
     );
     let subscribed = client.subscribe(URI).await;
+    // The status is published by the driver right after the answer, from another task: read
+    // it once it is there (within 2 s), not the instant the answer arrives.
+    let mut status = client.watch_listen_status();
+    let covered = tokio::time::timeout(
+        Duration::from_secs(2),
+        status.wait_for(|s| s.covered.uris.contains(URI)),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
     r.check(
         "subscribe answered by the acknowledgement (python)",
-        subscribed.is_ok() && client.listen_status().covered.uris.contains(URI),
+        subscribed.is_ok() && covered,
         format!("{subscribed:?}, {:?}", client.listen_status()),
     );
     let touched = client.call_tool("touch", json!({"uri": URI})).await;
