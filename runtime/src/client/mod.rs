@@ -394,6 +394,16 @@ impl Client {
             task_status: options.task_status,
             reply,
         };
+        self.hand_over(call, cmd, rx)
+    }
+
+    /// Sends the command of caller `call` to the driver; the wait for its answer on `rx`.
+    fn hand_over(
+        &self,
+        call: CallId,
+        cmd: Command,
+        rx: oneshot::Receiver<crate::command::Outcome>,
+    ) -> Answer<'_> {
         if self.shared.commands.send(cmd).is_err() {
             return Answer::Shutdown;
         }
@@ -426,17 +436,7 @@ impl Client {
             task_status: options.task_status,
             reply,
         };
-        if self.shared.commands.send(cmd).is_err() {
-            return Answer::Shutdown;
-        }
-        Answer::Waiting {
-            rx,
-            guard: CancelOnDrop {
-                call,
-                commands: &self.shared.commands,
-                armed: true,
-            },
-        }
+        self.hand_over(call, cmd, rx)
     }
 
     /// A request whose result decodes as `T`. Hands the request over when called (see
