@@ -17,7 +17,7 @@ fn check_passes_on_the_real_spec() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(stdout.starts_with("ok: 7 states, 31 events, "), "{stdout}");
+    assert!(stdout.starts_with("ok: 7 states, 32 events, "), "{stdout}");
 }
 
 #[test]

@@ -87,6 +87,28 @@ impl RequestKind {
     }
 }
 
+/// A caller's call waiting for a ready connection (`CallOptions::wait_for_ready`): nothing of
+/// it is on the wire, and it has no request id yet (its frame is written once the era of the
+/// connection that takes it is known).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct WaitingCall {
+    /// The call as the caller made it.
+    pub(crate) request: crate::event::CallRequest,
+    /// When it was made: its deadline runs from here.
+    pub(crate) since: Duration,
+}
+
+impl std::hash::Hash for WaitingCall {
+    // Consistent with `Eq`: the params (JSON) are left out of the hash.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.request.call.hash(state);
+        self.request.method.hash(state);
+        self.request.options.hash(state);
+        self.request.session.hash(state);
+        self.since.hash(state);
+    }
+}
+
 /// One call in flight.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Entry {

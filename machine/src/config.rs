@@ -226,6 +226,9 @@ pub struct Config {
     /// How many inputs a 2026-07-28 task may ask for over its life (64); past it, the caller
     /// is answered with an error (a server cannot keep the host's handler busy forever).
     pub max_task_inputs: usize,
+    /// How many calls may wait for a ready connection at once (1024,
+    /// `CallOptions::wait_for_ready`); past it, a call is answered with `Unavailable` at once.
+    pub max_waiting_calls: usize,
 }
 
 impl Default for Config {
@@ -270,6 +273,7 @@ impl Default for Config {
             task_poll_default: Duration::from_secs(1),
             max_task_failures: 3,
             max_task_inputs: 64,
+            max_waiting_calls: 1024,
         }
     }
 }

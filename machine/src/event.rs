@@ -208,7 +208,7 @@ pub enum SessionChange {
 }
 
 /// A caller's request to make.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallRequest {
     /// Who to answer.
     pub call: CallId,
@@ -258,10 +258,17 @@ pub struct PendingSend {
 /// What the server said in the accepted handshake: the witness of `is_init_accepted`, kept by
 /// the machine as typed data.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ServerInfo {
+    /// The server's name (`serverInfo.name`; empty when the server sent none).
+    pub name: String,
+    /// The server's version (`serverInfo.version`; empty when the server sent none).
+    pub version: String,
+    /// The server's display name (`serverInfo.title`), when it sent one.
+    pub title: Option<String>,
     /// The negotiated protocol version.
     pub protocol_version: String,
-    /// `serverInfo` (name, version, ...).
+    /// `serverInfo` as the server sent it (name, version, title, icons, website, ...).
     pub server_info: Value,
     /// The server's capabilities.
     pub capabilities: Value,
@@ -270,20 +277,39 @@ pub struct ServerInfo {
 }
 
 impl ServerInfo {
-    /// `serverInfo.name` (empty when missing).
-    pub fn name(&self) -> &str {
-        self.server_info
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+    /// What a handshake or discovery said: the typed fields are read from `server_info`.
+    pub fn new(
+        protocol_version: String,
+        server_info: Value,
+        capabilities: Value,
+        instructions: Option<String>,
+    ) -> Self {
+        let text = |key: &str| {
+            server_info
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        ServerInfo {
+            name: text("name").unwrap_or_default(),
+            version: text("version").unwrap_or_default(),
+            title: text("title"),
+            protocol_version,
+            server_info,
+            capabilities,
+            instructions,
+        }
     }
 
-    /// `serverInfo.version` (empty when missing).
+    /// `serverInfo.name` (empty when missing): the field [`ServerInfo::name`](field@ServerInfo::name).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `serverInfo.version` (empty when missing): the field
+    /// [`ServerInfo::version`](field@ServerInfo::version).
     pub fn version(&self) -> &str {
-        self.server_info
-            .get("version")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
+        &self.version
     }
 
     /// Whether the server declared a capability (`tools`, `resources`, `prompts`, `logging`,

@@ -332,6 +332,7 @@ fn timer_event(key: TimerKey) -> Event {
         (TimerKind::SendRetry, id) => Event::SendRetry(id.unwrap_or(u64::MAX)),
         (TimerKind::TaskPoll, id) => Event::TaskPoll(CallId(id.unwrap_or(u64::MAX))),
         (TimerKind::TaskDeadline, id) => Event::TaskDeadline(CallId(id.unwrap_or(u64::MAX))),
+        (TimerKind::ReadyWait, id) => Event::ReadyWait(CallId(id.unwrap_or(u64::MAX))),
     }
 }
 

@@ -94,4 +94,16 @@ pub enum Mutant {
     DropTasksOnLoss,
     /// A caller's bound on its whole task is never armed.
     NoTaskDeadline,
+    /// A call that asked to wait for ready is turned away with `Unavailable` all the same.
+    WaitNever,
+    /// A call that asked to wait for ready is sent at once, whatever the state.
+    WaitSentAtOnce,
+    /// Stop leaves the calls waiting for ready unanswered.
+    WaitForgottenAtStop,
+    /// A waiting call's deadline is never armed.
+    NoWaitDeadline,
+    /// A waiting call goes out with a whole new timeout (the time it waited forgotten).
+    WaitFreshDeadline,
+    /// A lost connection fails the calls waiting for ready.
+    WaitFailedOnLoss,
 }

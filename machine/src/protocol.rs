@@ -136,19 +136,19 @@ pub(crate) fn discovered(result: &Value, version: &str) -> ServerInfo {
         .or_else(|| result.get("serverInfo"))
         .cloned()
         .unwrap_or(Value::Null);
-    ServerInfo {
-        protocol_version: version.to_owned(),
+    ServerInfo::new(
+        version.to_owned(),
         server_info,
-        capabilities: result
+        result
             .get("capabilities")
             .filter(|c| c.is_object())
             .cloned()
             .unwrap_or_else(|| Value::Object(Map::new())),
-        instructions: result
+        result
             .get("instructions")
             .and_then(Value::as_str)
             .map(str::to_owned),
-    }
+    )
 }
 
 /// A modern result's `resultType`: `None` when absent (complete); the string otherwise (a
@@ -388,15 +388,14 @@ pub(crate) fn check_init_result(result: &Value) -> Result<ServerInfo, Failure> {
         Some(c @ Value::Object(_)) => c.clone(),
         Some(_) => return Err(bad("capabilities is not an object")),
     };
-    Ok(ServerInfo {
-        protocol_version: version.clone(),
-        server_info: obj.get("serverInfo").cloned().unwrap_or(Value::Null),
+    Ok(ServerInfo::new(
+        version.clone(),
+        obj.get("serverInfo").cloned().unwrap_or(Value::Null),
         capabilities,
-        instructions: obj
-            .get("instructions")
+        obj.get("instructions")
             .and_then(Value::as_str)
             .map(str::to_owned),
-    })
+    ))
 }
 
 #[cfg(test)]

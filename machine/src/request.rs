@@ -37,6 +37,11 @@ pub struct CallOptions {
     /// hours, each of its polls bounded by the request timeout). When it passes, the caller
     /// is answered with a timeout and the server asked to cancel the task.
     pub task_timeout: Option<Duration>,
+    /// Made while no connection is ready (starting, reconnecting, in backoff), the call waits
+    /// for one, up to its own deadline, instead of being answered with `Unavailable` at once
+    /// (`spec/calls.toml`, `waits_for_ready`). It goes out after the handshake and the
+    /// session's restore. Off by default; a call made while ready is sent at once either way.
+    pub wait_for_ready: bool,
 }
 
 /// A JSON-RPC error object (from the server, or sent by us).

@@ -142,6 +142,7 @@ const BASE: Bounds = Bounds {
     first_connect: Duration::from_secs(60),
     jitter_extremes: false,
     waits: 0,
+    ready_waiters: 0,
     expiries: 0,
     init_timeout: None,
     era: EraMode::Legacy,
@@ -494,6 +495,36 @@ pub fn configurations() -> Vec<Configuration> {
         },
         // Tasks off: a server that answers a tool call with a task all the same (2026-07-28)
         // is answered to its caller at once as a result of a type the client cannot use.
+        // Calls that wait for ready (`wait_for_ready`), made in any state: held through a
+        // crash, a failed attempt and backoff, sent once ready (after `initialized`), timed
+        // out at their deadline, cancelled, answered at stop.
+        Configuration {
+            name: "wait-ready",
+            bounds: Bounds {
+                calls: 2,
+                ready_waiters: 2,
+                depth: 11,
+                junk: junk(&[InitError]),
+                ..BASE
+            },
+            pinned_unique: 136845,
+        },
+        // The same across the era decision: a waiting call goes out on a modern connection
+        // once discovery is answered, on a legacy one once `initialized` went out, and waits
+        // through a probe that falls back.
+        Configuration {
+            name: "wait-ready-auto",
+            bounds: Bounds {
+                calls: 1,
+                ready_waiters: 1,
+                depth: 11,
+                era: EraMode::Auto,
+                servers: ServerKind::Legacy as u8 | ServerKind::Modern as u8,
+                junk: junk(&[Duplicate]),
+                ..BASE
+            },
+            pinned_unique: 496698,
+        },
         Configuration {
             name: "tasks-off",
             bounds: Bounds {

@@ -41,6 +41,9 @@ pub struct Bounds {
     pub jitter_extremes: bool,
     /// Long silences ([`Move::Wait`]).
     pub waits: u8,
+    /// Callers (the first ones) whose calls ask to wait for ready
+    /// (`CallOptions::wait_for_ready`).
+    pub ready_waiters: u8,
     /// Sessions the server may end ([`Move::Expire`]).
     pub expiries: u8,
     /// The bound of a reconnect's handshake, when not the default (10 s): as long as the

@@ -412,6 +412,30 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: a caller's bound on its whole task never armed (tasks)",
             Mutant::NoTaskDeadline,
         ),
+        (
+            "handlers: a call that asked to wait for ready is turned away (wait-ready)",
+            Mutant::WaitNever,
+        ),
+        (
+            "handlers: a call that asked to wait for ready is sent at once (wait-ready)",
+            Mutant::WaitSentAtOnce,
+        ),
+        (
+            "handlers: stop leaves the calls waiting for ready unanswered (wait-ready)",
+            Mutant::WaitForgottenAtStop,
+        ),
+        (
+            "handlers: a waiting call's deadline never armed (wait-ready)",
+            Mutant::NoWaitDeadline,
+        ),
+        (
+            "handlers: a waiting call goes out with a whole new timeout (wait-ready)",
+            Mutant::WaitFreshDeadline,
+        ),
+        (
+            "handlers: a lost connection fails the calls waiting for ready (wait-ready)",
+            Mutant::WaitFailedOnLoss,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

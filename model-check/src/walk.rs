@@ -24,6 +24,8 @@ pub fn walk_bounds() -> Bounds {
         first_connect: Duration::from_secs(60),
         jitter_extremes: false,
         waits: 5,
+        // The first half of the callers wait for ready.
+        ready_waiters: 20,
         expiries: 8,
         init_timeout: None,
         era: EraMode::Auto,

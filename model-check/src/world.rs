@@ -395,6 +395,11 @@ pub struct CallGhost {
     pub busy: u8,
     /// A busy request frame must be offered again by then (model time).
     pub resend_due: Option<Duration>,
+    /// It asked to wait for ready and was made while no connection was ready: it may not be
+    /// turned away as unavailable, nor go out before a connection is ready.
+    pub waits: bool,
+    /// While it waited, an attempt failed or a connection was lost.
+    pub waited_across_loss: bool,
 }
 
 /// Ghost history.

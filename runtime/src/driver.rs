@@ -415,8 +415,10 @@ impl Driver {
                 .filter(|_| backoff)
                 .map(|at| at.saturating_sub(self.now())),
         };
-        self.out.transitions.publish(&transition, 1);
+        // The state first: a host that reads `Client::state` on a transition from the feed
+        // reads that transition's state (or a later one), never the one before.
         self.out.state.send_replace(step.to);
+        self.out.transitions.publish(&transition, 1);
     }
 
     fn drain(&mut self) {

@@ -164,8 +164,9 @@ pub use crate::task_handle::TaskHandle;
 pub use crate::tasks::{TaskOptions, TaskSupport};
 pub use crate::tool_catalog::{MAX_HEADER_TOOLS, ToolCatalog};
 pub use crate::types::{
-    CompleteRef, ListCapability, LoggingLevel, Notification, Progress, ResourcesCapability,
-    ServerCapabilities, ServerInfo, ServerNotification,
+    CallToolResult, CompleteRef, Content, GetPromptResult, ListCapability, LoggingLevel,
+    Notification, Progress, Prompt, ReadResourceResult, Resource, ResourceTemplate,
+    ResourcesCapability, ServerCapabilities, ServerInfo, ServerNotification, Tool,
 };
 pub use mcp_machine::codes;
 pub use mcp_machine::{

@@ -87,6 +87,27 @@ impl CallsHandlers for Ctx<'_> {
         matches!(p.session, Some(SessionChange::Unsubscribe(_)))
     }
 
+    fn waits_for_ready(&self, p: &CallRequest) -> bool {
+        if mutant!(self.core, WaitNever) {
+            return false;
+        }
+        let failed_for_good = matches!(
+            &self.core.last_error,
+            Some(Failure::Transport(t)) if t.is_permanent()
+        );
+        p.options.wait_for_ready
+            && self.core.waiting.len() < self.core.config.max_waiting_calls
+            && !failed_for_good
+    }
+
+    fn is_waiting_call(&self, p: &CallId) -> Option<CallId> {
+        self.core
+            .waiting
+            .iter()
+            .any(|w| w.request.call == *p)
+            .then_some(*p)
+    }
+
     fn is_live_response(&self, p: &Response) -> Option<RequestId> {
         // A call awaiting input was answered already: a second answer to that id is not live.
         Self::response_id(p).filter(|id| {
@@ -446,6 +467,16 @@ impl CallsHandlers for Ctx<'_> {
             .last_error
             .clone()
             .unwrap_or(Failure::Transport(TransportError::Closed));
+        if mutant!(self.core, WaitFailedOnLoss) {
+            let error = CallError::ConnectionLost(cause.clone());
+            while let Some(waiting) = self.core.waiting.pop_front() {
+                let call = waiting.request.call;
+                self.core
+                    .timers
+                    .cancel(TimerKey::keyed(TimerKind::ReadyWait, call.0));
+                self.reply(call, None, Err(error.clone()));
+            }
+        }
         self.fail_all(&CallError::ConnectionLost(cause));
     }
 
@@ -471,6 +502,88 @@ impl CallsHandlers for Ctx<'_> {
             self.core.calls.remove(id);
             self.cancel_call_timers(id);
             self.tombstone(id);
+        }
+    }
+
+    fn hold_call(&mut self, p: CallRequest) {
+        if mutant!(self.core, WaitSentAtOnce) {
+            self.start_call(p);
+            return;
+        }
+        let mut timeout = p
+            .options
+            .timeout
+            .unwrap_or(self.core.config.request_timeout);
+        if let Some(total) = p.options.max_total_timeout {
+            timeout = timeout.min(total);
+        }
+        if !mutant!(self.core, NoWaitDeadline) {
+            let at = later(self.core.now, timeout);
+            self.core
+                .timers
+                .arm(TimerKey::keyed(TimerKind::ReadyWait, p.call.0), at);
+        }
+        self.core.waiting.push_back(crate::calls::WaitingCall {
+            request: p,
+            since: self.core.now,
+        });
+    }
+
+    fn send_waiting(&mut self) {
+        while let Some(waiting) = self.core.waiting.pop_front() {
+            let p = waiting.request;
+            self.core
+                .timers
+                .cancel(TimerKey::keyed(TimerKind::ReadyWait, p.call.0));
+            let (id, frame) = self.record_request(
+                RequestKind::Caller(p.call),
+                &p.method,
+                p.params,
+                p.options,
+                p.session,
+                Phase::Sending { attempt: 1 },
+            );
+            // The time it waited counts: its deadline is the one it was made with.
+            if !mutant!(self.core, WaitFreshDeadline)
+                && let Some(entry) = self.core.calls.get_mut(id)
+            {
+                entry.started = waiting.since;
+                let mut deadline = entry.timeout;
+                if let Some(total) = entry.max_total {
+                    deadline = deadline.min(total);
+                }
+                let at = later(waiting.since, deadline);
+                self.core
+                    .timers
+                    .arm(TimerKey::keyed(TimerKind::RequestTimeout, id), at);
+            }
+            self.send(SendToken::Request(id), frame);
+        }
+    }
+
+    fn time_out_waiting(&mut self, w: CallId) {
+        if let Some(waiting) = self.take_waiting(w) {
+            let after = self.core.now.saturating_sub(waiting.since);
+            self.reply(w, None, Err(CallError::Timeout { after }));
+        }
+    }
+
+    fn cancel_waiting(&mut self, w: CallId) {
+        if self.take_waiting(w).is_some() {
+            self.reply(w, None, Err(CallError::Cancelled));
+        }
+    }
+
+    fn fail_waiting_shutdown(&mut self) {
+        if mutant!(self.core, WaitForgottenAtStop) {
+            return;
+        }
+        while let Some(waiting) = self.core.waiting.pop_front() {
+            let call = waiting.request.call;
+            self.core
+                .timers
+                .cancel(TimerKey::keyed(TimerKind::ReadyWait, call.0));
+            self.reply(call, None, Err(CallError::Shutdown));
         }
     }
 
@@ -503,5 +616,20 @@ impl CallsHandlers for Ctx<'_> {
 
     fn fail_notify(&mut self, w: CallId) {
         self.reply(w, None, Err(CallError::SendFailed));
+    }
+}
+
+impl Ctx<'_> {
+    /// Takes caller `call`'s waiting call out, its deadline disarmed.
+    fn take_waiting(&mut self, call: CallId) -> Option<crate::calls::WaitingCall> {
+        let at = self
+            .core
+            .waiting
+            .iter()
+            .position(|w| w.request.call == call)?;
+        self.core
+            .timers
+            .cancel(TimerKey::keyed(TimerKind::ReadyWait, call.0));
+        self.core.waiting.remove(at)
     }
 }

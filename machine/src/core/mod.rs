@@ -102,6 +102,9 @@ pub(crate) struct Core {
     pub(crate) authorizations: u32,
     /// The tasks polled for callers whose calls the server runs as tasks.
     pub(crate) tasks: Tasks,
+    /// The callers' calls waiting for a ready connection, in the order they were made
+    /// (at most `Config::max_waiting_calls`).
+    pub(crate) waiting: VecDeque<crate::calls::WaitingCall>,
     #[cfg(feature = "checker")]
     pub(crate) mutant: Option<crate::mutant::Mutant>,
 }
@@ -134,6 +137,7 @@ impl Core {
             authorizing: false,
             authorizations: 0,
             tasks: Tasks::default(),
+            waiting: VecDeque::new(),
             #[cfg(feature = "checker")]
             mutant: None,
         }

@@ -46,16 +46,27 @@ impl Harness {
         let input = match mv {
             Move::Call(c) => {
                 n.env.calls = c;
-                n.ghost
-                    .calls
-                    .insert(c, call_ghost(&n.m, &call_options(c, n.m.config().tasks)));
+                let mut options = call_options(c, n.m.config().tasks);
+                options.wait_for_ready = c <= self.bounds.ready_waiters;
+                let mut ghost = call_ghost(&n.m, &options);
+                // It waits when made while no connection is ready (and none failed for good:
+                // this environment's transports never do).
+                ghost.waits = options.wait_for_ready
+                    && matches!(
+                        w.m.state(),
+                        mcp_machine::State::Starting
+                            | mcp_machine::State::Probing
+                            | mcp_machine::State::Initializing
+                            | mcp_machine::State::Backoff
+                    );
+                n.ghost.calls.insert(c, ghost);
                 Some(Input::Call(CallRequest {
                     call: CallId(u64::from(c)),
                     method: "tools/call".into(),
                     // The caller rides along, so a request sent again under a new id is
                     // known as this caller's from the wire alone.
                     params: Some(json!({"name": "t", "caller": c})),
-                    options: call_options(c, n.m.config().tasks),
+                    options,
                     session: None,
                 }))
             }
@@ -125,6 +136,9 @@ impl Harness {
                 Some(Input::TransportUp { generation: g })
             }
             Move::Down(g) => {
+                if !stale {
+                    crate::properties::waiting::loss(&mut n);
+                }
                 if w.env.server_requests.iter().any(|(on, _)| *on == g) {
                     n.ghost.seen |= seen::CRASH_WITH_SERVER_REQUEST;
                 }

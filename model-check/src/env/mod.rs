@@ -46,6 +46,7 @@ pub fn call_options(caller: u8, tasks: bool) -> CallOptions {
             reset_timeout_on_progress: true,
             max_total_timeout: Some(Duration::from_secs(60)),
             task_timeout: None,
+            wait_for_ready: false,
         },
         2 if tasks => CallOptions {
             timeout: Some(TASK_CALL_TIMEOUT),

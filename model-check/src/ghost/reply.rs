@@ -47,6 +47,9 @@ pub(crate) fn reply(
     g.replies += 1;
     let (count, own, busy_seen) = (g.replies, g.request, g.busy_seen);
     let from_server = from_server(&outcome);
+    if count == 1 {
+        crate::properties::waiting::answered(n, c, own.is_some(), &outcome);
+    }
     replies::answered(n, count, own, request, &outcome, from_server);
     tasks::replied(n, c, &outcome);
     if c == SUBSCRIBER && outcome.is_ok() && !n.ghost.unsubscribed {

@@ -185,6 +185,9 @@ fn new_request(n: &mut World, c: u8, id: u64) {
             wire::reused(n);
         }
     }
+    if request.is_none() {
+        crate::properties::waiting::first_sent(n, c);
+    }
     if let Some(g) = n.ghost.calls.get_mut(&c) {
         g.request = Some(id);
         // A new request's sends start over (its own attempts).

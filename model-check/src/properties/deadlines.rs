@@ -16,6 +16,10 @@ pub(super) fn request_timers_die() -> Property<Harness> {
         w.m.armed_timers().iter().all(|(k, _)| match k.id {
             // A task's own timers are keyed by caller ([`super::tasks`] judges them).
             _ if matches!(k.kind, TimerKind::TaskPoll | TimerKind::TaskDeadline) => true,
+            // A waiting call's deadline lives while it waits (keyed by caller).
+            Some(c) if k.kind == TimerKind::ReadyWait => {
+                u8::try_from(c).is_ok_and(|c| crate::properties::waiting::waiting(w, c))
+            }
             None => true,
             Some(id) => match w.ghost.owners.get(&id) {
                 Some(Owner::Call(c)) => w.ghost.calls.get(c).is_some_and(|g| g.replies == 0),

@@ -98,10 +98,17 @@ pub const TASK_RESUMED: u64 = 1 << 42;
 pub const TASK_TIMED_OUT: u64 = 1 << 43;
 /// A task resumed by its id got the server's answer (its result, or lost).
 pub const TASK_RESUME_ANSWERED: u64 = 1 << 44;
+/// A call that waited for ready (made while no connection was) got the server's result.
+pub const WAITED_ANSWERED: u64 = 1 << 45;
+/// A call that waited for ready was answered at its deadline before a connection was ready.
+pub const WAIT_TIMED_OUT: u64 = 1 << 46;
+/// A call waited through a failed attempt or a lost connection and then got the server's
+/// result.
+pub const WAITED_ACROSS_LOSS: u64 = 1 << 47;
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 43] = [
+pub const RUN_GUARDS: [(&str, u64); 46] = [
     (
         "two full reconnect cycles reach ready",
         SECOND_RECONNECT_READY,
@@ -235,6 +242,18 @@ pub const RUN_GUARDS: [(&str, u64); 43] = [
         "a task resumed by its id gets the server's answer",
         TASK_RESUME_ANSWERED,
     ),
+    (
+        "a call that waited for ready gets the server's result",
+        WAITED_ANSWERED,
+    ),
+    (
+        "a call that waits for ready is answered at its deadline",
+        WAIT_TIMED_OUT,
+    ),
+    (
+        "a call waits through a lost connection and gets the server's result",
+        WAITED_ACROSS_LOSS,
+    ),
 ];
 
 /// The guards every configuration must meet, then [`RUN_GUARDS`].
@@ -252,7 +271,7 @@ pub(super) fn properties() -> Vec<Property<Harness>> {
     ];
     all.extend(run_guards!(
         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-        33 34 35 36 37 38 39 40 41 42
+        33 34 35 36 37 38 39 40 41 42 43 44 45
     ));
     all
 }

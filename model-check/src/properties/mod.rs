@@ -25,6 +25,7 @@
 //! | [`listen`] | `subscriptions/listen` asks for what is wanted, and delivers what is due |
 //! | [`auth`] | authorization: one at a time, within the budget, and what waits for it |
 //! | [`tasks`] | tasks: polled when due, cancelled once with `tasks/cancel`, inputs once, kept across reconnects, resumed by id |
+//! | [`waiting`] | a call that waits for ready is neither turned away nor failed by a connection it was not sent on, and goes out only once ready |
 //! | [`rows`] | rows marked impossible never fire |
 //! | [`guards`] | the vacuity guards (`sometimes`) |
 
@@ -44,6 +45,7 @@ pub mod session;
 pub mod stop;
 pub mod tasks;
 pub mod transport;
+pub mod waiting;
 pub mod wire;
 
 use stateright::Property;
@@ -115,13 +117,14 @@ pub fn all() -> Vec<Property<Harness>> {
         tasks::kept_across_reconnects(),
         tasks::resumed(),
         tasks::timers_die(),
+        waiting::waits_for_ready(),
     ];
     all.extend(guards::properties());
     all
 }
 
 /// Every violation bit, each once: a new bit that collides with another fails the test.
-pub const VIOLATIONS: [u64; 41] = [
+pub const VIOLATIONS: [u64; 42] = [
     replies::DOUBLE_REPLY,
     replies::LATE_DELIVERED,
     stop::SENT_AFTER_STOP,
@@ -163,6 +166,7 @@ pub const VIOLATIONS: [u64; 41] = [
     tasks::TASK_INPUT,
     tasks::TASK_KEPT,
     tasks::TASK_RESUME,
+    waiting::WAIT,
 ];
 
 #[cfg(test)]

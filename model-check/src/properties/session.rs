@@ -40,6 +40,9 @@ pub(super) fn no_call_outlives_ready() -> Property<Harness> {
                             || (keeping && w.ghost.parked.contains(c))
                             // A task lives on the server: its caller waits across reconnects.
                             || w.ghost.tasks.contains_key(c)
+                            // A call that waits for ready waits outside it.
+                            || (!w.m.state().is_terminal()
+                                && crate::properties::waiting::waiting(w, *c))
                 })
         },
     )

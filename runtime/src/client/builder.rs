@@ -46,6 +46,8 @@ pub struct ClientBuilder {
     header_timeout_set: bool,
     /// Task-backed tool calls ([`ClientBuilder::tasks`]).
     tasks: Option<crate::tasks::TaskOptions>,
+    /// The calls' default for [`RequestOptions::wait_for_ready`].
+    wait_for_ready: bool,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -111,6 +113,7 @@ impl ClientBuilder {
             authorizer: None,
             header_timeout_set: false,
             tasks: None,
+            wait_for_ready: false,
         }
     }
 
@@ -465,6 +468,25 @@ impl ClientBuilder {
         self.config.task_poll_max = options.poll_max;
         self.config.max_task_failures = options.max_failures;
         self.tasks = Some(options);
+        self
+    }
+
+    /// Whether a call made while the connection is not ready (starting, reconnecting, in
+    /// backoff) waits for a ready connection up to its own timeout (`true`), or fails at once
+    /// with [`Error::Unavailable`] (`false`, the default, which tells a host at once that the
+    /// server is away). Each call can say otherwise with
+    /// [`RequestOptions::wait_for_ready`]. At most `max` calls wait at once (1024 by
+    /// default); past it a call fails at once. See [`RequestOptions::wait_for_ready`] for what
+    /// a waiting call is promised.
+    pub fn wait_for_ready(mut self, wait: bool) -> Self {
+        self.wait_for_ready = wait;
+        self
+    }
+
+    /// The most calls that wait for a ready connection at once (1024); past it, a call made
+    /// while not ready fails with [`Error::Unavailable`] even when it asked to wait.
+    pub fn max_waiting_calls(mut self, max: usize) -> Self {
+        self.config.max_waiting_calls = max;
         self
     }
 
@@ -869,6 +891,7 @@ impl ClientBuilder {
             catalog,
             tasks: self.tasks,
             task_tools: crate::tasks::TaskTools::default(),
+            wait_for_ready: self.wait_for_ready,
         });
         Client { shared }
     }

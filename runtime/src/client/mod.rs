@@ -50,6 +50,9 @@ struct Shared {
     tasks: Option<crate::tasks::TaskOptions>,
     /// Which listed tools may run as tasks.
     task_tools: crate::tasks::TaskTools,
+    /// Whether a call made while not ready waits for ready unless its options say
+    /// otherwise ([`crate::ClientBuilder::wait_for_ready`]).
+    wait_for_ready: bool,
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -207,6 +210,14 @@ impl Client {
         self.shared.connector.stderr_tail()
     }
 
+    /// The process id of the server process (stdio transports) while it runs: what a host
+    /// shows, or signals, beside the server's name. `None` for other transports, before the
+    /// first spawn and once the process was reaped. A reconnect spawns a new process (a new
+    /// id).
+    pub fn server_pid(&self) -> Option<u32> {
+        self.shared.connector.server_pid()
+    }
+
     /// Why the last connection attempt or connection failed, typed (cleared by a successful
     /// handshake).
     pub fn last_error(&self) -> Option<Failure> {
@@ -295,6 +306,10 @@ impl Client {
             let last_error = self.last_error();
             let permanent = matches!(&last_error, Some(Failure::Transport(t)) if t.is_permanent());
             match state {
+                // A server process that exited (killed from outside, say) an instant ago is
+                // not ready, even before the driver has read its end: wait for the state
+                // to leave ready.
+                ConnState::Ready if self.server_exited() => {}
                 ConnState::Ready => return Ok(()),
                 s if s.is_terminal() || (s == ConnState::Backoff && permanent) => {
                     return Err(Error::Unavailable {
@@ -307,6 +322,16 @@ impl Client {
             }
             states.changed().await.map_err(|_| Error::Shutdown)?;
         }
+    }
+
+    /// Whether the server process of the live link has exited (a zombie not reaped yet, or
+    /// already reaped), as the kernel says now. Linux only; elsewhere `false` (the driver's
+    /// own notice of the exit is what `ready` waits for then).
+    fn server_exited(&self) -> bool {
+        let Some(pid) = self.server_pid() else {
+            return false;
+        };
+        process_exited(pid)
     }
 
     /// Sends a request and waits for its result. Dropping the future cancels the request
@@ -385,6 +410,7 @@ impl Client {
                 reset_timeout_on_progress: options.reset_timeout_on_progress,
                 max_total_timeout: options.max_total_timeout,
                 task_timeout: options.task_timeout,
+                wait_for_ready: options.wait_for_ready.unwrap_or(self.shared.wait_for_ready),
             },
             session,
         });
@@ -554,4 +580,31 @@ fn decoded<T: DeserializeOwned>(method: &str, body: mcp_machine::Body) -> Result
         method: method.to_owned(),
         source: Arc::new(e),
     })
+}
+
+/// Whether child process `pid` has exited, without reaping it (`waitid` with `WNOWAIT`): a
+/// child gone already (reaped: not our child any more) counts as exited.
+#[cfg(target_os = "linux")]
+fn process_exited(pid: u32) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
+        Ok(WaitStatus::StillAlive) => false,
+        Ok(_) => true,
+        // Reaped already, or not ours to wait for (SIGCHLD ignored): gone if it cannot be
+        // signalled.
+        Err(nix::errno::Errno::ECHILD) => {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None)
+                == Err(nix::errno::Errno::ESRCH)
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn process_exited(_pid: u32) -> bool {
+    false
 }

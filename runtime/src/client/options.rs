@@ -54,6 +54,7 @@ pub struct RequestOptions {
     pub(super) max_total_timeout: Option<Duration>,
     pub(super) task_status: Option<crate::command::TaskStatusSink>,
     pub(super) task_timeout: Option<Duration>,
+    pub(super) wait_for_ready: Option<bool>,
 }
 
 impl std::fmt::Debug for RequestOptions {
@@ -65,6 +66,7 @@ impl std::fmt::Debug for RequestOptions {
             .field("max_total_timeout", &self.max_total_timeout)
             .field("task_status", &self.task_status.is_some())
             .field("task_timeout", &self.task_timeout)
+            .field("wait_for_ready", &self.wait_for_ready)
             .finish()
     }
 }
@@ -124,6 +126,20 @@ impl RequestOptions {
     /// with [`crate::Error::Timeout`] and the server is asked to cancel the task.
     pub fn task_timeout(mut self, bound: Duration) -> Self {
         self.task_timeout = Some(bound);
+        self
+    }
+
+    /// Whether this call, made while the connection is not ready (starting, reconnecting, in
+    /// backoff), waits for a ready connection up to its own timeout instead of failing at
+    /// once with [`crate::Error::Unavailable`]; overrides
+    /// [`crate::ClientBuilder::wait_for_ready`]. A waiting call goes out once the handshake
+    /// and the session's restore are done, in the order the calls were made; it is answered
+    /// exactly once (its result, a timeout by its deadline, its cancel, or
+    /// [`crate::Error::Shutdown`] at stop). It does not wait when the last attempt failed for
+    /// good (the program does not exist, permission denied). Decided by the table
+    /// (`spec/calls.toml`, `waits_for_ready`), model-checked.
+    pub fn wait_for_ready(mut self, wait: bool) -> Self {
+        self.wait_for_ready = Some(wait);
         self
     }
 

@@ -159,6 +159,11 @@ pub trait Connector: Send + Sync + 'static {
     fn stderr_tail(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The process id of the server process the latest link talks to, while it runs (a
+    /// stdio child); `None` for links without one (the default) and once it was reaped.
+    fn server_pid(&self) -> Option<u32> {
+        None
+    }
     /// Whether each request travels as an HTTP request whose headers mirror the tool arguments
     /// a tool's `x-mcp-header` annotations name (Streamable HTTP, 2026-07-28): the client then
     /// leaves out of its tool listings the tools whose annotations are invalid. `false` (the

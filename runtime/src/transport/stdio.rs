@@ -32,6 +32,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
@@ -87,6 +88,8 @@ pub struct StdioConnector {
     spec: Arc<Spec>,
     /// The last stderr lines of the latest child (see [`Connector::stderr_tail`]).
     tail: Arc<StderrTail>,
+    /// The process id of the live child (0: none), see [`Connector::server_pid`].
+    pid: Arc<AtomicU32>,
 }
 
 /// The last [`STDERR_TAIL_LINES`] stderr lines of the latest child process, each cut at
@@ -258,6 +261,7 @@ impl StdioConnectorBuilder {
         StdioConnector {
             spec: Arc::new(self.spec),
             tail: Arc::default(),
+            pid: Arc::default(),
         }
     }
 }
@@ -268,7 +272,14 @@ impl Connector for StdioConnector {
     ) -> Pin<Box<dyn Future<Output = Result<Link, TransportError>> + Send + 'static>> {
         let spec = Arc::clone(&self.spec);
         let tail = Arc::clone(&self.tail);
-        Box::pin(async move { spawn_child(&spec, tail) })
+        let slot = Arc::clone(&self.pid);
+        Box::pin(async move { spawn_child(&spec, tail, slot) })
+    }
+
+    /// The process id of the server process the live link talks to; `None` when none is
+    /// running (before the first spawn, once it was reaped).
+    fn server_pid(&self) -> Option<u32> {
+        Some(self.pid.load(Ordering::Acquire)).filter(|&pid| pid != 0)
     }
 
     /// The last stderr lines (at most 20, each cut at 512 bytes) of the latest server process,
@@ -282,7 +293,11 @@ impl Connector for StdioConnector {
     }
 }
 
-fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportError> {
+fn spawn_child(
+    spec: &Spec,
+    tail: Arc<StderrTail>,
+    slot: Arc<AtomicU32>,
+) -> Result<Link, TransportError> {
     tail.lines().clear();
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args);
@@ -308,6 +323,7 @@ fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportErro
     let mut child = cmd.spawn().map_err(|e| TransportError::Spawn(e.into()))?;
     let pid = child.id();
     tracing::debug!(pid, "server process spawned");
+    slot.store(pid.unwrap_or(0), Ordering::Release);
     let (Some(stdin), Some(stdout), Some(stderr)) =
         (child.stdin.take(), child.stdout.take(), child.stderr.take())
     else {
@@ -320,6 +336,7 @@ fn spawn_child(spec: &Spec, tail: Arc<StderrTail>) -> Result<Link, TransportErro
     let closer = ChildCloser {
         child: Some(child),
         pid,
+        slot,
         grace: spec.grace,
         stderr_task: Some(stderr_task),
     };
@@ -348,6 +365,8 @@ struct ChildCloser {
     /// `None` once reaped or handed to a reaper task.
     child: Option<Child>,
     pid: Option<u32>,
+    /// The connector's live pid, cleared (if still this child's) once the child is gone.
+    slot: Arc<AtomicU32>,
     grace: Duration,
     stderr_task: Option<JoinHandle<()>>,
 }
@@ -414,8 +433,18 @@ impl ChildCloser {
                 self.kill_now();
             }
         }
+        self.forget_pid();
         if let Some(task) = self.stderr_task.take() {
             drain_stderr(task).await;
+        }
+    }
+
+    /// The child is gone: the connector no longer names it (unless a newer one replaced it).
+    fn forget_pid(&self) {
+        if let Some(pid) = self.pid {
+            let _ = self
+                .slot
+                .compare_exchange(pid, 0, Ordering::AcqRel, Ordering::Acquire);
         }
     }
 }
@@ -429,6 +458,7 @@ impl Closer for ChildCloser {
         let Some(child) = self.child.take() else {
             return;
         };
+        self.forget_pid();
         self.signal_group(Signal::SIGKILL);
         if let Some(task) = self.stderr_task.take()
             && let Ok(rt) = tokio::runtime::Handle::try_current()
