@@ -20,7 +20,7 @@
 //! | `command`, `args`, `env`, `cwd` | a stdio server (`type` absent or `"stdio"`) | [`ClientBuilder::stdio`], [`ClientBuilder::env`] per variable, [`ClientBuilder::current_dir`] |
 //! | `url` (or `httpUrl`, Gemini CLI; `serverUrl`, Windsurf), `headers` | an HTTP server: `type` absent, `"http"`, `"streamable-http"` or `"streamableHttp"` | [`ClientBuilder::http`] (Streamable HTTP, falling back to the legacy HTTP+SSE transport by itself), [`ClientBuilder::header`] per header |
 //! | the same with `type: "sse"` | a legacy HTTP+SSE server | [`ClientBuilder::sse`], [`ClientBuilder::header`] |
-//! | `timeout` | milliseconds (a number, as Gemini CLI writes it) or a string: `"500ms"`, `"30s"`, `"2m"`, `"1h"`; above zero, at most 24 h | [`ClientBuilder::request_timeout`] |
+//! | `timeout` | milliseconds (a number, as Gemini CLI writes it; Cline's seconds are not guessed: a number below 1000 is a [`ConfigWarning::ShortTimeout`]) or a string: `"500ms"`, `"30s"`, `"2m"`, `"1h"`; above zero, at most 24 h | [`ClientBuilder::request_timeout`] |
 //! | `enabled`, `disabled` (Cline, Cursor) | [`ServerEntry::enabled`]; both, contradicting, is an error | — (the group starts only enabled servers) |
 //! | `era` | `"auto"`, `"legacy"` or `"modern"` | [`ClientBuilder::era`] |
 //! | `tools` `{"allow": [glob], "deny": [glob]}`; Gemini CLI's `includeTools` / `excludeTools` add to them | a [`ToolFilter`] (`*`, `?`; deny wins; no `allow`: all) | — (applied by the group) |
@@ -317,8 +317,9 @@ pub enum ServerTransport {
 
 impl fmt::Debug for ServerTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let keys = |pairs: &[(String, Secret)]| pairs.iter().map(|(k, _)| k.clone()).collect();
-        let keys: fn(&[(String, Secret)]) -> Vec<String> = keys;
+        fn keys(pairs: &[(String, Secret)]) -> Vec<&str> {
+            pairs.iter().map(|(k, _)| k.as_str()).collect()
+        }
         match self {
             ServerTransport::Stdio {
                 command,
@@ -634,8 +635,9 @@ fn glob(pattern: &str, name: &str) -> bool {
 /// The runtime discovers the authorization server and the scopes itself (from the server's
 /// challenge and metadata) and its loopback user agent listens on a port the system picks: so
 /// `scopes`, `callbackPort` and `redirectUri` are kept as data, unused here (each a
-/// [`ConfigWarning::IgnoredField`]). `Debug` does not show the client secret.
-#[derive(Clone, Debug, Default)]
+/// [`ConfigWarning::IgnoredField`]). `Debug` shows neither the client secret nor the values of
+/// the other fields.
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct OAuthSettings {
     /// `clientId`: a client registered beforehand (its variables expanded).
@@ -652,6 +654,20 @@ pub struct OAuthSettings {
     pub auth_server_metadata_url: Option<String>,
     /// The other fields, as written (each also a warning).
     pub extra: Map<String, Value>,
+}
+
+impl fmt::Debug for OAuthSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OAuthSettings")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret)
+            .field("scopes", &self.scopes)
+            .field("callback_port", &self.callback_port)
+            .field("redirect_uri", &self.redirect_uri)
+            .field("auth_server_metadata_url", &self.auth_server_metadata_url)
+            .field("extra", &self.extra.keys().collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 impl PartialEq for OAuthSettings {
@@ -870,6 +886,20 @@ pub enum ConfigWarning {
         /// The field (`alwaysAllow`, `tools.transform`, `oauth.audiences`).
         field: String,
     },
+    /// A `timeout` written as a number below 1000: milliseconds here (as Gemini CLI reads
+    /// it), while Cline writes seconds. Write `"60s"` if seconds were meant.
+    #[error(
+        "{file}: server `{server}`, field `timeout`: {} ms, a number is milliseconds (write \"60s\" for seconds)",
+        timeout.as_millis()
+    )]
+    ShortTimeout {
+        /// The file.
+        file: String,
+        /// The server.
+        server: String,
+        /// The timeout read.
+        timeout: Duration,
+    },
     /// A field read but not used: one of another transport, or a setting the runtime cannot
     /// apply.
     #[error("{file}: server `{server}`, field `{field}` ignored: {reason}")]
@@ -986,3 +1016,6 @@ fn paths_for(
     out.push((HostKind::VsCode, PathBuf::from(".vscode/mcp.json")));
     out
 }
+
+#[cfg(test)]
+mod tests;

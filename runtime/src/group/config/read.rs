@@ -432,7 +432,20 @@ impl<'de> Visitor<'de> for EntryVisitor<'_> {
                     f.url = Some((given, url));
                 }
                 "headers" => f.headers = Some(map.next_value_seed(Seed(StringMap::headers(r)))?),
-                "timeout" => f.timeout = Some(timeout(r, map.next_value()?)?),
+                "timeout" => {
+                    let value: Value = map.next_value()?;
+                    let number = value.is_number();
+                    let timeout = timeout(r, value)?;
+                    if number && timeout < Duration::from_secs(1) {
+                        let warning = ConfigWarning::ShortTimeout {
+                            file: r.file.clone(),
+                            server: r.server(),
+                            timeout,
+                        };
+                        r.warnings.borrow_mut().push(warning);
+                    }
+                    f.timeout = Some(timeout);
+                }
                 "enabled" => f.enabled = Some(boolean(r, "enabled", map.next_value()?)?),
                 "disabled" => f.disabled = Some(boolean(r, "disabled", map.next_value()?)?),
                 "era" => f.era = Some(era(r, map.next_value()?)?),
