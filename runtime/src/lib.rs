@@ -133,6 +133,7 @@ mod command;
 mod driver;
 mod error;
 mod feed;
+pub mod group;
 mod handler;
 mod output_schema;
 mod quiet;
