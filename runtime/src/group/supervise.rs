@@ -1,0 +1,737 @@
+//! [`ClientGroup`] and [`GroupBuilder`]: the servers of a group, each its own [`Client`]
+//! (transport, connection table, backoff, session), started concurrently, added, removed and
+//! replaced at run time, and stopped together; the merged view kept from each server's
+//! [`LiveLists`]; the feeds tagged with the server.
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use futures_util::future::join_all;
+use tokio::sync::watch;
+
+use super::error::{GroupError, StartFailure};
+use super::events::{
+    GROUP_CHANGE_LIMITS, GROUP_TRANSITION_LIMITS, GroupNotification, GroupTransition,
+};
+use super::handler::{GroupHandler, HandlerSource, ServerHandler};
+use super::merged::{self, GroupChange, MergedView};
+use super::naming::{Naming, NamingRule};
+use super::snapshot::{Counters, GroupSnapshot, ServerSnapshot};
+use crate::feed::{FeedLimits, Hub};
+use crate::handler::ClientHandler;
+use crate::live_lists::{AbortOnDrop, ListKind, Lists, LiveListOptions, LiveLists};
+use crate::types::Notification;
+use crate::{Client, ClientBuilder, ConnState, Failure, Feed, Transition, TransportError};
+
+/// What a group does with a server whose first connection fails.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartMode {
+    /// The server stays in the group and keeps retrying under its own backoff, never blocking
+    /// the others (the default: one bad entry must not take a host down).
+    #[default]
+    FailOpen,
+    /// [`GroupBuilder::start`] fails naming every server whose first connection failed (and
+    /// stops the others); a server added at run time that fails is removed, and the add fails.
+    FailClosed,
+}
+
+/// A hook given each server's builder before it starts.
+type Configure = Arc<dyn Fn(&str, ClientBuilder) -> ClientBuilder + Send + Sync>;
+
+/// What a group was built with.
+#[derive(Clone, Default)]
+struct Settings {
+    mode: StartMode,
+    naming: NamingRule,
+    handler: Option<HandlerSource>,
+    configure: Option<Configure>,
+    live: LiveListOptions,
+}
+
+/// Builds a [`ClientGroup`]: its servers, what happens when one fails to start, how the merged
+/// view names things, who answers the servers' requests.
+///
+/// ```no_run
+/// use mcp_runtime::{ClientBuilder, ClientGroup};
+/// use serde_json::json;
+///
+/// # async fn run() -> Result<(), mcp_runtime::GroupError> {
+/// let group = ClientGroup::builder()
+///     .server("everything", ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]))
+///     .server("time", ClientBuilder::stdio("uvx", ["mcp-server-time"]))
+///     .start() // every first connection at once; a failing one keeps retrying by itself
+///     .await?;
+/// for tool in &group.view().tools {
+///     println!("{} (from {})", tool.name, tool.server);
+/// }
+/// let result = group.call_tool("get_current_time", json!({"timezone": "UTC"})).await?;
+/// println!("{}", result.text());
+/// group.stop().await; // every server stopped, every child reaped
+/// # Ok(()) }
+/// ```
+#[derive(Default)]
+pub struct GroupBuilder {
+    servers: Vec<(String, ClientBuilder)>,
+    settings: Settings,
+}
+
+impl std::fmt::Debug for GroupBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroupBuilder")
+            .field(
+                "servers",
+                &self.servers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .field("mode", &self.settings.mode)
+            .field("naming", &self.settings.naming)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GroupBuilder {
+    /// Adds server `name`, connected as `builder` says (its own timeouts, backoff, era).
+    pub fn server(mut self, name: impl Into<String>, builder: ClientBuilder) -> Self {
+        self.servers.push((name.into(), builder));
+        self
+    }
+
+    /// What happens to a server whose first connection fails ([`StartMode::FailOpen`]).
+    pub fn start_mode(mut self, mode: StartMode) -> Self {
+        self.settings.mode = mode;
+        self
+    }
+
+    /// [`StartMode::FailClosed`]: every server must start.
+    pub fn fail_closed(self) -> Self {
+        self.start_mode(StartMode::FailClosed)
+    }
+
+    /// The whole naming rule of the merged view ([`NamingRule::default`]).
+    pub fn naming_rule(mut self, rule: NamingRule) -> Self {
+        self.settings.naming = rule;
+        self
+    }
+
+    /// The naming policy ([`Naming::PrefixOnCollision`]).
+    pub fn naming(mut self, naming: Naming) -> Self {
+        self.settings.naming = self.settings.naming.naming(naming);
+        self
+    }
+
+    /// The separator of prefixed names (`__`; see [`super::naming`] for why).
+    pub fn separator(mut self, separator: impl Into<String>) -> Self {
+        self.settings.naming = self.settings.naming.separator(separator);
+        self
+    }
+
+    /// A hook naming each tool and prompt: `f(server, name)` (see [`NamingRule::rename`]).
+    pub fn rename(mut self, f: impl Fn(&str, &str) -> String + Send + Sync + 'static) -> Self {
+        self.settings.naming = self.settings.naming.rename(f);
+        self
+    }
+
+    /// Answers every server's requests (sampling, roots, elicitation), told which server
+    /// asks. Replaces a handler set on a server's own builder (the
+    /// [`GroupBuilder::configure`] hook runs after, and may set another).
+    pub fn handler(mut self, handler: impl GroupHandler) -> Self {
+        self.settings.handler = Some(ServerHandler::tagging(Arc::new(handler)));
+        self
+    }
+
+    /// Builds each server's handler from its name, e.g. a [`crate::Handlers`] whose closures
+    /// capture it. Same placement as [`GroupBuilder::handler`].
+    pub fn handler_for<H: ClientHandler>(
+        mut self,
+        f: impl Fn(&str) -> H + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.handler = Some(ServerHandler::built(f));
+        self
+    }
+
+    /// A hook given each server's builder, with its name, before it starts (at build time and
+    /// for every server added later): shared options (client info, timeouts) in one place.
+    pub fn configure(
+        mut self,
+        f: impl Fn(&str, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
+    ) -> Self {
+        self.settings.configure = Some(Arc::new(f));
+        self
+    }
+
+    /// How each server's lists are kept current ([`LiveListOptions::default`]).
+    pub fn live_lists(mut self, options: LiveListOptions) -> Self {
+        self.settings.live = options;
+        self
+    }
+
+    /// Starts every server at once and waits until each one's first connection attempt ended
+    /// (each bounded by its own connect timeout) and each ready one's lists were fetched once.
+    /// Fail-open (the default), it succeeds whatever failed: the failed servers keep retrying
+    /// ([`ClientGroup::snapshot`] says why they are down). Fail-closed, it fails with
+    /// [`GroupError::Start`] naming every server that failed, after stopping all of them.
+    /// Two servers of one name are [`GroupError::DuplicateServer`]. Must be called inside a
+    /// tokio runtime.
+    pub async fn start(self) -> Result<ClientGroup, GroupError> {
+        let inner = Arc::new(GroupInner {
+            settings: self.settings,
+            members: Mutex::new(Members::default()),
+            ops: tokio::sync::Mutex::new(()),
+            view: watch::channel(Arc::new(MergedView::default())).0,
+            changes: Hub::new(GROUP_CHANGE_LIMITS),
+            notifications: Hub::new(FeedLimits::NOTIFICATIONS),
+            transitions: Hub::new(GROUP_TRANSITION_LIMITS),
+        });
+        let group = ClientGroup { inner };
+        let entries = self
+            .servers
+            .into_iter()
+            .map(|(name, builder)| (name, None, builder))
+            .collect();
+        let started = {
+            let _ops = group.inner.ops.lock().await;
+            group.inner.start_members(entries).await
+        };
+        match started {
+            Ok(()) => Ok(group),
+            Err(e) => {
+                group.stop().await;
+                Err(e)
+            }
+        }
+    }
+}
+
+/// A fingerprint of a server's configuration entry ([`ClientGroup::apply_builders`]).
+type Fingerprint = Box<dyn Any + Send + Sync>;
+
+/// A group of named MCP servers: each its own [`Client`] (own transport, connection table,
+/// backoff and session), one merged view of their tools, prompts, resources and templates
+/// with calls routed to the owning server, and feeds of what they say tagged with their name.
+/// A cheap, clonable handle; dropping the last one stops every server (as dropping a
+/// [`Client`] does), [`ClientGroup::stop`] also waits until every child is reaped.
+///
+/// **A server that goes down keeps its items in the merged view** (its last fetched lists)
+/// while it reconnects, and its calls fail with [`crate::Error::Unavailable`] (with when it
+/// retries) until it is back; the snapshot says its state. Why not hide them: hiding would
+/// rename the other servers' items whenever a collision appears or disappears, and make a
+/// host re-send its tool list to its model on every crash and every return; keeping them keeps
+/// the names stable. When it is back its lists are fetched again, and only a real difference
+/// is a change. A server that never connected lists nothing; a removed one's items go.
+///
+/// The lists come from each server's [`LiveLists`] (debounced re-fetch on `list_changed`,
+/// re-fetch on reconnect); [`ClientGroup::changes`] says what changed, tagged by server.
+#[derive(Clone)]
+pub struct ClientGroup {
+    inner: Arc<GroupInner>,
+}
+
+impl std::fmt::Debug for ClientGroup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientGroup")
+            .field("servers", &self.names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What every handle of a group shares.
+struct GroupInner {
+    settings: Settings,
+    members: Mutex<Members>,
+    /// Held through each add, remove, replace, apply and stop: one at a time.
+    ops: tokio::sync::Mutex<()>,
+    view: watch::Sender<Arc<MergedView>>,
+    changes: Hub<GroupChange>,
+    notifications: Hub<GroupNotification>,
+    transitions: Hub<GroupTransition>,
+}
+
+impl Drop for GroupInner {
+    fn drop(&mut self) {
+        self.close_feeds();
+    }
+}
+
+#[derive(Default)]
+struct Members {
+    map: BTreeMap<Arc<str>, Member>,
+    stopped: bool,
+}
+
+/// One server of the group.
+struct Member {
+    client: Client,
+    live: LiveLists,
+    counters: Arc<Counters>,
+    fingerprint: Option<Fingerprint>,
+    /// Forwards its feeds to the group's (ends with the client, or when dropped).
+    _forward: AbortOnDrop,
+}
+
+/// What [`ClientGroup::apply_builders`] did, by server name.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Applied {
+    /// Servers new to the group.
+    pub added: Vec<String>,
+    /// Servers whose entry changed: stopped, then started again from the new entry.
+    pub replaced: Vec<String>,
+    /// Servers no longer in the entries: stopped and reaped.
+    pub removed: Vec<String>,
+    /// Servers whose entry was equal: left running as they were.
+    pub unchanged: Vec<String>,
+}
+
+fn lock(m: &Mutex<Members>) -> MutexGuard<'_, Members> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl ClientGroup {
+    /// A builder of a group.
+    pub fn builder() -> GroupBuilder {
+        GroupBuilder::default()
+    }
+
+    /// Adds server `name` and waits for its first connection attempt (and, if ready, its
+    /// lists' first fetch), as [`GroupBuilder::start`] does for each. Fail-open it joins the
+    /// group whatever happened; fail-closed a failure is [`GroupError::Start`] and the server
+    /// is gone. [`GroupError::DuplicateServer`] if the name is taken, [`GroupError::Stopped`]
+    /// after [`ClientGroup::stop`].
+    pub async fn add(
+        &self,
+        name: impl Into<String>,
+        builder: ClientBuilder,
+    ) -> Result<(), GroupError> {
+        let _ops = self.inner.ops.lock().await;
+        self.inner
+            .start_members(vec![(name.into(), None, builder)])
+            .await
+    }
+
+    /// Removes server `name`: its items leave the merged view, its client is stopped and its
+    /// process reaped before this returns. [`GroupError::UnknownServer`] if there is none.
+    pub async fn remove(&self, name: &str) -> Result<(), GroupError> {
+        let _ops = self.inner.ops.lock().await;
+        let member = lock(&self.inner.members).map.remove(name);
+        let Some(member) = member else {
+            return Err(GroupError::UnknownServer {
+                server: name.to_owned(),
+            });
+        };
+        self.inner.remerge();
+        retire(vec![member]).await;
+        Ok(())
+    }
+
+    /// Replaces server `name` by a new one connected as `builder` says: the old one is
+    /// stopped and reaped first, then the new one starts as [`ClientGroup::add`] says.
+    /// [`GroupError::UnknownServer`] if there is none.
+    pub async fn replace(&self, name: &str, builder: ClientBuilder) -> Result<(), GroupError> {
+        let _ops = self.inner.ops.lock().await;
+        let old = lock(&self.inner.members).map.remove(name);
+        let Some(old) = old else {
+            return Err(GroupError::UnknownServer {
+                server: name.to_owned(),
+            });
+        };
+        self.inner.remerge();
+        retire(vec![old]).await;
+        self.inner
+            .start_members(vec![(name.to_owned(), None, builder)])
+            .await
+    }
+
+    /// Makes the group exactly `servers`, changing only what changed: each entry is a name,
+    /// a fingerprint `K` of its configuration (compared with `==`) and the builder to start it
+    /// from. A server whose fingerprint is equal to the one it was started with stays as it is
+    /// (its builder is dropped unused); one whose fingerprint differs, or that was started
+    /// without one ([`ClientGroup::add`], [`GroupBuilder::server`]), is replaced; one missing
+    /// from `servers` is removed; a new one is added. Stopped servers are reaped before the
+    /// new ones start; the new ones start concurrently, as [`GroupBuilder::start`] does.
+    ///
+    /// The seam for a host's settings reload: `apply(config)` is this with each entry of the
+    /// parsed configuration as its own fingerprint. Fail-closed, new servers that fail are
+    /// removed and the result is [`GroupError::Start`] (the rest is applied).
+    pub async fn apply_builders<K>(
+        &self,
+        servers: impl IntoIterator<Item = (String, K, ClientBuilder)>,
+    ) -> Result<Applied, GroupError>
+    where
+        K: PartialEq + Send + Sync + 'static,
+    {
+        let _ops = self.inner.ops.lock().await;
+        let wanted: Vec<(String, K, ClientBuilder)> = servers.into_iter().collect();
+        let mut names = HashSet::with_capacity(wanted.len());
+        for (name, _, _) in &wanted {
+            if !names.insert(name.as_str()) {
+                return Err(GroupError::DuplicateServer {
+                    server: name.clone(),
+                });
+            }
+        }
+        let mut applied = Applied::default();
+        let mut retiring = Vec::new();
+        let mut starting: Vec<(String, Option<Fingerprint>, ClientBuilder)> = Vec::new();
+        {
+            let mut members = lock(&self.inner.members);
+            if members.stopped {
+                return Err(GroupError::Stopped);
+            }
+            let gone: Vec<Arc<str>> = members
+                .map
+                .keys()
+                .filter(|n| !names.contains(&***n))
+                .cloned()
+                .collect();
+            for name in gone {
+                applied.removed.push(name.to_string());
+                retiring.extend(members.map.remove(&name));
+            }
+            for (name, fingerprint, builder) in wanted {
+                let same = members.map.get(name.as_str()).map(|m| {
+                    m.fingerprint
+                        .as_ref()
+                        .and_then(|f| f.downcast_ref::<K>())
+                        .is_some_and(|f| *f == fingerprint)
+                });
+                match same {
+                    Some(true) => applied.unchanged.push(name),
+                    Some(false) => {
+                        retiring.extend(members.map.remove(name.as_str()));
+                        applied.replaced.push(name.clone());
+                        starting.push((name, Some(Box::new(fingerprint)), builder));
+                    }
+                    None => {
+                        applied.added.push(name.clone());
+                        starting.push((name, Some(Box::new(fingerprint)), builder));
+                    }
+                }
+            }
+        }
+        self.inner.remerge();
+        retire(retiring).await;
+        self.inner.start_members(starting).await?;
+        Ok(applied)
+    }
+
+    /// Stops every server at once and returns when every call in flight was answered and
+    /// every server process is reaped (each [`Client::stop`] then [`Client::closed`], all in
+    /// parallel: the time of the slowest one, not of their sum). The feeds end; calls fail
+    /// with [`GroupError::Stopped`] or the client's [`crate::Error::Shutdown`]; the merged
+    /// view keeps what it last held. Idempotent.
+    pub async fn stop(&self) {
+        let _ops = self.inner.ops.lock().await;
+        let clients: Vec<Client> = {
+            let mut members = lock(&self.inner.members);
+            members.stopped = true;
+            members.map.values().map(|m| m.client.clone()).collect()
+        };
+        join_all(clients.iter().map(Client::stop)).await;
+        join_all(clients.iter().map(Client::closed)).await;
+        self.inner.close_feeds();
+    }
+
+    /// The servers' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        lock(&self.inner.members)
+            .map
+            .keys()
+            .map(|n| n.to_string())
+            .collect()
+    }
+
+    /// The client of server `name`, for what the group does not route (subscriptions,
+    /// completion, its own feeds).
+    pub fn client(&self, name: &str) -> Option<Client> {
+        lock(&self.inner.members)
+            .map
+            .get(name)
+            .map(|m| m.client.clone())
+    }
+
+    /// The live lists of server `name` (its lists and their refresh counts).
+    pub fn live_lists(&self, name: &str) -> Option<LiveLists> {
+        lock(&self.inner.members)
+            .map
+            .get(name)
+            .map(|m| m.live.clone())
+    }
+
+    /// The merged view now.
+    pub fn view(&self) -> Arc<MergedView> {
+        Arc::clone(&self.inner.view.borrow())
+    }
+
+    /// A watch of the merged view (changed whenever it changes).
+    pub fn watch_view(&self) -> watch::Receiver<Arc<MergedView>> {
+        self.inner.view.subscribe()
+    }
+
+    /// What changes in the merged view from now on, one [`GroupChange`] per list changed,
+    /// its items tagged by server; bounded ([`super::GROUP_CHANGE_LIMITS`]: a subscriber that
+    /// falls behind loses the oldest, counted by [`Feed::dropped`]). Ends after
+    /// [`ClientGroup::stop`].
+    pub fn changes(&self) -> Feed<GroupChange> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Every server's notifications from now on, tagged with the server; bounded as a
+    /// client's ([`FeedLimits::NOTIFICATIONS`]). Ends after [`ClientGroup::stop`].
+    pub fn notifications(&self) -> Feed<GroupNotification> {
+        self.inner.notifications.subscribe()
+    }
+
+    /// Every server's connection transitions from now on, tagged with the server
+    /// ([`super::GROUP_TRANSITION_LIMITS`]). Ends after [`ClientGroup::stop`].
+    pub fn transitions(&self) -> Feed<GroupTransition> {
+        self.inner.transitions.subscribe()
+    }
+
+    /// Every server now: state, era, last error, list sizes, counters.
+    pub fn snapshot(&self) -> GroupSnapshot {
+        let members = lock(&self.inner.members);
+        let servers = members
+            .map
+            .iter()
+            .map(|(name, m)| {
+                let lists = m.live.lists();
+                let (calls, errors, reconnects) = m.counters.get();
+                ServerSnapshot {
+                    name: name.to_string(),
+                    state: m.client.state(),
+                    era: m.client.era(),
+                    last_error: m.client.last_error(),
+                    tools: lists.count(ListKind::Tools),
+                    prompts: lists.count(ListKind::Prompts),
+                    resources: lists.count(ListKind::Resources),
+                    calls,
+                    errors,
+                    reconnects,
+                    pid: None,
+                }
+            })
+            .collect();
+        GroupSnapshot { servers }
+    }
+
+    /// Server `name`'s client and counters, for routing.
+    pub(super) fn member(&self, name: &str) -> Result<(Client, Arc<Counters>), GroupError> {
+        let members = lock(&self.inner.members);
+        match members.map.get(name) {
+            Some(m) => Ok((m.client.clone(), Arc::clone(&m.counters))),
+            None if members.stopped => Err(GroupError::Stopped),
+            None => Err(GroupError::UnknownServer {
+                server: name.to_owned(),
+            }),
+        }
+    }
+}
+
+impl GroupInner {
+    fn close_feeds(&self) {
+        self.changes.close();
+        self.notifications.close();
+        self.transitions.close();
+    }
+
+    /// Starts `entries` (the caller holds `ops`): each joins the group at once (its items
+    /// appear as its lists are fetched), then this waits for every first attempt in parallel.
+    /// Fail-closed, the servers that failed are removed again and named in the error.
+    async fn start_members(
+        self: &Arc<Self>,
+        entries: Vec<(String, Option<Fingerprint>, ClientBuilder)>,
+    ) -> Result<(), GroupError> {
+        let mut waits = Vec::with_capacity(entries.len());
+        {
+            let mut members = lock(&self.members);
+            if members.stopped {
+                return Err(GroupError::Stopped);
+            }
+            let mut names = HashSet::with_capacity(entries.len());
+            for (name, _, _) in &entries {
+                if members.map.contains_key(name.as_str()) || !names.insert(name.as_str()) {
+                    return Err(GroupError::DuplicateServer {
+                        server: name.clone(),
+                    });
+                }
+            }
+            for (name, fingerprint, builder) in entries {
+                let name: Arc<str> = Arc::from(name);
+                let (member, first) = self.launch(&name, builder, fingerprint);
+                waits.push((
+                    Arc::clone(&name),
+                    member.client.clone(),
+                    member.live.clone(),
+                    first,
+                ));
+                members.map.insert(name, member);
+            }
+        }
+        self.remerge();
+        let outcomes = join_all(waits.into_iter().map(
+            |(name, client, live, mut first)| async move {
+                if first_attempt_ready(&mut first).await {
+                    live.fetched_once().await;
+                    return None;
+                }
+                Some(StartFailure {
+                    server: name.to_string(),
+                    cause: client
+                        .last_error()
+                        .unwrap_or(Failure::Transport(TransportError::Closed)),
+                    stderr_tail: client.server_stderr(),
+                })
+            },
+        ))
+        .await;
+        let failures: Vec<StartFailure> = outcomes.into_iter().flatten().collect();
+        if failures.is_empty() || self.settings.mode == StartMode::FailOpen {
+            for f in &failures {
+                tracing::warn!(target: "mcp::group", server = %crate::shown::shown_name(&f.server),
+                    cause = %f.cause, "a server failed to start; it keeps retrying");
+            }
+            return Ok(());
+        }
+        let failed: Vec<Member> = {
+            let mut members = lock(&self.members);
+            failures
+                .iter()
+                .filter_map(|f| members.map.remove(f.server.as_str()))
+                .collect()
+        };
+        self.remerge();
+        retire(failed).await;
+        Err(GroupError::Start { failures })
+    }
+
+    /// Starts server `name`'s client, its live lists and the task forwarding its feeds; the
+    /// transitions feed from its very first transition, to wait for its first attempt.
+    fn launch(
+        self: &Arc<Self>,
+        name: &Arc<str>,
+        mut builder: ClientBuilder,
+        fingerprint: Option<Fingerprint>,
+    ) -> (Member, Feed<Transition>) {
+        if let Some(source) = &self.settings.handler {
+            builder = builder.handler(source(name));
+        }
+        if let Some(configure) = &self.settings.configure {
+            builder = configure(name, builder);
+        }
+        let first = builder.transitions();
+        let transitions = builder.transitions();
+        let notifications = builder.notifications();
+        let client = builder.connect_lazy();
+        let live = client.live_lists_with(self.settings.live.clone());
+        let counters = Arc::new(Counters::default());
+        let forward = tokio::spawn(forward(
+            Arc::downgrade(self),
+            Arc::clone(name),
+            notifications,
+            transitions,
+            live.watch(),
+            Arc::clone(&counters),
+        ));
+        let member = Member {
+            client,
+            live,
+            counters,
+            fingerprint,
+            _forward: AbortOnDrop(forward.abort_handle()),
+        };
+        (member, first)
+    }
+
+    /// Rebuilds the merged view from every server's lists; publishes what changed.
+    fn remerge(&self) {
+        let members = lock(&self.members);
+        let servers: Vec<(Arc<str>, Lists)> = members
+            .map
+            .iter()
+            .map(|(name, m)| (Arc::clone(name), m.live.lists()))
+            .collect();
+        let view = MergedView::build(&servers, &self.settings.naming);
+        let changes = merged::diff(&self.view.borrow(), &view);
+        if changes.is_empty() {
+            return;
+        }
+        self.view.send_replace(Arc::new(view));
+        for change in &changes {
+            self.changes.publish(change, change.size());
+        }
+        drop(members);
+    }
+}
+
+/// Whether the first attempt that `transitions` (taken before the start) shows ends ready.
+async fn first_attempt_ready(transitions: &mut Feed<Transition>) -> bool {
+    while let Some(t) = transitions.recv().await {
+        match t.to() {
+            ConnState::Ready => return true,
+            ConnState::Backoff | ConnState::Closing | ConnState::Closed => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Stops `members` at once and waits until each one's process is reaped.
+async fn retire(members: Vec<Member>) {
+    join_all(members.iter().map(|m| m.client.stop())).await;
+    join_all(members.iter().map(|m| m.client.closed())).await;
+}
+
+/// Forwards one server's notifications and transitions to the group's feeds, tagged, counts
+/// its reconnects, and rebuilds the merged view when its lists change. Ends when the server's
+/// client has stopped or the group is gone.
+async fn forward(
+    group: Weak<GroupInner>,
+    server: Arc<str>,
+    mut notifications: Feed<Notification>,
+    mut transitions: Feed<Transition>,
+    mut lists: watch::Receiver<Lists>,
+    counters: Arc<Counters>,
+) {
+    let (mut notes_open, mut transitions_open, mut lists_open) = (true, true, true);
+    let mut was_ready = false;
+    loop {
+        tokio::select! {
+            n = notifications.recv(), if notes_open => {
+                let Some(notification) = n else {
+                    notes_open = false;
+                    continue;
+                };
+                let Some(group) = group.upgrade() else { return };
+                let size = notification.method.len()
+                    + notification.params.as_ref().map_or(0, crate::feed::json_size);
+                let tagged = GroupNotification { server: Arc::clone(&server), notification };
+                group.notifications.publish(&tagged, size);
+            }
+            t = transitions.recv(), if transitions_open => {
+                let Some(transition) = t else {
+                    transitions_open = false;
+                    continue;
+                };
+                if transition.to() == ConnState::Ready && transition.from() != ConnState::Ready {
+                    if was_ready {
+                        counters.reconnects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    was_ready = true;
+                }
+                let Some(group) = group.upgrade() else { return };
+                let tagged = GroupTransition { server: Arc::clone(&server), transition };
+                group.transitions.publish(&tagged, 64);
+            }
+            changed = lists.changed(), if lists_open => {
+                if changed.is_err() {
+                    lists_open = false;
+                    continue;
+                }
+                let Some(group) = group.upgrade() else { return };
+                group.remerge();
+            }
+            else => return,
+        }
+    }
+}
