@@ -547,6 +547,8 @@ impl Refresher {
                 }
             }
         }
+        // The client stopped (or is gone): nothing more will change.
+        self.shared.changes.close();
     }
 
     fn notified(&mut self, n: &Notification, now: Instant) {

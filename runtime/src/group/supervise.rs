@@ -585,6 +585,9 @@ impl GroupInner {
             },
         ))
         .await;
+        // The lists fetched meanwhile are in the view when this returns (their forwarding
+        // tasks may not have run yet).
+        self.remerge();
         let failures: Vec<StartFailure> = outcomes.into_iter().flatten().collect();
         if failures.is_empty() || self.settings.mode == StartMode::FailOpen {
             for f in &failures {
@@ -656,10 +659,11 @@ impl GroupInner {
         if changes.is_empty() {
             return;
         }
-        self.view.send_replace(Arc::new(view));
+        // The changes first: a host that sees the new view finds its changes in the feed.
         for change in &changes {
             self.changes.publish(change, change.size());
         }
+        self.view.send_replace(Arc::new(view));
         drop(members);
     }
 }
