@@ -754,3 +754,86 @@ async fn live_lists_coalesce_a_burst_from_a_real_server_and_refetch_after_a_reco
     assert!(changes.try_recv().is_none());
     client.stop().await;
 }
+
+#[tokio::test]
+async fn resources_route_by_listing_or_template_and_prompts_by_their_merged_name() {
+    let (dynamic, _) = dynamic();
+    let group = within(
+        "start",
+        ClientGroup::builder()
+            .server("files", echo())
+            .server("dyn", dynamic)
+            .start(),
+    )
+    .await
+    .unwrap();
+    // Only the echo server lists resources and templates, and prompts.
+    let listed = group.read_resource("test://static/1").await.unwrap();
+    assert_eq!(
+        listed.contents[0].text.as_deref(),
+        Some("Static resource 1")
+    );
+    let templated = group.read_resource("test://dynamic/7").await.unwrap();
+    assert!(!templated.contents.is_empty());
+    assert!(matches!(
+        group.read_resource("nope://x").await,
+        Err(GroupError::UnknownResource { .. })
+    ));
+    let prompt = group
+        .get_prompt("greeting", json!({"name": "Ada"}))
+        .await
+        .unwrap();
+    assert_eq!(prompt.messages[0].content.as_text(), Some("Hello, Ada!"));
+    assert!(matches!(
+        group.get_prompt("nope", json!({})).await,
+        Err(GroupError::UnknownPrompt { .. })
+    ));
+    // A second server listing the same URIs: reading one needs the server named.
+    within("add", group.add("more", echo())).await.unwrap();
+    let err = group.read_resource("test://static/1").await.unwrap_err();
+    let GroupError::AmbiguousResource { servers, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(servers, &["files".to_owned(), "more".to_owned()]);
+    let on = group
+        .read_resource_on("more", "test://static/1")
+        .await
+        .unwrap();
+    assert_eq!(on.contents[0].text.as_deref(), Some("Static resource 1"));
+    // Prompts collide now too: prefixed, and routed.
+    assert!(group.view().prompt("greeting").is_none());
+    let prompt = group
+        .get_prompt("more__greeting", json!({"name": "Bo"}))
+        .await
+        .unwrap();
+    assert_eq!(prompt.messages[0].content.as_text(), Some("Hello, Bo!"));
+    assert_eq!(group.snapshot().get("more").unwrap().calls, 2);
+    within("stop", group.stop()).await;
+}
+
+#[tokio::test]
+async fn a_handler_built_per_server_answers_that_server() {
+    use mcp_runtime::{Handlers, Roots};
+    let group = within(
+        "start",
+        ClientGroup::builder()
+            .server("a", echo())
+            .server("b", echo())
+            .handler_for(|server| {
+                Handlers::new().roots(Roots::new([Root::new(format!("file:///{server}"))]))
+            })
+            .configure(|server, builder| builder.client_info(format!("host-for-{server}"), "1"))
+            .start(),
+    )
+    .await
+    .unwrap();
+    let listed = group.call_tool("b__roots", json!({})).await.unwrap();
+    assert_eq!(
+        listed.structured_content.unwrap()["roots"][0]["uri"],
+        json!("file:///b")
+    );
+    // The configure hook ran for each server.
+    let info = session_info(&group.client("a").unwrap()).await;
+    assert!(info.to_string().contains("host-for-a"), "{info}");
+    within("stop", group.stop()).await;
+}

@@ -1,28 +1,4 @@
-//! [`NamingRule`]: the name each server's tool (or prompt) is listed under in a group's merged
-//! view, so that no two share a name and none is dropped or overwritten.
-//!
-//! The rule, for one list (tools and prompts are named apart), as [`NamingRule::assign`]
-//! applies it:
-//!
-//! 1. **Candidate.** With a rename hook, the hook's answer for `(server, name)`. Otherwise
-//!    [`Naming::PrefixOnCollision`] (the default) keeps the server's own name, and
-//!    [`Naming::AlwaysPrefix`] makes it `server<sep>name`.
-//! 2. **Collisions are prefixed.** A candidate that two or more items share becomes
-//!    `server<sep>candidate` for every one of them (all of them, so that which server keeps
-//!    the bare name never depends on the order servers happened to start). With
-//!    [`Naming::AlwaysPrefix`] and no hook, candidates are already prefixed, and this step is
-//!    skipped.
-//! 3. **Never a duplicate.** A name still shared after that (a prefixed name equal to another
-//!    server's bare one, a server listing one name twice, a separator inside server names)
-//!    stays with the first item in the order given (servers by name, then listing order); each
-//!    later one gets `<sep>2`, `<sep>3`, ... (the first number no other item uses).
-//!
-//! The separator is `__` by default ([`DEFAULT_SEPARATOR`]): many hosts pass tool names to
-//! model APIs that accept only `^[a-zA-Z0-9_-]{1,64}$`, which rules out `/`, `.` and `:`; a
-//! single `_` or `-` is common inside tool names, a double underscore rarely is (Claude Code's
-//! `mcp__server__tool` uses it too). The group never parses a merged name (it looks it up), so
-//! any separator routes correctly; the 64-character bound is the host's to keep (a hook can
-//! shorten names), the rule does not cut names.
+//! [`NamingRule`]: the names of a group's merged view (the rule is on the type).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -45,9 +21,32 @@ pub enum Naming {
 /// A host's own renaming: `(server, name)` to the name to list it under.
 pub type RenameHook = Arc<dyn Fn(&str, &str) -> String + Send + Sync>;
 
-/// How a group names the items of its merged view (see the module documentation): a
-/// [`Naming`] policy, a separator, and an optional rename hook. A pure rule: the same servers
-/// and lists always give the same names.
+/// How a group names the items of its merged view, so that no two share a name and none is
+/// dropped or overwritten: a [`Naming`] policy, a separator, and an optional rename hook. A
+/// pure rule: the same servers and lists always give the same names.
+///
+/// The rule, for one list (tools and prompts are named apart), as [`NamingRule::assign`]
+/// applies it:
+///
+/// 1. **Candidate.** With a rename hook, the hook's answer for `(server, name)`. Otherwise
+///    [`Naming::PrefixOnCollision`] (the default) keeps the server's own name, and
+///    [`Naming::AlwaysPrefix`] makes it `server<sep>name`.
+/// 2. **Collisions are prefixed.** A candidate that two or more items share becomes
+///    `server<sep>candidate` for every one of them (all of them, so that which server keeps
+///    the bare name never depends on the order servers happened to start). With
+///    [`Naming::AlwaysPrefix`] and no hook, candidates are already prefixed, and this step is
+///    skipped.
+/// 3. **Never a duplicate.** A name still shared after that (a prefixed name equal to another
+///    server's bare one, a server listing one name twice, a separator inside server names)
+///    stays with the first item in the order given (servers by name, then listing order); each
+///    later one gets `<sep>2`, `<sep>3`, ... (the first number no other item uses).
+///
+/// The separator is `__` by default ([`DEFAULT_SEPARATOR`]): many hosts pass tool names to
+/// model APIs that accept only `^[a-zA-Z0-9_-]{1,64}$`, which rules out `/`, `.` and `:`; a
+/// single `_` or `-` is common inside tool names, a double underscore rarely is (Claude Code's
+/// `mcp__server__tool` uses it too). The group never parses a merged name (it looks it up), so
+/// any separator routes correctly; the 64-character bound is the host's to keep (a hook can
+/// shorten names), the rule does not cut names.
 #[derive(Clone)]
 pub struct NamingRule {
     naming: Naming,

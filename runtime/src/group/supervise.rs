@@ -120,7 +120,7 @@ impl GroupBuilder {
         self
     }
 
-    /// The separator of prefixed names (`__`; see [`super::naming`] for why).
+    /// The separator of prefixed names (`__`; see [`NamingRule`] for why).
     pub fn separator(mut self, separator: impl Into<String>) -> Self {
         self.settings.naming = self.settings.naming.separator(separator);
         self
