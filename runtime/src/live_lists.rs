@@ -307,8 +307,10 @@ impl std::fmt::Debug for LiveLists {
 
 /// What the task publishes and the handles read.
 struct LiveShared {
-    lists: watch::Sender<Lists>,
-    stats: watch::Sender<LiveStats>,
+    /// The task's lists (its sender ends with it: a waiter then stops waiting).
+    lists: watch::Receiver<Lists>,
+    /// The task's counts (likewise).
+    stats: watch::Receiver<LiveStats>,
     changes: Hub<ListChange>,
     /// Which lists are kept ([`LiveListOptions::only`]).
     kept: [bool; 4],
@@ -333,9 +335,11 @@ impl Drop for AbortOnDrop {
 impl LiveLists {
     /// Starts the task keeping `client`'s lists. Must be called inside a tokio runtime.
     pub(crate) fn start(client: &Client, options: LiveListOptions) -> Self {
+        let (lists_tx, lists) = watch::channel(Lists::default());
+        let (stats_tx, stats) = watch::channel(LiveStats::default());
         let shared = Arc::new(LiveShared {
-            lists: watch::channel(Lists::default()).0,
-            stats: watch::channel(LiveStats::default()).0,
+            lists,
+            stats,
             changes: Hub::new(CHANGE_FEED_LIMITS),
             kept: options.kinds,
         });
@@ -347,6 +351,8 @@ impl LiveLists {
         let mut task = Refresher {
             client: client.downgrade(),
             shared: Arc::clone(&shared),
+            lists: lists_tx,
+            stats: stats_tx,
             schedule: Schedule::new(&options),
             notifications,
             notes_dropped: 0,
@@ -372,7 +378,9 @@ impl LiveLists {
     /// A watch of the lists, changed only when a list's content changed (a re-fetch that found
     /// the same list changes nothing).
     pub fn watch(&self) -> watch::Receiver<Lists> {
-        self.shared.lists.subscribe()
+        let mut lists = self.shared.lists.clone();
+        lists.mark_unchanged();
+        lists
     }
 
     /// What changed from now on, one [`ListChange`] per re-fetch that changed a list; bounded
@@ -389,14 +397,16 @@ impl LiveLists {
 
     /// A watch of [`LiveLists::stats`] (every notification seen, fetch done).
     pub fn watch_stats(&self) -> watch::Receiver<LiveStats> {
-        self.shared.stats.subscribe()
+        let mut stats = self.shared.stats.clone();
+        stats.mark_unchanged();
+        stats
     }
 
     /// Waits until every kept list was fetched (or its fetch failed) at least once. Waits as
-    /// long as the client is not connected; returns once it stopped.
+    /// long as the client is not connected; returns once the client stopped (or is gone).
     pub async fn fetched_once(&self) {
         let kept = self.shared.kept;
-        let mut stats = self.shared.stats.subscribe();
+        let mut stats = self.shared.stats.clone();
         let _ = stats
             .wait_for(|s| {
                 ListKind::ALL.into_iter().all(|k| {
@@ -513,6 +523,8 @@ enum Fetched {
 struct Refresher {
     client: WeakClient,
     shared: Arc<LiveShared>,
+    lists: watch::Sender<Lists>,
+    stats: watch::Sender<LiveStats>,
     schedule: Schedule,
     notifications: Feed<Notification>,
     notes_dropped: u64,
@@ -587,13 +599,13 @@ impl Refresher {
         for kind in ListKind::ALL {
             self.schedule.stale(kind, now, true);
         }
-        self.shared.stats.send_modify(|s| s.readies += 1);
+        self.stats.send_modify(|s| s.readies += 1);
         self.publish_pending(|_, _| {});
     }
 
     /// Publishes each list's pending flag after `edit`.
     fn publish_pending(&self, edit: impl Fn(&mut ListStats, ListKind)) {
-        self.shared.stats.send_modify(|s| {
+        self.stats.send_modify(|s| {
             for kind in ListKind::ALL {
                 let l = &mut s.lists[kind.index()];
                 edit(l, kind);
@@ -624,7 +636,7 @@ impl Refresher {
         let failed = result.as_ref().err().cloned();
         if let Ok(fetched) = result {
             let mut change = None;
-            self.shared.lists.send_if_modified(|lists| {
+            self.lists.send_if_modified(|lists| {
                 change = match fetched {
                     Fetched::Tools(v) => replace(kind, &mut lists.tools, v, |t| &t.name),
                     Fetched::Prompts(v) => replace(kind, &mut lists.prompts, v, |p| &p.name),

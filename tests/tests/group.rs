@@ -837,3 +837,25 @@ async fn a_handler_built_per_server_answers_that_server() {
     assert!(info.to_string().contains("host-for-a"), "{info}");
     within("stop", group.stop()).await;
 }
+
+#[tokio::test]
+async fn live_lists_end_with_a_client_that_never_connected() {
+    let client = missing().connect_lazy();
+    let live = client.live_lists();
+    let waiting = {
+        let live = live.clone();
+        tokio::spawn(async move { live.fetched_once().await })
+    };
+    let mut changes = live.changes();
+    client.stop().await;
+    within("fetched_once returns once the client stopped", waiting)
+        .await
+        .unwrap();
+    assert!(
+        within("the change feed's end", changes.recv())
+            .await
+            .is_none()
+    );
+    assert_eq!(live.lists(), mcp_runtime::Lists::default());
+    assert_eq!(live.stats().get(ListKind::Tools).fetches, 0);
+}

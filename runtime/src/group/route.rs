@@ -30,14 +30,12 @@ impl ClientGroup {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallToolResult, GroupError> {
-        let (server, tool) = {
-            let view = self.view();
-            let merged = view.tool(name).ok_or_else(|| GroupError::UnknownTool {
-                name: name.to_owned(),
-            })?;
-            (merged.server.clone(), merged.original.clone())
-        };
-        self.call_tool_on_with(&server, &tool, arguments, options)
+        // The view is shared, not copied: the names are borrowed from it for the call.
+        let view = self.view();
+        let merged = view.tool(name).ok_or_else(|| GroupError::UnknownTool {
+            name: name.to_owned(),
+        })?;
+        self.call_tool_on_with(&merged.server, &merged.original, arguments, options)
             .await
     }
 
@@ -76,14 +74,12 @@ impl ClientGroup {
         name: &str,
         arguments: Value,
     ) -> Result<GetPromptResult, GroupError> {
-        let (server, prompt) = {
-            let view = self.view();
-            let merged = view.prompt(name).ok_or_else(|| GroupError::UnknownPrompt {
-                name: name.to_owned(),
-            })?;
-            (merged.server.clone(), merged.original.clone())
-        };
-        self.get_prompt_on(&server, &prompt, arguments).await
+        let view = self.view();
+        let merged = view.prompt(name).ok_or_else(|| GroupError::UnknownPrompt {
+            name: name.to_owned(),
+        })?;
+        self.get_prompt_on(&merged.server, &merged.original, arguments)
+            .await
     }
 
     /// Gets prompt `prompt` (its name on the server) from server `server`.

@@ -739,3 +739,31 @@ async fn forward(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host spawns a group's futures: they must be `Send` (no lock held across an await).
+    #[allow(dead_code)]
+    fn futures_are_send(group: &ClientGroup, builder: ClientBuilder, other: ClientBuilder) {
+        fn send<T: Send>(_: T) {}
+        send(group.call_tool("t", serde_json::Value::Null));
+        send(group.get_prompt("p", serde_json::Value::Null));
+        send(group.read_resource("u"));
+        send(group.add("a", builder));
+        send(group.replace("a", other));
+        send(group.remove("a"));
+        send(group.apply_builders(Vec::<(String, u8, ClientBuilder)>::new()));
+        send(group.stop());
+        send(ClientGroup::builder().start());
+    }
+
+    #[test]
+    fn a_group_handle_is_send_and_sync() {
+        fn check<T: Send + Sync + 'static>() {}
+        check::<ClientGroup>();
+        check::<LiveLists>();
+        check::<GroupBuilder>();
+    }
+}
