@@ -27,8 +27,9 @@
 //!
 //! What it does not do: retry a fetch that failed (the error is in [`ListStats::last_error`];
 //! the next notification or reconnect fetches again), poll (without notifications a list
-//! changes only on reconnect), or keep the client alive: it holds the client weakly, and ends
-//! when the client stops. Dropping the last handle ends it.
+//! changes only on reconnect), or keep the client alive: it holds the client weakly (a fetch
+//! in flight holds it until that fetch ends), and ends when the client stops. Dropping the
+//! last handle ends it.
 
 use std::collections::HashMap;
 use std::sync::Arc;

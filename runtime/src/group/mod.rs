@@ -1,7 +1,7 @@
 //! Many servers, one host: [`ClientGroup`], a set of named MCP servers, each its own
 //! [`crate::Client`] (own transport, connection table, backoff and session), seen as one.
 //!
-//! - **Supervision** (`supervise`): servers start concurrently; one that fails to start does
+//! - **Supervision** (`builder`, `supervise`): servers start concurrently; one that fails to start does
 //!   not stop the others and keeps retrying under its own backoff ([`StartMode::FailOpen`],
 //!   the default), or the start fails naming every server that failed
 //!   ([`StartMode::FailClosed`]). Servers are added, removed and replaced at run time;
@@ -25,6 +25,7 @@
 //! a server that is down fails at once with [`crate::Error::Unavailable`], in
 //! [`GroupError::Server`]).
 
+mod builder;
 mod error;
 mod events;
 mod handler;
@@ -35,6 +36,7 @@ mod snapshot;
 mod supervise;
 mod template;
 
+pub use builder::{GroupBuilder, StartMode};
 pub use error::{GroupError, StartFailure};
 pub use events::{
     GROUP_CHANGE_LIMITS, GROUP_TRANSITION_LIMITS, GroupNotification, GroupTransition,
@@ -43,4 +45,4 @@ pub use handler::GroupHandler;
 pub use merged::{ChangedItem, GroupChange, Merged, MergedView};
 pub use naming::{DEFAULT_SEPARATOR, Naming, NamingRule, RenameHook};
 pub use snapshot::{GroupSnapshot, ServerSnapshot};
-pub use supervise::{Applied, ClientGroup, GroupBuilder, StartMode};
+pub use supervise::{Applied, ClientGroup};

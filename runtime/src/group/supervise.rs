@@ -1,207 +1,25 @@
-//! [`ClientGroup`] and [`GroupBuilder`]: the servers of a group, each its own [`Client`]
-//! (transport, connection table, backoff, session), started concurrently, added, removed and
-//! replaced at run time, and stopped together; the merged view kept from each server's
-//! [`LiveLists`]; the feeds tagged with the server.
+//! [`ClientGroup`]: the servers of a group, each its own [`Client`] (transport, connection
+//! table, backoff, session), started concurrently, added, removed and replaced at run time,
+//! and stopped together; the merged view kept from each server's [`LiveLists`]; the feeds
+//! tagged with the server.
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_util::future::join_all;
 use tokio::sync::watch;
 
+use super::builder::{GroupBuilder, Settings, StartMode};
 use super::error::{GroupError, StartFailure};
 use super::events::{
     GROUP_CHANGE_LIMITS, GROUP_TRANSITION_LIMITS, GroupNotification, GroupTransition,
 };
-use super::handler::{GroupHandler, HandlerSource, ServerHandler};
 use super::merged::{self, GroupChange, MergedView};
-use super::naming::{Naming, NamingRule};
 use super::snapshot::{Counters, GroupSnapshot, ServerSnapshot};
 use crate::feed::{FeedLimits, Hub};
-use crate::handler::ClientHandler;
-use crate::live_lists::{AbortOnDrop, ListKind, Lists, LiveListOptions, LiveLists};
-use crate::types::Notification;
+use crate::live_lists::{AbortOnDrop, ListKind, Lists, LiveLists};
 use crate::{Client, ClientBuilder, ConnState, Failure, Feed, Transition, TransportError};
-
-/// What a group does with a server whose first connection fails.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StartMode {
-    /// The server stays in the group and keeps retrying under its own backoff, never blocking
-    /// the others (the default: one bad entry must not take a host down).
-    #[default]
-    FailOpen,
-    /// [`GroupBuilder::start`] fails naming every server whose first connection failed (and
-    /// stops the others); a server added at run time that fails is removed, and the add fails.
-    FailClosed,
-}
-
-/// A hook given each server's builder before it starts.
-type Configure = Arc<dyn Fn(&str, ClientBuilder) -> ClientBuilder + Send + Sync>;
-
-/// What a group was built with.
-#[derive(Clone, Default)]
-struct Settings {
-    mode: StartMode,
-    naming: NamingRule,
-    handler: Option<HandlerSource>,
-    configure: Option<Configure>,
-    live: LiveListOptions,
-}
-
-/// Builds a [`ClientGroup`]: its servers, what happens when one fails to start, how the merged
-/// view names things, who answers the servers' requests.
-///
-/// ```no_run
-/// use mcp_runtime::{ClientBuilder, ClientGroup};
-/// use serde_json::json;
-///
-/// # async fn run() -> Result<(), mcp_runtime::GroupError> {
-/// let group = ClientGroup::builder()
-///     .server("everything", ClientBuilder::stdio("npx", ["-y", "@modelcontextprotocol/server-everything"]))
-///     .server("time", ClientBuilder::stdio("uvx", ["mcp-server-time"]))
-///     .start() // every first connection at once; a failing one keeps retrying by itself
-///     .await?;
-/// for tool in &group.view().tools {
-///     println!("{} (from {})", tool.name, tool.server);
-/// }
-/// let result = group.call_tool("get_current_time", json!({"timezone": "UTC"})).await?;
-/// println!("{}", result.text());
-/// group.stop().await; // every server stopped, every child reaped
-/// # Ok(()) }
-/// ```
-#[derive(Default)]
-pub struct GroupBuilder {
-    servers: Vec<(String, ClientBuilder)>,
-    settings: Settings,
-}
-
-impl std::fmt::Debug for GroupBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GroupBuilder")
-            .field(
-                "servers",
-                &self.servers.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            )
-            .field("mode", &self.settings.mode)
-            .field("naming", &self.settings.naming)
-            .finish_non_exhaustive()
-    }
-}
-
-impl GroupBuilder {
-    /// Adds server `name`, connected as `builder` says (its own timeouts, backoff, era).
-    pub fn server(mut self, name: impl Into<String>, builder: ClientBuilder) -> Self {
-        self.servers.push((name.into(), builder));
-        self
-    }
-
-    /// What happens to a server whose first connection fails ([`StartMode::FailOpen`]).
-    pub fn start_mode(mut self, mode: StartMode) -> Self {
-        self.settings.mode = mode;
-        self
-    }
-
-    /// [`StartMode::FailClosed`]: every server must start.
-    pub fn fail_closed(self) -> Self {
-        self.start_mode(StartMode::FailClosed)
-    }
-
-    /// The whole naming rule of the merged view ([`NamingRule::default`]).
-    pub fn naming_rule(mut self, rule: NamingRule) -> Self {
-        self.settings.naming = rule;
-        self
-    }
-
-    /// The naming policy ([`Naming::PrefixOnCollision`]).
-    pub fn naming(mut self, naming: Naming) -> Self {
-        self.settings.naming = self.settings.naming.naming(naming);
-        self
-    }
-
-    /// The separator of prefixed names (`__`; see [`NamingRule`] for why).
-    pub fn separator(mut self, separator: impl Into<String>) -> Self {
-        self.settings.naming = self.settings.naming.separator(separator);
-        self
-    }
-
-    /// A hook naming each tool and prompt: `f(server, name)` (see [`NamingRule::rename`]).
-    pub fn rename(mut self, f: impl Fn(&str, &str) -> String + Send + Sync + 'static) -> Self {
-        self.settings.naming = self.settings.naming.rename(f);
-        self
-    }
-
-    /// Answers every server's requests (sampling, roots, elicitation), told which server
-    /// asks. Replaces a handler set on a server's own builder (the
-    /// [`GroupBuilder::configure`] hook runs after, and may set another).
-    pub fn handler(mut self, handler: impl GroupHandler) -> Self {
-        self.settings.handler = Some(ServerHandler::tagging(Arc::new(handler)));
-        self
-    }
-
-    /// Builds each server's handler from its name, e.g. a [`crate::Handlers`] whose closures
-    /// capture it. Same placement as [`GroupBuilder::handler`].
-    pub fn handler_for<H: ClientHandler>(
-        mut self,
-        f: impl Fn(&str) -> H + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.handler = Some(ServerHandler::built(f));
-        self
-    }
-
-    /// A hook given each server's builder, with its name, before it starts (at build time and
-    /// for every server added later): shared options (client info, timeouts) in one place.
-    pub fn configure(
-        mut self,
-        f: impl Fn(&str, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
-    ) -> Self {
-        self.settings.configure = Some(Arc::new(f));
-        self
-    }
-
-    /// How each server's lists are kept current ([`LiveListOptions::default`]).
-    pub fn live_lists(mut self, options: LiveListOptions) -> Self {
-        self.settings.live = options;
-        self
-    }
-
-    /// Starts every server at once and waits until each one's first connection attempt ended
-    /// (each bounded by its own connect timeout) and each ready one's lists were fetched once.
-    /// Fail-open (the default), it succeeds whatever failed: the failed servers keep retrying
-    /// ([`ClientGroup::snapshot`] says why they are down). Fail-closed, it fails with
-    /// [`GroupError::Start`] naming every server that failed, after stopping all of them.
-    /// Two servers of one name are [`GroupError::DuplicateServer`]. Must be called inside a
-    /// tokio runtime.
-    pub async fn start(self) -> Result<ClientGroup, GroupError> {
-        let inner = Arc::new(GroupInner {
-            settings: self.settings,
-            members: Mutex::new(Members::default()),
-            ops: tokio::sync::Mutex::new(()),
-            view: watch::channel(Arc::new(MergedView::default())).0,
-            changes: Hub::new(GROUP_CHANGE_LIMITS),
-            notifications: Hub::new(FeedLimits::NOTIFICATIONS),
-            transitions: Hub::new(GROUP_TRANSITION_LIMITS),
-        });
-        let group = ClientGroup { inner };
-        let entries = self
-            .servers
-            .into_iter()
-            .map(|(name, builder)| (name, None, builder))
-            .collect();
-        let started = {
-            let _ops = group.inner.ops.lock().await;
-            group.inner.start_members(entries).await
-        };
-        match started {
-            Ok(()) => Ok(group),
-            Err(e) => {
-                group.stop().await;
-                Err(e)
-            }
-        }
-    }
-}
 
 /// A fingerprint of a server's configuration entry ([`ClientGroup::apply_builders`]).
 type Fingerprint = Box<dyn Any + Send + Sync>;
@@ -236,7 +54,7 @@ impl std::fmt::Debug for ClientGroup {
 }
 
 /// What every handle of a group shares.
-struct GroupInner {
+pub(super) struct GroupInner {
     settings: Settings,
     members: Mutex<Members>,
     /// Held through each add, remove, replace, apply and stop: one at a time.
@@ -291,6 +109,38 @@ impl ClientGroup {
     /// A builder of a group.
     pub fn builder() -> GroupBuilder {
         GroupBuilder::default()
+    }
+
+    /// [`GroupBuilder::start`]: a group of `servers` with `settings`.
+    pub(super) async fn start_with(
+        settings: Settings,
+        servers: Vec<(String, ClientBuilder)>,
+    ) -> Result<ClientGroup, GroupError> {
+        let inner = Arc::new(GroupInner {
+            settings,
+            members: Mutex::new(Members::default()),
+            ops: tokio::sync::Mutex::new(()),
+            view: watch::channel(Arc::new(MergedView::default())).0,
+            changes: Hub::new(GROUP_CHANGE_LIMITS),
+            notifications: Hub::new(FeedLimits::NOTIFICATIONS),
+            transitions: Hub::new(GROUP_TRANSITION_LIMITS),
+        });
+        let group = ClientGroup { inner };
+        let entries = servers
+            .into_iter()
+            .map(|(name, builder)| (name, None, builder))
+            .collect();
+        let started = {
+            let _ops = group.inner.ops.lock().await;
+            group.inner.start_members(entries).await
+        };
+        match started {
+            Ok(()) => Ok(group),
+            Err(e) => {
+                group.stop().await;
+                Err(e)
+            }
+        }
     }
 
     /// Adds server `name` and waits for its first connection attempt (and, if ready, its
@@ -529,6 +379,18 @@ impl ClientGroup {
 }
 
 impl GroupInner {
+    /// Gives a server's notification to the group's subscribers.
+    pub(super) fn publish_notification(&self, tagged: GroupNotification) {
+        let n = &tagged.notification;
+        let size = n.method.len() + n.params.as_ref().map_or(0, crate::feed::json_size);
+        self.notifications.publish(&tagged, size);
+    }
+
+    /// Gives a server's transition to the group's subscribers.
+    pub(super) fn publish_transition(&self, tagged: GroupTransition) {
+        self.transitions.publish(&tagged, 64);
+    }
+
     fn close_feeds(&self) {
         self.changes.close();
         self.notifications.close();
@@ -628,7 +490,7 @@ impl GroupInner {
         let client = builder.connect_lazy();
         let live = client.live_lists_with(self.settings.live.clone());
         let counters = Arc::new(Counters::default());
-        let forward = tokio::spawn(forward(
+        let forward = tokio::spawn(super::events::forward(
             Arc::downgrade(self),
             Arc::clone(name),
             notifications,
@@ -647,7 +509,7 @@ impl GroupInner {
     }
 
     /// Rebuilds the merged view from every server's lists; publishes what changed.
-    fn remerge(&self) {
+    pub(super) fn remerge(&self) {
         let members = lock(&self.members);
         let servers: Vec<(Arc<str>, Lists)> = members
             .map
@@ -684,60 +546,6 @@ async fn first_attempt_ready(transitions: &mut Feed<Transition>) -> bool {
 async fn retire(members: Vec<Member>) {
     join_all(members.iter().map(|m| m.client.stop())).await;
     join_all(members.iter().map(|m| m.client.closed())).await;
-}
-
-/// Forwards one server's notifications and transitions to the group's feeds, tagged, counts
-/// its reconnects, and rebuilds the merged view when its lists change. Ends when the server's
-/// client has stopped or the group is gone.
-async fn forward(
-    group: Weak<GroupInner>,
-    server: Arc<str>,
-    mut notifications: Feed<Notification>,
-    mut transitions: Feed<Transition>,
-    mut lists: watch::Receiver<Lists>,
-    counters: Arc<Counters>,
-) {
-    let (mut notes_open, mut transitions_open, mut lists_open) = (true, true, true);
-    let mut was_ready = false;
-    loop {
-        tokio::select! {
-            n = notifications.recv(), if notes_open => {
-                let Some(notification) = n else {
-                    notes_open = false;
-                    continue;
-                };
-                let Some(group) = group.upgrade() else { return };
-                let size = notification.method.len()
-                    + notification.params.as_ref().map_or(0, crate::feed::json_size);
-                let tagged = GroupNotification { server: Arc::clone(&server), notification };
-                group.notifications.publish(&tagged, size);
-            }
-            t = transitions.recv(), if transitions_open => {
-                let Some(transition) = t else {
-                    transitions_open = false;
-                    continue;
-                };
-                if transition.to() == ConnState::Ready && transition.from() != ConnState::Ready {
-                    if was_ready {
-                        counters.reconnects.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    }
-                    was_ready = true;
-                }
-                let Some(group) = group.upgrade() else { return };
-                let tagged = GroupTransition { server: Arc::clone(&server), transition };
-                group.transitions.publish(&tagged, 64);
-            }
-            changed = lists.changed(), if lists_open => {
-                if changed.is_err() {
-                    lists_open = false;
-                    continue;
-                }
-                let Some(group) = group.upgrade() else { return };
-                group.remerge();
-            }
-            else => return,
-        }
-    }
 }
 
 #[cfg(test)]
