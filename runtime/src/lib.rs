@@ -135,6 +135,7 @@ mod error;
 mod feed;
 pub mod group;
 mod handler;
+mod live_lists;
 mod output_schema;
 mod quiet;
 mod requests;
@@ -154,7 +155,12 @@ pub use crate::client::options::{PROGRESS_CHANNEL_CAPACITY, RequestOptions};
 pub use crate::client_tasks::MAX_CLIENT_TASKS;
 pub use crate::error::{ConnectError, Error, PaginationStop, Result};
 pub use crate::feed::{Feed, FeedLimits};
+pub use crate::group::{ClientGroup, GroupBuilder, GroupError};
 pub use crate::handler::{ClientHandler, HandlerFuture, Handlers, Provides, RequestContext, Roots};
+pub use crate::live_lists::{
+    CHANGE_FEED_LIMITS, DEFAULT_DEBOUNCE, DEFAULT_MIN_INTERVAL, ListChange, ListKind, ListStats,
+    Lists, LiveListOptions, LiveLists, LiveStats,
+};
 pub use crate::requests::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitParams, ElicitResult,
     FormElicitation, ListRootsResult, MessageContent, ModelPreferences, Role, Root,

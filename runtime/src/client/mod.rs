@@ -4,6 +4,7 @@
 //! methods in `methods`.
 
 pub(crate) mod builder;
+mod lists;
 mod methods;
 pub(crate) mod options;
 mod task_call;
@@ -25,6 +26,8 @@ use crate::transport::Connector;
 use crate::types::{ServerCapabilities, ServerInfo};
 use crate::{ConnState, Error, Notifications, Result, Transitions};
 use options::RequestOptions;
+
+pub(crate) use lists::WeakClient;
 
 /// What every handle of one client shares: the way into the driver's command queue, what the
 /// driver publishes, and the client's own bounds, cache context and output schemas.
