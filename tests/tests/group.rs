@@ -866,7 +866,7 @@ fn desktop_config(extra: &str) -> String {
     format!(
         r#"{{
   "mcpServers": {{
-    "echo": {{"command": "${{ECHO_BIN}}", "env": {{"MARK": "{extra}"}}}},
+    "echo": {{"command": "${{ECHO_BIN}}", "env": {{"MARK": "{extra}"}}, "tools": {{"deny": ["notify_*"]}}}},
     "chaos": {{"command": "{CHAOS}", "timeout": 20000}},
     "off": {{"command": "{ECHO}", "disabled": true}},
     "missing": {{"command": "/nonexistent/mcp-server-{extra}"}}
@@ -917,6 +917,24 @@ async fn a_group_from_a_desktop_config_starts_the_enabled_servers_and_a_reload_c
     .await
     .unwrap();
     assert_eq!(r.text(), "Echo: hi");
+    // The entry's `tools.deny` leaves its tools out of the view, and the group refuses them.
+    let view = group.view();
+    assert!(view.tools.iter().any(|t| &*t.server == "echo"));
+    assert!(
+        !view
+            .tools
+            .iter()
+            .any(|t| &*t.server == "echo" && t.original.starts_with("notify_")),
+        "a denied tool is in the view"
+    );
+    let refused = group
+        .call_tool_on("echo", "notify_changed", json!({"list": "tools"}))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, GroupError::ToolNotAllowed { server, tool } if server == "echo" && tool == "notify_changed"),
+        "{refused:?}"
+    );
     // The same file again changes nothing.
     let applied = within("apply", group.apply(&config)).await.unwrap();
     assert_eq!(applied.unchanged.len(), 3, "{applied:?}");

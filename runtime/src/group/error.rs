@@ -40,6 +40,19 @@ pub enum GroupError {
         /// The name asked for.
         name: String,
     },
+    /// The server's configuration entry does not allow this tool (`tools.allow` /
+    /// `tools.deny`): it is not in the merged view, and the group does not call it.
+    #[error(
+        "server {} is not allowed tool {} by its configuration",
+        shown_name(server),
+        shown_name(tool)
+    )]
+    ToolNotAllowed {
+        /// The server's name.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+    },
     /// No prompt is listed under this merged name.
     #[error("no server of the group lists a prompt named {}", shown_name(name))]
     UnknownPrompt {

@@ -58,7 +58,7 @@ impl ClientGroup {
         arguments: Value,
         options: RequestOptions,
     ) -> Result<CallToolResult, GroupError> {
-        let (client, counters) = self.member(server)?;
+        let (client, counters) = self.member_for_tool(server, tool)?;
         let result = client.call_tool_with(tool, arguments, options).await;
         counters.call(&result);
         result.map_err(|source| GroupError::Server {

@@ -83,6 +83,9 @@ struct Member {
     live: LiveLists,
     counters: Arc<Counters>,
     fingerprint: Option<Fingerprint>,
+    /// The tools its configuration entry allows (`tools.allow` / `tools.deny`), when it
+    /// names any: the others are left out of the merged view and refused by the group.
+    tools: Option<crate::group::config::ToolFilter>,
     /// Forwards its feeds to the group's (ends with the client, or when dropped).
     _forward: AbortOnDrop,
 }
@@ -380,6 +383,26 @@ impl ClientGroup {
     }
 
     /// Server `name`'s client and counters, for routing.
+    /// Server `name`'s client and counters, for a call of tool `tool` its configuration
+    /// entry must allow ([`GroupError::ToolNotAllowed`] otherwise).
+    pub(super) fn member_for_tool(
+        &self,
+        name: &str,
+        tool: &str,
+    ) -> Result<(Client, Arc<Counters>), GroupError> {
+        let members = lock(&self.inner.members);
+        if let Some(filter) = members.map.get(name).and_then(|m| m.tools.as_ref())
+            && !filter.allows(tool)
+        {
+            return Err(GroupError::ToolNotAllowed {
+                server: name.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        drop(members);
+        self.member(name)
+    }
+
     pub(super) fn member(&self, name: &str) -> Result<(Client, Arc<Counters>), GroupError> {
         let members = lock(&self.inner.members);
         match members.map.get(name) {
@@ -512,11 +535,17 @@ impl GroupInner {
             live.watch(),
             Arc::clone(&counters),
         ));
+        let tools = fingerprint
+            .as_ref()
+            .and_then(|f| f.downcast_ref::<crate::group::config::ServerEntry>())
+            .map(|entry| entry.tools.clone())
+            .filter(|filter| !filter.allows_all());
         let member = Member {
             client,
             live,
             counters,
             fingerprint,
+            tools,
             _forward: AbortOnDrop(forward.abort_handle()),
         };
         (member, first)
@@ -528,7 +557,7 @@ impl GroupInner {
         let servers: Vec<(Arc<str>, Lists)> = members
             .map
             .iter()
-            .map(|(name, m)| (Arc::clone(name), m.live.lists()))
+            .map(|(name, m)| (Arc::clone(name), allowed(m.live.lists(), m.tools.as_ref())))
             .collect();
         let view = MergedView::build(&servers, &self.settings.naming);
         let changes = merged::diff(&self.view.borrow(), &view);
@@ -542,6 +571,19 @@ impl GroupInner {
         self.view.send_replace(Arc::new(view));
         drop(members);
     }
+}
+
+/// A server's lists with the tools its filter refuses left out (as they are without one).
+fn allowed(mut lists: Lists, filter: Option<&crate::group::config::ToolFilter>) -> Lists {
+    if let (Some(filter), Some(tools)) = (filter, lists.tools.as_ref()) {
+        let kept: Vec<_> = tools
+            .iter()
+            .filter(|t| filter.allows(&t.name))
+            .cloned()
+            .collect();
+        lists.tools = Some(kept.into());
+    }
+    lists
 }
 
 /// Whether the first attempt that `transitions` (taken before the start) shows ends ready.
