@@ -215,7 +215,7 @@ fn not_listed(
             .map(|e| format!(": {e}"))
             .unwrap_or_default();
         errln!(
-            "mcpc: {what}: server `{}` is {} and has not listed them yet{why}",
+            "mcpc: {what}: server `{}` ({}) has not listed them yet{why}",
             s.name,
             s.state
         );

@@ -4,8 +4,8 @@
 //! a server that is away answers when it is back (or its call times out), and its failure is a
 //! line on stderr, not the end of the watch.
 
+use mcp_runtime::ClientGroup;
 use mcp_runtime::group::{ChangedItem, GroupChange, GroupNotification, GroupTransition};
-use mcp_runtime::{ClientGroup, ConnState};
 use serde_json::json;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
@@ -80,20 +80,23 @@ fn change_line(c: &GroupChange) -> String {
     format!("[{}] {} {}", tag.join(", "), c.kind, parts.join("; "))
 }
 
-fn transition_line(group: &ClientGroup, t: &GroupTransition) -> String {
-    let why = match (t.transition.to(), group.client(&t.server)) {
-        (ConnState::Backoff, Some(client)) => client
-            .last_error()
-            .map(|e| format!(": {e}"))
-            .unwrap_or_default(),
-        _ => String::new(),
-    };
+fn transition_line(t: &GroupTransition) -> String {
+    let tr = &t.transition;
+    let why = tr
+        .cause
+        .as_ref()
+        .map(|e| format!(": {e}"))
+        .unwrap_or_default();
+    let retry = tr
+        .retry_in
+        .map(|d| format!(" (retry in {:.1} s)", d.as_secs_f64()))
+        .unwrap_or_default();
     format!(
-        "[{}] {} -> {} ({}){why}",
+        "[{}] {} -> {} ({}){why}{retry}",
         t.server,
-        t.transition.from(),
-        t.transition.to(),
-        t.transition.event()
+        tr.from(),
+        tr.to(),
+        tr.event()
     )
 }
 
@@ -144,9 +147,11 @@ pub async fn watch(
                     let at = t.transition.at.saturating_duration_since(start).as_secs_f64();
                     out_exact(&json!({"at": at, "server": &*t.server, "from": t.transition.from().name(),
                         "to": t.transition.to().name(), "event": t.transition.event(),
-                        "row": t.transition.step.row}).to_string());
+                        "row": t.transition.step.row,
+                        "cause": t.transition.cause.as_ref().map(ToString::to_string),
+                        "retryInMs": t.transition.retry_in.map(|d| d.as_millis())}).to_string());
                 } else {
-                    outln!("{}  {}", stamp(start), transition_line(group, &t));
+                    outln!("{}  {}", stamp(start), transition_line(&t));
                 }
             }
             n = notes.recv() => {
