@@ -509,3 +509,35 @@ fn watch_tags_each_server_s_transitions_across_a_kill_and_ctrl_c_reaps_every_chi
     assert_eq!(pids(&dir, "beta").len(), 2);
     assert_all_reaped(&dir);
 }
+
+#[test]
+fn what_a_server_says_reaches_the_terminal_escaped() {
+    let dir = Scratch::new("hostile");
+    let text = format!(
+        r#"{{"mcpServers": {{"h": {{"command": "${{{BIN_VAR}}}", "args": ["__test-server", "--hostile"]}},
+            "plain": {{"command": "${{{BIN_VAR}}}", "args": ["__test-server"]}}}}}}"#
+    );
+    let file = dir.write("mcp.json", &text);
+    for args in [
+        &["tools", "list"][..],
+        &["info", "h"],
+        &["servers"],
+        &["prompts", "list"],
+        &["tools", "call", "h/log", "level=error", "message=x"],
+    ] {
+        let run = with_config(&file, args);
+        for (stream, out) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+            assert!(
+                !out.contains('\x1b') && !out.contains('\x07') && !out.contains('\r'),
+                "{args:?}: raw control characters on {stream}: {run:#?}"
+            );
+        }
+        // The name, instructions and tool descriptions carry it.
+        if args == ["tools", "list"] || args == ["info", "h"] {
+            assert!(
+                run.stdout.contains("\\x1b"),
+                "{args:?}: the hostile text is shown escaped: {run:#?}"
+            );
+        }
+    }
+}
