@@ -284,6 +284,12 @@ fn unknown_tools_and_servers_exit_with_one_line() {
         line.ends_with("(servers: alpha, beta, missing)"),
         "{run:#?}"
     );
+    let run = with_config(&file, &["tools", "call", "off/echo"]);
+    expect_code(&run, 2);
+    assert!(
+        one_error_line_after_warnings(&run).contains("server `off` is disabled in "),
+        "{run:#?}"
+    );
     // A tool the server does not have, by SERVER/TOOL: the server's answer.
     let run = with_config(&file, &["tools", "call", "alpha/die"]);
     expect_code(&run, 1);

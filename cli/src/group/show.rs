@@ -100,17 +100,19 @@ pub fn check_server(
             what,
             format!("name a server: info SERVER (servers: {})", names()),
         )),
-        Some((name, None)) => Err(unknown_server(config, name, what)),
-        Some((name, Some(e))) if !e.enabled => Err(CliError::usage(
-            what,
-            format!("server `{name}` is disabled in {}", config.file()),
-        )),
+        Some((name, e)) if e.is_none_or(|e| !e.enabled) => Err(unknown_server(config, name, what)),
         Some(_) => Ok(()),
     }
 }
 
-/// No server of that name: exit 2, with the servers there are.
+/// No server of that name (or a disabled one): exit 2, with the servers there are.
 pub fn unknown_server(config: &GroupConfig, name: &str, what: &str) -> CliError {
+    if config.server(name).is_some_and(|e| !e.enabled) {
+        return CliError::usage(
+            what,
+            format!("server `{name}` is disabled in {}", config.file()),
+        );
+    }
     let names: Vec<&str> = config
         .servers()
         .iter()
