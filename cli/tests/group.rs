@@ -547,3 +547,52 @@ fn what_a_server_says_reaches_the_terminal_escaped() {
         }
     }
 }
+
+#[test]
+fn a_server_s_tool_filter_leaves_tools_out_of_the_list_and_refuses_their_calls() {
+    let dir = Scratch::new("filter");
+    let text = format!(
+        r#"{{"mcpServers": {{
+            "alpha": {{"command": "${{{BIN_VAR}}}", "args": ["__test-server"]}},
+            "narrow": {{"command": "${{{BIN_VAR}}}", "args": ["__test-server"],
+                        "tools": {{"allow": ["e*"], "deny": ["elicit"]}}}}}}}}"#
+    );
+    let file = dir.write("mcp.json", &text);
+    let run = with_config(&file, &["--json", "tools", "list"]);
+    expect_code(&run, 0);
+    let v = json(&run);
+    let mut narrow: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["server"] == "narrow")
+        .map(|t| t["original"].as_str().unwrap())
+        .collect();
+    narrow.sort_unstable();
+    assert_eq!(narrow, ["echo", "end_listens"], "{run:#?}");
+    // Allowed: called; refused by the entry: exit 2 naming the filter, nothing sent.
+    let run = with_config(&file, &["tools", "call", "narrow/echo", "message=hi"]);
+    expect_code(&run, 0);
+    assert_eq!(run.stdout.trim(), "Echo: hi", "{run:#?}");
+    let run = with_config(
+        &file,
+        &[
+            "tools",
+            "call",
+            "narrow/add",
+            "--args",
+            r#"{"a": 1, "b": 2}"#,
+        ],
+    );
+    expect_code(&run, 2);
+    let line = one_error_line_after_warnings(&run);
+    assert!(line.contains("is not allowed tool"), "{run:#?}");
+    assert!(line.contains("`tools.allow` / `tools.deny`"), "{run:#?}");
+    // The same with pairs to type (the tool is not in the view to type them by).
+    let run = with_config(&file, &["tools", "call", "narrow/add", "a=1", "b=2"]);
+    expect_code(&run, 2);
+    assert!(
+        one_error_line_after_warnings(&run).contains("is not allowed tool"),
+        "{run:#?}"
+    );
+}

@@ -45,6 +45,13 @@ fn resolve(
         if group.client(server).is_none() {
             return Err(super::show::unknown_server(config, server, what));
         }
+        if config.server(server).is_some_and(|e| !e.tools.allows(tool)) {
+            let refused = GroupError::ToolNotAllowed {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            };
+            return Err(refused_error(config, what, &refused));
+        }
         let listed = view
             .tools
             .iter()
@@ -117,15 +124,44 @@ pub async fn tools_call(
         .and_then(|e| e.timeout)
         .unwrap_or(g.timeout);
     let (server, tool) = (target.server.as_str(), target.tool.as_str());
-    let start = |options| async move {
-        group
-            .call_tool_on_with(server, tool, Value::Object(args), options)
-            .await
-            .map_err(|e| match e {
-                GroupError::Server { source, .. } => source,
-                // The member was looked up above; the group is stopped only at the end.
-                _ => mcp_runtime::Error::Shutdown,
-            })
+    // What the group itself refuses (a tool the entry's `tools.allow` / `tools.deny` leave
+    // out) is kept here and ends the command as such.
+    let refused: std::sync::Mutex<Option<GroupError>> = std::sync::Mutex::new(None);
+    let start = |options| {
+        let refused = &refused;
+        async move {
+            group
+                .call_tool_on_with(server, tool, Value::Object(args), options)
+                .await
+                .map_err(|e| match e {
+                    GroupError::Server { source, .. } => source,
+                    other => {
+                        *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(other);
+                        mcp_runtime::Error::Shutdown
+                    }
+                })
+        }
     };
-    crate::commands::run_call(&client, g, &what, &call.name, timeout, start, interrupt).await
+    let result =
+        crate::commands::run_call(&client, g, &what, &call.name, timeout, start, interrupt).await;
+    match refused.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(refused_error(config, &what, &e)),
+        None => result,
+    }
+}
+
+/// A call the group refused before sending it: a tool the configuration does not allow, or
+/// a server no longer there, is a usage error (exit 2); a stopped group exit 5.
+fn refused_error(config: &GroupConfig, what: &str, e: &GroupError) -> CliError {
+    match e {
+        GroupError::ToolNotAllowed { .. } => CliError::usage(
+            what,
+            format!(
+                "{e} (its `tools.allow` / `tools.deny` in {})",
+                config.file()
+            ),
+        ),
+        GroupError::UnknownServer { server } => super::show::unknown_server(config, server, what),
+        other => CliError::new(Exit::Transport, what, other.to_string()),
+    }
 }
