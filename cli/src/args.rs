@@ -1,5 +1,6 @@
 //! The command line (clap derive).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{ArgAction, ArgGroup, Args, Parser, Subcommand, ValueEnum};
@@ -17,7 +18,9 @@ use crate::error::{EXIT_CODES, LONG_HELP};
         Start a server over stdio with --stdio 'command args…' (split like a shell does, never \
         run through a shell), or reach one over Streamable HTTP with --http URL (or a legacy HTTP+SSE one with --sse \
         URL; headers with -H 'Name: value'), then list and call its tools, read its resources, get its prompts, \
-        or watch its notifications. `mcpc demo` runs a guided tour against a built-in test server.",
+        or watch its notifications. With --config FILE (a host's `mcpServers` file, or --config-from HOST), \
+        every server of the file at once: `servers`, merged `tools list`, `tools call SERVER/TOOL`, `info SERVER`, \
+        `watch`. `mcpc demo` runs a guided tour against a built-in test server.",
     after_help = EXIT_CODES,
     after_long_help = LONG_HELP,
 )]
@@ -36,6 +39,28 @@ pub struct Global {
     /// The server to start, as a command line split like a shell does (no shell runs it).
     #[arg(long, global = true, value_name = "COMMAND")]
     pub stdio: Option<String>,
+
+    /// Every server of a host's configuration file (`{"mcpServers": …}`: Claude Desktop,
+    /// Claude Code, Cursor; `{"servers": …}`: VS Code), as one group: `${VAR}` expanded from
+    /// mcpc's environment, each server started at once, one that fails retrying on its own.
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        conflicts_with_all = ["stdio", "http", "sse", "env", "inherit_env", "headers", "config_from"]
+    )]
+    pub config: Option<PathBuf>,
+
+    /// Like --config, with the file(s) a host keeps on this machine (user-wide, then the
+    /// project's in the current directory; a server in both: the project's).
+    #[arg(
+        long,
+        global = true,
+        value_name = "HOST",
+        value_enum,
+        conflicts_with_all = ["stdio", "http", "sse", "env", "inherit_env", "headers"]
+    )]
+    pub config_from: Option<ConfigHost>,
 
     /// An environment variable for the stdio server (repeatable).
     #[arg(long = "env", global = true, value_name = "K=V", value_parser = parse_env)]
@@ -107,6 +132,11 @@ pub struct Global {
 }
 
 impl Global {
+    /// Whether the servers come from a configuration file (`--config`, `--config-from`).
+    pub fn group(&self) -> bool {
+        self.config.is_some() || self.config_from.is_some()
+    }
+
     /// The era to speak: `--era`, or by default auto (legacy for `--sse`, a transport of the
     /// handshake era only).
     pub fn era(&self) -> Era {
@@ -116,6 +146,20 @@ impl Global {
             Era::Auto
         })
     }
+}
+
+/// A host whose configuration files `--config-from` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ConfigHost {
+    /// Claude Desktop's `claude_desktop_config.json`.
+    ClaudeDesktop,
+    /// Claude Code's `~/.claude.json` (user-scope servers) and `.mcp.json`.
+    ClaudeCode,
+    /// Cursor's `~/.cursor/mcp.json` and `.cursor/mcp.json`.
+    Cursor,
+    /// VS Code's user `mcp.json` and `.vscode/mcp.json`.
+    #[value(name = "vscode")]
+    VsCode,
 }
 
 /// The protocol era to speak.
@@ -144,7 +188,12 @@ impl Era {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Server name and version, protocol version, era, capabilities, instructions.
-    Info,
+    Info {
+        /// With --config: the server (its name in the file); also its state and pid.
+        server: Option<String>,
+    },
+    /// With --config: every server's state, era, tools count, pid and last error.
+    Servers,
     /// List or call tools.
     #[command(subcommand)]
     Tools(ToolsCommand),
@@ -218,7 +267,9 @@ impl Command {
     /// The command's name for error messages.
     pub fn label(&self) -> String {
         match self {
-            Command::Info => "info".into(),
+            Command::Info { server: None } => "info".into(),
+            Command::Info { server: Some(s) } => format!("info {s}"),
+            Command::Servers => "servers".into(),
             Command::Tools(ToolsCommand::List) => "tools list".into(),
             Command::Tools(ToolsCommand::Call(c)) => format!("tools call {}", c.name),
             Command::Tasks(TasksCommand::List) => "tasks list".into(),
@@ -280,7 +331,7 @@ pub enum TasksCommand {
 /// `tools call`.
 #[derive(Debug, Args)]
 pub struct CallArgs {
-    /// The tool's name.
+    /// The tool's name (with --config: its merged name, or SERVER/TOOL).
     pub name: String,
     /// The arguments as one JSON object (KEY=VALUE pairs are applied on top).
     #[arg(long, value_name = "JSON")]

@@ -26,7 +26,7 @@ fn call_error(what: &str, step: Option<&str>, e: &mcp_runtime::Error) -> CliErro
     err
 }
 
-fn to_json<T: serde::Serialize>(v: &T) -> Value {
+pub(crate) fn to_json<T: serde::Serialize>(v: &T) -> Value {
     serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
@@ -40,7 +40,7 @@ pub async fn dispatch(
     let what = command.label();
     let fail = |e: mcp_runtime::Error| CliError::call(&what, &e);
     match command {
-        Command::Info => info(client, g, g.json),
+        Command::Info { server: None } => info(client, g, g.json),
         Command::Tools(ToolsCommand::List) => {
             let tools = client.list_all_tools().await.map_err(fail)?;
             if g.json {
@@ -201,6 +201,8 @@ pub async fn dispatch(
         Command::Watch(w) => watch(client, g.json, w, interrupt).await,
         Command::Tasks(t) => tasks(client, g, t).await.map_err(fail),
         Command::State
+        | Command::Info { server: Some(_) }
+        | Command::Servers
         | Command::Login
         | Command::Logout
         | Command::Auth(_)
@@ -332,16 +334,40 @@ async fn tools_call(
         typed::tool_arguments(&call.name, &tool.input_schema, base, &call.pairs)
             .map_err(|e| CliError::usage(&what, e))?
     };
+    let name = call.name.clone();
+    let call_with = |options| client.call_tool_with(&name, Value::Object(args), options);
+    run_call(
+        client, g, &what, &call.name, g.timeout, call_with, interrupt,
+    )
+    .await
+}
+
+/// Runs one tool call to its end and prints its result: `start` sends it with the options it
+/// is given (`timeout`, progress, task statuses), shown on stderr as they come; Ctrl-C drops
+/// the call (cancelled on the wire) and, for a task, asks `client` for its state. Shared by
+/// `tools call` on one server and through a `--config` group.
+pub(crate) async fn run_call<F>(
+    client: &Client,
+    g: &Global,
+    what: &str,
+    tool: &str,
+    timeout: std::time::Duration,
+    start: impl FnOnce(RequestOptions) -> F,
+    interrupt: &Interrupt,
+) -> Result<(), CliError>
+where
+    F: std::future::Future<Output = mcp_runtime::Result<mcp_runtime::types::CallToolResult>>,
+{
     let (status_tx, mut statuses) = tokio::sync::mpsc::channel(64);
     let (options, mut progress) = RequestOptions::new()
-        .timeout(g.timeout)
+        .timeout(timeout)
         .on_task_status(move |s| {
             // A lagging terminal loses status lines, never the call.
             let _ = status_tx.try_send(s.clone());
         })
         .progress_channel();
-    let mut view = ProgressView::new(call.name.clone(), Lines::Stderr);
-    let mut fut = Box::pin(client.call_tool_with(&call.name, Value::Object(args), options));
+    let mut view = ProgressView::new(tool.to_owned(), Lines::Stderr);
+    let mut fut = Box::pin(start(options));
     let mut task: Option<String> = None;
     let result = loop {
         tokio::select! {
@@ -352,9 +378,9 @@ async fn tools_call(
                 // for a task tasks/cancel (once); then the task's state is asked for and shown.
                 drop(fut);
                 if let Some(id) = task {
-                    report_cancelled_task(client, &what, &id).await;
+                    report_cancelled_task(client, what, &id).await;
                 }
-                return Err(CliError::signalled(&what, caught));
+                return Err(CliError::signalled(what, caught));
             }
             Some(p) = progress.recv() => view.update(&p),
             Some(s) = statuses.recv() => {
@@ -371,7 +397,7 @@ async fn tools_call(
         view.task(&s);
     }
     view.clear();
-    let result = result.map_err(|e| call_failed(&what, g.json, &e))?;
+    let result = result.map_err(|e| call_failed(what, g.json, &e))?;
     if g.json {
         print_json(&to_json(&result));
     } else if !result.failed() {
@@ -543,7 +569,7 @@ async fn complete(
 }
 
 /// A notification in one readable line.
-fn notification_line(n: &Notification) -> String {
+pub(crate) fn notification_line(n: &Notification) -> String {
     match &n.parsed {
         ServerNotification::Log {
             level,
@@ -585,7 +611,7 @@ fn notification_line(n: &Notification) -> String {
     }
 }
 
-fn stamp(start: Instant) -> String {
+pub(crate) fn stamp(start: Instant) -> String {
     format!("+{:.3}s", start.elapsed().as_secs_f64())
 }
 
@@ -712,7 +738,7 @@ pub async fn state(g: &Global, interrupt: &Interrupt) -> Result<(), CliError> {
 
 /// How `watch` and `state` end on a signal: Ctrl-C is their normal end (exit 0), SIGTERM and
 /// SIGHUP exit with 128 + the signal's number.
-fn after_signal(what: &str, caught: Caught) -> Result<(), CliError> {
+pub(crate) fn after_signal(what: &str, caught: Caught) -> Result<(), CliError> {
     match caught {
         Caught::Interrupt => Ok(()),
         other => Err(CliError::signalled(what, other)),

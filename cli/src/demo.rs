@@ -1,4 +1,5 @@
-//! `mcpc demo`: a guided run against the in-process chaos test server.
+//! `mcpc demo`: a guided run against the in-process chaos test server, and a group of two
+//! test servers as child processes (step 7, [`crate::group::demo`]).
 //!
 //! Every connection (and every reconnect) gets a fresh `mcp_testserver` behind a
 //! `tokio::io::duplex` pipe, so nothing needs installing. The client→server direction goes
@@ -56,7 +57,7 @@ fn connector(ignore_cancel: Arc<AtomicBool>) -> StreamConnector {
 }
 
 fn step(n: u32, title: &str, explain: &str) {
-    outln!("\n[{n}/6] {title}");
+    outln!("\n[{n}/7] {title}");
     for line in explain.lines() {
         outln!("      {line}");
     }
@@ -109,7 +110,8 @@ fn demo_err(what: &str) -> impl Fn(Error) -> CliError + '_ {
     move |e| CliError::call(format!("demo: {what}"), &e)
 }
 
-fn ms(d: Duration) -> String {
+/// A duration for the demo's lines: `1.2 ms`, `240 ms`.
+pub(crate) fn ms(d: Duration) -> String {
     if d < Duration::from_millis(10) {
         format!("{:.1} ms", d.as_secs_f64() * 1000.0)
     } else {
@@ -406,6 +408,18 @@ async fn steps(client: &Client, ignore_cancel: &AtomicBool) -> Result<(), CliErr
             Err(e) => format!("error: {e}"),
         }
     );
+
+    // 7. A group of two servers, one killed.
+    step(
+        7,
+        "Two servers in a group; one is killed, the other keeps answering",
+        "A host's mcpServers configuration (${MCPC} is this binary, run as the test server and as\n\
+         the chaos server): ClientGroup starts both at once, each its own client (transport,\n\
+         table, backoff); their tools merged, a name both list prefixed with its server. Then\n\
+         beta's process is killed (SIGKILL): alpha answers at once while beta backs off and\n\
+         comes back by itself; a call to beta made meanwhile waits for its handshake.",
+    );
+    crate::group::demo::step().await?;
     outln!("\nDone in {:.1} s.", begin.elapsed().as_secs_f64());
     Ok(())
 }

@@ -23,6 +23,8 @@ Exit codes:
        call's response or refusing it, in either era, included)
   6    the server needs a login that cannot happen here (no terminal, or declined at the
        prompt): run `mcpc --http URL login`
+  7    the --config file cannot be read or is not a server configuration (the error names
+       the file, the server, the field, and the line and column)
   129  SIGHUP, 130 interrupted (Ctrl-C), 143 SIGTERM: the call in flight is cancelled on
        the wire and the server is stopped first"
     };
@@ -43,6 +45,8 @@ Examples:
   mcpc --stdio 'python server.py' prompts get greeting name=Ada
   mcpc --stdio 'python server.py' watch --level debug
   mcpc --http http://127.0.0.1:3001/mcp -H 'Authorization: Bearer …' tools list
+  mcpc --config claude_desktop_config.json servers
+  mcpc --config-from vscode tools call github/search_repositories query=mcp
 
 ",
     exit_codes!()
@@ -68,6 +72,8 @@ pub enum Exit {
     /// 6: the server needs a new authorization and no person could be asked here (no
     /// terminal, or declined): `mcpc --http URL login`.
     Login = 6,
+    /// 7: the `--config` file cannot be read or is not a server configuration.
+    Config = 7,
     /// 129: SIGHUP (128 + 1).
     HangUp = 129,
     /// 130: interrupted by Ctrl-C (SIGINT, 128 + 2).

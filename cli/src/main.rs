@@ -4,8 +4,9 @@
 //! reads its resources, gets its prompts, completes arguments, pings, watches notifications
 //! or the connection's state transitions. Output is aligned plain text, or one JSON document
 //! with `--json`. Failures end with one line on stderr, `mcpc: <what failed>: <why>`, and an
-//! exit code from the table in [`error::EXIT_CODES`]. `mcpc demo` is a guided run against
-//! the in-repo test server, in process.
+//! exit code from the table in [`error::EXIT_CODES`]. With `--config FILE` it runs every
+//! server of a host's configuration file as one group ([`group`]). `mcpc demo` is a guided
+//! run against the in-repo test server, in process, and a group of two.
 
 #[macro_use]
 mod sanitize;
@@ -19,6 +20,7 @@ mod conformance;
 mod connect;
 mod demo;
 mod error;
+mod group;
 mod headers;
 mod interact;
 mod output;
@@ -84,6 +86,11 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     let g = cli.global;
     match cli.command {
         Command::Demo => demo::run(&interrupt).await,
+        command if g.group() => group::run(&g, command, &interrupt).await,
+        command @ (Command::Servers | Command::Info { server: Some(_) }) => Err(CliError::usage(
+            command.label(),
+            "this command is for the servers of a configuration: --config FILE",
+        )),
         Command::State => commands::state(&g, &interrupt).await,
         Command::Conformance { url } => conformance::run(&g, &url, &interrupt).await,
         Command::Login => auth::login(&g, &interrupt).await,
