@@ -38,7 +38,9 @@ fn pid_gone(pid: u32) -> bool {
 
 #[tokio::main]
 async fn main() {
-    let path = std::env::args().nth(1).expect("usage: interop_group CONFIG");
+    let path = std::env::args()
+        .nth(1)
+        .expect("usage: interop_group CONFIG");
     let config = GroupConfig::load(&path).unwrap_or_else(|e| {
         println!("FAIL config: {e}");
         std::process::exit(1);
@@ -69,7 +71,14 @@ async fn main() {
             s.name, s.state, s.era, s.tools, s.pid
         );
     }
-    let real = ["everything", "everything-http", "python", "fastmcp", "memory", "time"];
+    let real = [
+        "everything",
+        "everything-http",
+        "python",
+        "fastmcp",
+        "memory",
+        "time",
+    ];
     let not_ready: Vec<&str> = real
         .iter()
         .copied()
@@ -116,7 +125,11 @@ async fn main() {
     // A call to each implementation, routed by merged name.
     let calls = [
         ("everything__echo", json!({"message": "interop"}), "interop"),
-        ("everything-http__echo", json!({"message": "over http"}), "over http"),
+        (
+            "everything-http__echo",
+            json!({"message": "over http"}),
+            "over http",
+        ),
         ("python__echo", json!({"message": "py"}), "py"),
         ("get_current_time", json!({"timezone": "UTC"}), "UTC"),
         ("read_graph", json!({}), "entities"),
@@ -129,11 +142,7 @@ async fn main() {
             Ok(Err(e)) => format!("error: {e}"),
             Err(_) => "no answer within 60 s".into(),
         };
-        report.check(
-            &format!("call {name} (routed)"),
-            text.contains(want),
-            &text,
-        );
+        report.check(&format!("call {name} (routed)"), text.contains(want), &text);
     }
     // A tool-list change on one server: the view is told (the server re-lists the same tools,
     // so the change may be empty; the re-fetch is what is checked).
@@ -161,7 +170,9 @@ async fn main() {
         let _ = std::process::Command::new("kill")
             .args(["-9", &pid.to_string()])
             .status();
-        let r = group.call_tool("python__echo", json!({"message": "still"})).await;
+        let r = group
+            .call_tool("python__echo", json!({"message": "still"}))
+            .await;
         report.check(
             "another server answers while server-everything is down",
             r.as_ref().is_ok_and(|r| r.text().contains("still")),
