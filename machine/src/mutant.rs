@@ -106,4 +106,6 @@ pub enum Mutant {
     WaitFreshDeadline,
     /// A lost connection fails the calls waiting for ready.
     WaitFailedOnLoss,
+    /// A transport that failed for good leaves the calls waiting for ready waiting.
+    KeepWaitingOnPermanent,
 }

@@ -528,6 +528,22 @@ pub fn configurations() -> Vec<Configuration> {
             },
             pinned_unique: 354278,
         },
+        // A program that cannot be spawned for good (every generation that goes down before it
+        // came up: not found): the calls waiting for ready are answered `unavailable` at once,
+        // and the calls made after it are not held; a later spawn that works takes them again.
+        Configuration {
+            name: "wait-ready-spawn",
+            bounds: Bounds {
+                calls: 2,
+                ready_waiters: 2,
+                crashes: 2,
+                gens: 3,
+                depth: 11,
+                junk: junk(&[Permanent]),
+                ..BASE
+            },
+            pinned_unique: 254276,
+        },
         Configuration {
             name: "tasks-off",
             bounds: Bounds {

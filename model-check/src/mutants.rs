@@ -436,6 +436,10 @@ pub fn hand_written() -> Vec<Case> {
             "handlers: a lost connection fails the calls waiting for ready (wait-ready)",
             Mutant::WaitFailedOnLoss,
         ),
+        (
+            "handlers: a transport that failed for good leaves the waiting calls waiting (wait-ready)",
+            Mutant::KeepWaitingOnPermanent,
+        ),
     ];
     cases.extend(handlers.into_iter().map(|(name, m)| Case {
         name: name.to_string(),

@@ -217,6 +217,9 @@ pub enum Junk {
     /// [`ServerFrame::AuthRequired`] for the handshake request or a call (repeatable: the
     /// authorization budget and once per call are what bound them).
     Auth = 1 << 21,
+    /// A generation that goes down before it came up could not be spawned for good (the
+    /// program does not exist): [`Move::Down`] carries a permanent spawn error then.
+    Permanent = 1 << 22,
 }
 
 /// The environment's view of one transport generation.
@@ -407,6 +410,9 @@ pub struct CallGhost {
 pub struct Ghost {
     /// Calls by caller.
     pub calls: SortedMap<u8, CallGhost>,
+    /// Within a step only: the step's input is a transport that failed for good (false
+    /// between steps).
+    pub permanent_step: bool,
     /// Answers per stopper.
     pub stops: SortedMap<u8, u8>,
     /// A stop was answered "stopped" (not "already").

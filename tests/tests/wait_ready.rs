@@ -177,3 +177,27 @@ async fn the_state_read_on_a_transition_is_that_transitions_state() {
         client.stop().await;
     }
 }
+
+#[tokio::test]
+async fn a_program_that_does_not_exist_answers_a_waiting_call_unavailable_not_at_its_deadline() {
+    let client = ClientBuilder::stdio("/nonexistent/mcp-server", Vec::<String>::new())
+        .wait_for_ready(true)
+        .connect_lazy();
+    // Its own deadline is ten minutes away: an answer well before it is the failure's.
+    let answer = tokio::time::timeout(
+        Duration::from_secs(60),
+        client.call_tool_with(
+            "echo",
+            json!({"message": "x"}),
+            RequestOptions::new().timeout(Duration::from_secs(600)),
+        ),
+    )
+    .await
+    .expect("answered by the spawn failure, not left waiting");
+    let err = answer.unwrap_err();
+    assert!(
+        matches!(&err, Error::Unavailable { last_error: Some(mcp_runtime::Failure::Transport(t)), .. } if t.is_permanent()),
+        "{err:?}"
+    );
+    client.stop().await;
+}

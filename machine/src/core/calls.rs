@@ -100,6 +100,10 @@ impl CallsHandlers for Ctx<'_> {
             && !failed_for_good
     }
 
+    fn is_permanent_down(&self, p: &TransportError) -> bool {
+        p.is_permanent()
+    }
+
     fn is_waiting_call(&self, p: &CallId) -> Option<CallId> {
         self.core
             .waiting
@@ -571,6 +575,20 @@ impl CallsHandlers for Ctx<'_> {
     fn cancel_waiting(&mut self, w: CallId) {
         if self.take_waiting(w).is_some() {
             self.reply(w, None, Err(CallError::Cancelled));
+        }
+    }
+
+    fn release_waiting(&mut self) {
+        if mutant!(self.core, KeepWaitingOnPermanent) {
+            return;
+        }
+        let error = self.unavailable();
+        while let Some(waiting) = self.core.waiting.pop_front() {
+            let call = waiting.request.call;
+            self.core
+                .timers
+                .cancel(TimerKey::keyed(TimerKind::ReadyWait, call.0));
+            self.reply(call, None, Err(error.clone()));
         }
     }
 

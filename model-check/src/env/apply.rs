@@ -49,9 +49,14 @@ impl Harness {
                 let mut options = call_options(c, n.m.config().tasks);
                 options.wait_for_ready = c <= self.bounds.ready_waiters;
                 let mut ghost = call_ghost(&n.m, &options);
-                // It waits when made while no connection is ready (and none failed for good:
-                // this environment's transports never do).
+                // It waits when made while no connection is ready, unless the last attempt
+                // failed for good.
+                let failed_for_good = matches!(
+                    w.m.last_error(),
+                    Some(mcp_machine::Failure::Transport(t)) if t.is_permanent()
+                );
                 ghost.waits = options.wait_for_ready
+                    && !failed_for_good
                     && matches!(
                         w.m.state(),
                         mcp_machine::State::Starting
@@ -142,6 +147,11 @@ impl Harness {
                 if w.env.server_requests.iter().any(|(on, _)| *on == g) {
                     n.ghost.seen |= seen::CRASH_WITH_SERVER_REQUEST;
                 }
+                // Down before up (and before the machine closed it), where the configuration
+                // says so: the program could not be spawned for good.
+                let permanent = self.bounds.junk & Junk::Permanent as u32 != 0
+                    && w.env.gens.get(&g).is_some_and(|e| !e.up && !e.closed);
+                n.ghost.permanent_step = permanent && !stale;
                 if let Some(e) = n.env.gens.get_mut(&g) {
                     e.down = true;
                     if !e.closed {
@@ -149,9 +159,14 @@ impl Harness {
                     }
                     e.credit = 0;
                 }
+                let error = if permanent {
+                    TransportError::Spawn(std::io::Error::from(std::io::ErrorKind::NotFound).into())
+                } else {
+                    TransportError::Eof
+                };
                 Some(Input::TransportDown {
                     generation: g,
-                    error: TransportError::Eof,
+                    error,
                 })
             }
             Move::Expire(g, mask) => Some(expire(w, &mut n, g, mask)),
@@ -248,6 +263,10 @@ impl Harness {
         }
         record.absorb(self.drain(&mut n, Some(mv), log));
         self.settle(w, &mut n, mv, stale, &notes, &record);
+        if n.ghost.permanent_step {
+            crate::properties::waiting::after_permanent(&mut n);
+            n.ghost.permanent_step = false;
+        }
         // A state is kept until its level is expanded: without the room its queues grew.
         n.m.compact();
         n

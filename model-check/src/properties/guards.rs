@@ -105,10 +105,12 @@ pub const WAIT_TIMED_OUT: u64 = 1 << 46;
 /// A call waited through a failed attempt or a lost connection and then got the server's
 /// result.
 pub const WAITED_ACROSS_LOSS: u64 = 1 << 47;
+/// A transport that failed for good answered a waiting call at once.
+pub const WAIT_RELEASED: u64 = 1 << 48;
 
 /// Vacuity guards beyond the two every configuration must meet; each must be met by at
 /// least one configuration of a run.
-pub const RUN_GUARDS: [(&str, u64); 46] = [
+pub const RUN_GUARDS: [(&str, u64); 47] = [
     (
         "two full reconnect cycles reach ready",
         SECOND_RECONNECT_READY,
@@ -254,6 +256,10 @@ pub const RUN_GUARDS: [(&str, u64); 46] = [
         "a call waits through a lost connection and gets the server's result",
         WAITED_ACROSS_LOSS,
     ),
+    (
+        "a transport that failed for good answers a waiting call at once",
+        WAIT_RELEASED,
+    ),
 ];
 
 /// The guards every configuration must meet, then [`RUN_GUARDS`].
@@ -271,7 +277,7 @@ pub(super) fn properties() -> Vec<Property<Harness>> {
     ];
     all.extend(run_guards!(
         0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-        33 34 35 36 37 38 39 40 41 42 43 44 45
+        33 34 35 36 37 38 39 40 41 42 43 44 45 46
     ));
     all
 }

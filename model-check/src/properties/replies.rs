@@ -91,8 +91,15 @@ pub(crate) fn answered(
     if replies > 1 {
         fail(n, DOUBLE_REPLY);
     }
+    // A transport that failed for good answers the waiting calls in its own step, before the
+    // ghost learns the attempt's cause at the step's end: the cause is that failure.
+    let cause = if n.ghost.permanent_step {
+        Some(Cause::Down)
+    } else {
+        n.ghost.cause
+    };
     if let Err(CallError::Unavailable { last_error, .. }) = outcome
-        && !same_cause(last_error.as_ref(), n.ghost.cause)
+        && !same_cause(last_error.as_ref(), cause)
     {
         fail(n, WRONG_CAUSE);
     }

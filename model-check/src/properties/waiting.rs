@@ -14,8 +14,9 @@ use crate::model::Harness;
 use crate::properties::guards as seen;
 use crate::world::World;
 
-/// A call waiting for ready was answered `Unavailable`, or with a lost connection before it
-/// went out, or went out while no connection was ready.
+/// A call waiting for ready was answered `Unavailable` (but by a transport that failed for
+/// good), or with a lost connection before it went out, or went out while no connection was
+/// ready, or was left waiting by a transport that failed for good.
 pub const WAIT: u64 = 1 << 41;
 
 pub(super) fn waits_for_ready() -> Property<Harness> {
@@ -51,7 +52,9 @@ pub(crate) fn answered(n: &mut World, c: u8, sent: bool, outcome: &Result<Payloa
     }
     let across_loss = g.waited_across_loss;
     match outcome {
-        Err(CallError::Unavailable { .. }) => fail(n, WAIT),
+        // Turned away only by a transport that failed for good, in that step.
+        Err(CallError::Unavailable { .. }) if !n.ghost.permanent_step => fail(n, WAIT),
+        Err(CallError::Unavailable { .. }) => n.ghost.seen |= seen::WAIT_RELEASED,
         Err(CallError::ConnectionLost(_)) if !sent => fail(n, WAIT),
         Err(CallError::Timeout { .. }) if !sent => n.ghost.seen |= seen::WAIT_TIMED_OUT,
         Ok(_) => {
@@ -70,5 +73,18 @@ pub(crate) fn loss(n: &mut World) {
         if g.waits && g.request.is_none() && g.replies == 0 {
             g.waited_across_loss = true;
         }
+    }
+}
+
+/// At the end of a step whose transport failed for good: no call is left waiting (no
+/// reconnect can help it).
+pub(crate) fn after_permanent(n: &mut World) {
+    let left = n
+        .ghost
+        .calls
+        .values()
+        .any(|g| g.waits && g.request.is_none() && g.replies == 0);
+    if left {
+        fail(n, WAIT);
     }
 }
