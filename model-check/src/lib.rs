@@ -539,10 +539,12 @@ pub fn configurations() -> Vec<Configuration> {
                 crashes: 2,
                 gens: 3,
                 depth: 11,
+                // A session that expires keeps calls into a new attempt whose spawn may fail.
+                expiries: 1,
                 junk: junk(&[Permanent]),
                 ..BASE
             },
-            pinned_unique: 254276,
+            pinned_unique: 535020,
         },
         Configuration {
             name: "tasks-off",
