@@ -111,6 +111,8 @@ fn simulated_calls_hold_the_properties() {
             "tasks cancelled by their caller",
             "tasks timed out",
             "tasks survived a reconnect",
+            // Calls that wait for a ready connection (a fifth of the tool calls).
+            "calls waiting for ready",
         ] {
             assert!(coverage.get(what) > 0, "no run had {what}: {coverage}");
         }
@@ -455,7 +457,7 @@ fn simulated_groups_hold_the_properties() {
 
 /// How many group seeds the test runs by default: about 20 s of a debug build on two busy
 /// cores (see docs/proven.md).
-const GROUP_SEEDS: u64 = 48;
+const GROUP_SEEDS: u64 = 280;
 
 /// What a server's history shows of the group's properties (each at most once per history):
 /// its first attempt failed (the group started it anyway); a call that waits for ready, made
@@ -559,32 +561,4 @@ fn a_group_seed_replays_exactly() {
         assert!(first.calls > 0 && first.members.len() >= 2);
         assert_same_group(&first, &group::run_group_seed(seed));
     }
-}
-
-#[test]
-#[ignore]
-fn probe_group_replays() {
-    use mcp_tests::sim::group;
-    let n = env_u64("PROBE_N").unwrap_or(100);
-    let mut bad = 0;
-    let base = env_u64("PROBE_BASE").unwrap_or(0);
-    for seed in base..base + n {
-        let a = group::run_group_seed(seed);
-        let b = group::run_group_seed(seed);
-        for (x, y) in a.members.iter().zip(&b.members) {
-            if let Some(i) = (0..x.history.len().max(y.history.len()))
-                .find(|&i| x.history.get(i) != y.history.get(i))
-            {
-                bad += 1;
-                eprintln!(
-                    "seed {seed} {} entry {i}: {:?} / {:?}",
-                    x.name,
-                    x.history.get(i),
-                    y.history.get(i)
-                );
-                break;
-            }
-        }
-    }
-    eprintln!("{bad} of {n} diverged");
 }
