@@ -111,6 +111,8 @@ fn simulated_calls_hold_the_properties() {
             "tasks cancelled by their caller",
             "tasks timed out",
             "tasks survived a reconnect",
+            // Calls that wait for a ready connection (a fifth of the tool calls).
+            "calls waiting for ready",
         ] {
             assert!(coverage.get(what) > 0, "no run had {what}: {coverage}");
         }
@@ -359,4 +361,204 @@ fn a_send_retry_due_with_its_timeout_is_sent_before_the_timeout() {
             .any(|a| matches!(a, Action::Report(Report::ImpossibleRow { .. }))),
         "{first:?} {second:?}"
     );
+}
+
+/// The group runs: `SIM_GROUPS` seeds (default [`GROUP_SEEDS`]) from `SIM_GROUP_BASE` (default
+/// 0), each 2 to 4 servers with their own faults started as one fail-open group, callers
+/// calling through it (some waiting for ready), the group stopped or dropped; every server's
+/// history judged by the single client's oracles and the group's (no cross-talk: each answer
+/// from its own server). `SIM_GROUP_SEED=n` runs that seed alone (twice, to check it replays).
+#[test]
+fn simulated_groups_hold_the_properties() {
+    use mcp_tests::sim::group::{self, GroupRun};
+
+    if let Some(seed) = env_u64("SIM_GROUP_SEED") {
+        let run = group::run_group_seed(seed);
+        if std::env::var_os("SIM_VERBOSE").is_some() {
+            for m in &run.members {
+                eprintln!(
+                    "server {}:\n{}",
+                    m.name,
+                    sim::history::render(&m.history, 0)
+                );
+            }
+        }
+        assert_same_group(&run, &group::run_group_seed(seed));
+        assert!(run.holds(), "{}", run.report());
+        eprintln!(
+            "group simulation: seed {seed}: {} servers, {} calls, every property holds",
+            run.members.len(),
+            run.calls
+        );
+        return;
+    }
+    let count = env_u64("SIM_GROUPS").unwrap_or(GROUP_SEEDS);
+    let base = env_u64("SIM_GROUP_BASE").unwrap_or(0);
+    let started = std::time::Instant::now();
+    let runs: Vec<GroupRun> = run_parallel(base, count, group::run_group_seed);
+    let mut coverage = Coverage::default();
+    let (mut calls, mut servers) = (0, 0);
+    let mut failed: Vec<&GroupRun> = Vec::new();
+    let mut group_coverage = std::collections::BTreeMap::<&str, u64>::new();
+    for run in &runs {
+        calls += run.calls;
+        servers += run.members.len();
+        for m in &run.members {
+            coverage.add(&m.history);
+            for what in group_facts(&m.history) {
+                *group_coverage.entry(what).or_default() += 1;
+            }
+        }
+        if !run.holds() {
+            failed.push(run);
+        }
+    }
+    eprintln!(
+        "group simulation: {count} seeds (from {base}), {servers} servers, {calls} calls in {:.1?}",
+        started.elapsed()
+    );
+    eprintln!("group simulation: {coverage}");
+    eprintln!("group simulation: {group_coverage:?}");
+    if let Some(first) = failed.first() {
+        let seeds: Vec<String> = failed.iter().map(|r| r.seed.to_string()).collect();
+        panic!(
+            "{}\nfailing group seeds: {}",
+            first.report(),
+            seeds.join(" ")
+        );
+    }
+    // Vacuity: what the group's properties judge did happen.
+    if count >= GROUP_SEEDS {
+        for what in [
+            "first attempt failed",
+            "waited while not ready, then answered",
+            "unavailable at once in backoff",
+            "waiting call timed out while not ready",
+        ] {
+            assert!(
+                group_coverage.get(what).copied().unwrap_or(0) > 0,
+                "no group run had {what}: {group_coverage:?}"
+            );
+        }
+        for what in [
+            "stops",
+            "handles dropped",
+            "ready again",
+            "server crashes",
+            "calls waiting for ready",
+        ] {
+            assert!(
+                coverage.get(what) > 0,
+                "no group run had {what}: {coverage}"
+            );
+        }
+    }
+}
+
+/// How many group seeds the test runs by default: about 20 s of a debug build on two busy
+/// cores (see docs/proven.md).
+const GROUP_SEEDS: u64 = 280;
+
+/// What a server's history shows of the group's properties (each at most once per history):
+/// its first attempt failed (the group started it anyway); a call that waits for ready, made
+/// while not ready, was then answered by its server; a call that does not wait, made in
+/// backoff, was answered `Unavailable` at once; a waiting call made while not ready timed out.
+fn group_facts(history: &[sim::history::Entry]) -> Vec<&'static str> {
+    use mcp_runtime::ConnState;
+    use sim::history::{Event, Outcome};
+    let mut facts = std::collections::BTreeSet::new();
+    let first = history.iter().find_map(|e| match e.event {
+        Event::Transition {
+            to: to @ (ConnState::Ready | ConnState::Backoff),
+            ..
+        } => Some(to),
+        _ => None,
+    });
+    if first == Some(ConnState::Backoff) {
+        facts.insert("first attempt failed");
+    }
+    let mut made = std::collections::BTreeMap::new();
+    for e in history {
+        match &e.event {
+            Event::CallMade { call, wait, seen } => {
+                made.insert(*call, (e.at, *wait, *seen));
+            }
+            Event::Outcome { call, outcome } => {
+                let Some((at, wait, seen)) = made.get(call) else {
+                    continue;
+                };
+                let not_ready = *seen != ConnState::Ready;
+                match outcome {
+                    Outcome::Ok { .. } if *wait && not_ready => {
+                        facts.insert("waited while not ready, then answered");
+                    }
+                    Outcome::Unavailable if !wait && *seen == ConnState::Backoff && e.at == *at => {
+                        facts.insert("unavailable at once in backoff");
+                    }
+                    Outcome::Timeout { .. } if *wait && not_ready => {
+                        facts.insert("waiting call timed out while not ready");
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    facts.into_iter().collect()
+}
+
+/// Runs `f` on the seeds `base..base + count`, as many at once as there are cores, in seed
+/// order.
+fn run_parallel<R: Send>(base: u64, count: u64, f: fn(u64) -> R) -> Vec<R> {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = AtomicU64::new(0);
+    let runs = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(count as usize) {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    if i >= count {
+                        break;
+                    }
+                    let run = f(base + i);
+                    runs.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push((i, run));
+                }
+            });
+        }
+    });
+    let mut runs = runs.into_inner().unwrap_or_else(|e| e.into_inner());
+    runs.sort_by_key(|(i, _)| *i);
+    runs.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Every server's full history is the same in both runs, entry by entry.
+fn assert_same_group(a: &mcp_tests::sim::group::GroupRun, b: &mcp_tests::sim::group::GroupRun) {
+    assert_eq!(a.members.len(), b.members.len(), "group seed {}", a.seed);
+    for (x, y) in a.members.iter().zip(&b.members) {
+        if let Some(i) = (0..x.history.len().max(y.history.len()))
+            .find(|&i| x.history.get(i) != y.history.get(i))
+        {
+            panic!(
+                "group seed {} did not replay exactly: server {}'s entry {i} was {:?}, then {:?}\n{}",
+                a.seed,
+                x.name,
+                x.history.get(i),
+                y.history.get(i),
+                mcp_tests::sim::group::replay_command(a.seed)
+            );
+        }
+    }
+}
+
+#[test]
+fn a_group_seed_replays_exactly() {
+    use mcp_tests::sim::group;
+    for seed in [1, 2, 1_000_003] {
+        let first = group::run_group_seed(seed);
+        assert!(first.calls > 0 && first.members.len() >= 2);
+        assert_same_group(&first, &group::run_group_seed(seed));
+    }
 }

@@ -78,7 +78,10 @@ impl Coverage {
                     ..
                 } => "expiries backed off",
                 Event::Listed => "tools listed",
+                Event::CallMade { wait: true, .. } => "calls waiting for ready",
+                Event::GroupStarted => "group members started",
                 Event::Config { .. }
+                | Event::CallMade { .. }
                 | Event::TaskStatus { .. }
                 | Event::TaskCreated { .. }
                 | Event::TaskUnknown { .. }

@@ -114,6 +114,22 @@ pub enum Event {
         /// A task call's bound on the whole task (`RequestOptions::task_timeout`).
         task_timeout: Option<Duration>,
     },
+    /// How a call was made, logged right after its [`Event::Issued`] (in the same poll, before
+    /// the call's future runs): whether it waits for a ready connection
+    /// (`RequestOptions::wait_for_ready`, or the client's default), and the connection state
+    /// its caller read just before issuing it (the client's, or the group's snapshot of its
+    /// server).
+    CallMade {
+        /// The caller.
+        call: usize,
+        /// Whether the call waits for a ready connection.
+        wait: bool,
+        /// The state the caller saw.
+        seen: mcp_runtime::ConnState,
+    },
+    /// A group's `start` returned (fail-open: with this server in the group, whatever its first
+    /// attempt did). Only in a group's run, once per server's history.
+    GroupStarted,
     /// A task call's caller was told its task's status (`on_task_status`, called on the
     /// driver): the first one means the client read the task's creation.
     TaskStatus {

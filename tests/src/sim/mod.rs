@@ -32,6 +32,7 @@
 
 pub mod capture;
 pub mod coverage;
+pub mod group;
 pub mod history;
 pub mod link;
 pub mod net;
@@ -51,6 +52,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use self::capture::ErrorCapture;
+use self::group::Via;
 use self::history::{CallKind, Entry, Event, Log, Outcome};
 use self::net::Net;
 use self::oracle::{Bounds, Violation};
@@ -229,9 +231,10 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         })
     };
     let ctx = Ctx {
-        seed,
+        tokens: format!("s{seed}"),
         log: log.clone(),
         default_timeout: sc.request_timeout,
+        default_wait: false,
     };
 
     // With tasks, the client must know which tools run as tasks before the callers come (else
@@ -263,7 +266,8 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
         if !unbounded {
             last_deadline = last_deadline.max(plan.start + longest);
         }
-        let caller = tokio::spawn(ctx.clone().call(n, plan.clone(), client.clone(), false));
+        let via = Via::Client(client.clone());
+        let caller = tokio::spawn(ctx.clone().call(n, plan.clone(), via, false));
         if let Behaviour::Abort(after) = plan.behaviour {
             let (log, victim) = (log.clone(), caller.abort_handle());
             let at = start + plan.start + after;
@@ -342,8 +346,9 @@ async fn simulate(seed: u64, capture: ErrorCapture) -> Vec<Entry> {
                 cap: None,
                 behaviour: Behaviour::Await,
                 task_timeout: None,
+                wait: None,
             };
-            let c = client.clone().expect("the client is held");
+            let c = Via::Client(client.clone().expect("the client is held"));
             // Bounded: a call that never completes is the oracle's to report.
             let recovering = ctx.clone().call(sc.calls.len(), recovery, c, true);
             let _ = tokio::time::timeout(Duration::from_secs(3), recovering).await;
@@ -466,20 +471,24 @@ fn trace_context(trace: &mcp_runtime::trace::Trace, error: &TraceError) -> Strin
         .collect()
 }
 
-/// What every caller of a run shares.
+/// What every caller of a run (or of one server of a group's run) shares.
 #[derive(Clone)]
 struct Ctx {
-    seed: u64,
+    /// What each caller's token starts with (the token ends with `c` and its number).
+    tokens: String,
     log: Log,
     default_timeout: Duration,
+    /// The client's default for `wait_for_ready`.
+    default_wait: bool,
 }
 
 impl Ctx {
     /// Caller `n`: waits for its start, issues its call and does with the future what its plan
     /// says, logging all of it.
-    async fn call(self, n: usize, plan: CallPlan, client: Client, recovery: bool) {
+    async fn call(self, n: usize, plan: CallPlan, via: Via, recovery: bool) {
         tokio::time::sleep(plan.start).await;
-        let token = format!("s{}c{n}", self.seed);
+        let token = format!("{}c{n}", self.tokens);
+        let seen = via.state();
         self.log.push(Event::Issued {
             call: n,
             kind: plan.kind,
@@ -489,7 +498,15 @@ impl Ctx {
             recovery,
             task_timeout: plan.task_timeout,
         });
-        let mut call = Box::pin(self.issue(n, &plan, &client, token));
+        // A notification never waits for ready (it is not a call: the table turns it away at
+        // once whatever the client's default).
+        let wait = plan.kind != CallKind::Notify && plan.wait.unwrap_or(self.default_wait);
+        self.log.push(Event::CallMade {
+            call: n,
+            wait,
+            seen,
+        });
+        let mut call = Box::pin(self.issue(n, &plan, &via, token));
         let outcome = match plan.behaviour {
             Behaviour::Await | Behaviour::Abort(_) => Some((&mut call).await),
             Behaviour::DropAfter(after) => tokio::select! {
@@ -513,12 +530,15 @@ impl Ctx {
         }
     }
 
-    async fn issue(&self, n: usize, plan: &CallPlan, client: &Client, token: String) -> Outcome {
+    async fn issue(&self, n: usize, plan: &CallPlan, via: &Via, token: String) -> Outcome {
         match plan.kind {
             CallKind::Tool => {
                 let mut options = RequestOptions::new();
                 if let Some(timeout) = plan.timeout {
                     options = options.timeout(timeout);
+                }
+                if let Some(wait) = plan.wait {
+                    options = options.wait_for_ready(wait);
                 }
                 if let Some(cap) = plan.cap {
                     let log = self.log.clone();
@@ -531,10 +551,8 @@ impl Ctx {
                         })
                         .reset_timeout_on_progress(cap);
                 }
-                let result = client
-                    .call_tool_with("sim", json!({ "token": token }), options)
-                    .await;
-                Outcome::of(result, |r| Some(r.text()))
+                via.call_tool("sim", json!({ "token": token }), options)
+                    .await
             }
             CallKind::Task => {
                 let mut options = RequestOptions::new();
@@ -544,6 +562,9 @@ impl Ctx {
                 if let Some(bound) = plan.task_timeout {
                     options = options.task_timeout(bound);
                 }
+                if let Some(wait) = plan.wait {
+                    options = options.wait_for_ready(wait);
+                }
                 let log = self.log.clone();
                 options = options.on_task_status(move |s| {
                     log.push(Event::TaskStatus {
@@ -552,19 +573,11 @@ impl Ctx {
                         state: s.state.as_str().to_owned(),
                     })
                 });
-                let result = client
-                    .call_tool_with("sim_task", json!({ "token": token }), options)
-                    .await;
-                Outcome::of(result, |r| Some(r.text()))
+                via.call_tool("sim_task", json!({ "token": token }), options)
+                    .await
             }
-            CallKind::Ping => Outcome::of(client.ping().await, |()| None),
-            CallKind::Notify => {
-                let params = json!({ "token": token });
-                Outcome::of(
-                    client.notify("notifications/sim", Some(params)).await,
-                    |()| None,
-                )
-            }
+            CallKind::Ping => via.ping().await,
+            CallKind::Notify => via.notify(json!({ "token": token })).await,
         }
     }
 }

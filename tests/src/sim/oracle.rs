@@ -44,6 +44,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use mcp_runtime::ConnState;
+
 use super::history::{CallKind, Entry, Event, Outcome};
 
 /// Time bounds the oracles allow.
@@ -57,6 +59,10 @@ pub struct Bounds {
     /// How long `stop` may take, and the client to be closed after its stop or its last handle
     /// dropped: the machine's closing bound (100 ms).
     pub stop: Duration,
+    /// How long the stop the harness calls may take to return, when not [`Bounds::stop`]: a
+    /// group's stop also waits until every server's transports ended, which has no such bound
+    /// (the group's oracle judges it against its servers instead).
+    pub stop_returns: Option<Duration>,
 }
 
 impl Default for Bounds {
@@ -64,6 +70,7 @@ impl Default for Bounds {
         Bounds {
             slack: Duration::ZERO,
             stop: Duration::from_millis(100),
+            stop_returns: None,
         }
     }
 }
@@ -107,6 +114,12 @@ struct Call {
     task_timeout: Option<Duration>,
     /// A task call whose task was created (its caller told the status): entry, when, task id.
     created: Option<(usize, Duration, String)>,
+    /// Whether it waits for a ready connection ([`Event::CallMade`]).
+    wait: bool,
+    /// When its caller saw the connection in backoff, and it was made before the end of that
+    /// backoff (as the transition into it said): that end. The driver is then certainly in
+    /// backoff when it takes the call (nothing but a stop leaves backoff before its delay).
+    in_backoff: Option<Duration>,
 }
 
 /// What the servers said of the tasks, for the properties of task calls.
@@ -135,6 +148,8 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
     let mut finished = false;
     let mut wire = Wire::default();
     let mut seen = TasksSeen::default();
+    // The end of the last backoff the transitions feed told of.
+    let mut backoff_end: Option<Duration> = None;
     for (i, Entry { at, event }) in history.iter().enumerate() {
         let at = *at;
         match event {
@@ -164,11 +179,27 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                     completed: None,
                     task_timeout: *task_timeout,
                     created: None,
+                    wait: false,
+                    in_backoff: None,
                 };
                 if calls.insert(*call, c).is_some() {
                     bad(i, format!("call {call} issued twice"));
                 }
             }
+            Event::CallMade { call, wait, seen } => {
+                let Some(c) = calls.get_mut(call) else {
+                    bad(i, format!("call {call} made, never issued"));
+                    continue;
+                };
+                c.wait = *wait;
+                c.in_backoff = backoff_end
+                    .filter(|end| *seen == ConnState::Backoff && c.at < *end && at == c.at);
+            }
+            Event::Transition {
+                to: ConnState::Backoff,
+                retry_in: Some(delay),
+                ..
+            } => backoff_end = Some(at + *delay),
             Event::Progress { call, message } => {
                 let Some(c) = calls.get_mut(call) else {
                     bad(i, format!("progress for call {call}, never issued"));
@@ -208,6 +239,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
                 }
                 c.completed = Some(outcome.clone());
                 check_outcome(i, at, *call, c, outcome, bounds, &mut bad);
+                check_wait(i, at, *call, c, outcome, &mut bad);
                 check_task_outcome(i, at, *call, c, outcome, first_stop, &seen, &mut bad);
             }
             Event::TaskStatus { call, task, .. } => {
@@ -258,14 +290,11 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
             Event::StopReturned { stop } => match stops.get_mut(stop) {
                 Some((_, issued, returned)) => {
                     *returned = true;
-                    if at > *issued + bounds.stop + bounds.slack {
+                    let bound = bounds.stop_returns.unwrap_or(bounds.stop);
+                    if at > *issued + bound + bounds.slack {
                         bad(
                             i,
-                            format!(
-                                "stop {stop} took {:?} (bound {:?})",
-                                at - *issued,
-                                bounds.stop
-                            ),
+                            format!("stop {stop} took {:?} (bound {bound:?})", at - *issued),
                         );
                     }
                 }
@@ -346,6 +375,7 @@ pub fn check(history: &[Entry], bounds: &Bounds) -> Vec<Violation> {
             | Event::Listed
             | Event::TasksForgotten { .. }
             | Event::Config { .. }
+            | Event::GroupStarted
             | Event::Connect { .. }
             | Event::ServerGot { token: None, .. }
             | Event::Crash { .. }
@@ -599,6 +629,55 @@ fn check_outcome(
             i,
             format!("call {n}, made after the faults stopped, failed: {outcome:?}"),
         );
+    }
+}
+
+/// Waiting for ready ([`Event::CallMade`]): a call that waits is never answered `Unavailable`
+/// (a simulated attempt never fails for good: no program is missing, no permission denied;
+/// and no run has 1024 calls waiting at once); made while its connection was certainly in
+/// backoff, it is not answered at that instant (but by a stop), and one that does not wait is
+/// answered `Unavailable` at that instant (or `Shutdown`, by a stop). Where the state is not
+/// certain (starting, initializing: the handshake may end before the driver takes the call),
+/// only the first holds.
+fn check_wait(
+    i: usize,
+    at: Duration,
+    n: usize,
+    c: &Call,
+    outcome: &Outcome,
+    bad: &mut impl FnMut(usize, String),
+) {
+    if c.wait && *outcome == Outcome::Unavailable {
+        bad(
+            i,
+            format!(
+                "call {n} waits for ready, yet was answered Unavailable {:?} after it was made \
+                 (no attempt of a simulated server fails for good)",
+                at - c.at
+            ),
+        );
+    }
+    let Some(end) = c.in_backoff else { return };
+    let at_once = at == c.at;
+    match (c.wait, outcome) {
+        (_, Outcome::Shutdown) if at_once => {}
+        (true, _) if at_once => bad(
+            i,
+            format!(
+                "call {n} waits for ready, made in backoff (until {end:?}), yet was answered \
+                 {outcome:?} at once"
+            ),
+        ),
+        (false, Outcome::Unavailable) if at_once => {}
+        (false, _) => bad(
+            i,
+            format!(
+                "call {n} does not wait for ready, made in backoff (until {end:?}), yet was \
+                 answered {outcome:?} {:?} after it was made (Unavailable at once expected)",
+                at - c.at
+            ),
+        ),
+        _ => {}
     }
 }
 
@@ -1022,6 +1101,60 @@ mod tests {
         let w = whats(&run(h));
         assert!(w.contains("cancelled a second time"), "{w}");
         assert!(!w.contains("neither dropped"), "{w}");
+    }
+
+    fn made(call: usize, wait: bool, seen: ConnState) -> Event {
+        Event::CallMade { call, wait, seen }
+    }
+
+    /// Into backoff, the next attempt `retry` ms later.
+    fn backoff(retry: u64) -> Event {
+        Event::Transition {
+            from: ConnState::Starting,
+            to: ConnState::Backoff,
+            expired: false,
+            retry_in: Some(ms(retry)),
+        }
+    }
+
+    #[test]
+    fn waiting_for_ready_is_judged_where_the_state_is_certain() {
+        // In backoff until 50 ms: a call that does not wait is turned away at once, one that
+        // waits is answered later; a call made after the backoff's end is not judged so.
+        let v = run(vec![
+            e(10, backoff(40)),
+            e(20, issued(0, 100, None)),
+            e(20, made(0, false, ConnState::Backoff)),
+            e(20, issued(1, 100, None)),
+            e(20, made(1, true, ConnState::Backoff)),
+            outcome(20, 0, Outcome::Unavailable),
+            e(60, issued(2, 100, None)),
+            e(60, made(2, false, ConnState::Backoff)),
+            e(70, ok(1, "t1")),
+            e(70, ok(2, "t2")),
+        ]);
+        assert_eq!(v, vec![], "{}", whats(&v));
+        // A waiting call answered Unavailable (anywhere), or at once in backoff; one that does
+        // not wait answered later than at once in backoff.
+        let v = run(vec![
+            e(0, issued(0, 100, None)),
+            e(0, made(0, true, ConnState::Starting)),
+            outcome(5, 0, Outcome::Unavailable),
+            e(10, backoff(40)),
+            e(20, issued(1, 100, None)),
+            e(20, made(1, true, ConnState::Backoff)),
+            e(20, issued(2, 100, None)),
+            e(20, made(2, false, ConnState::Backoff)),
+            outcome(20, 1, Outcome::ConnectionLost("closed".into())),
+            outcome(30, 2, Outcome::Unavailable),
+        ]);
+        let w = whats(&v);
+        assert!(
+            w.contains("call 0 waits for ready, yet was answered Unavailable"),
+            "{w}"
+        );
+        assert!(w.contains("call 1 waits for ready, made in backoff"), "{w}");
+        assert!(w.contains("call 2 does not wait for ready"), "{w}");
     }
 
     #[test]

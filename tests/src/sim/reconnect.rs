@@ -227,6 +227,9 @@ struct CallSeen {
     outcome: Option<(usize, Duration, Outcome)>,
     /// A task call: the entry where its caller was first told its task's status.
     created: Option<usize>,
+    /// Whether its caller saw the connection not ready when it made the call
+    /// ([`Event::CallMade`]).
+    not_ready: bool,
 }
 
 /// Whether `fault` (of an [`Event::LinkFault`]) ends the link with a typed error.
@@ -292,6 +295,7 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
                         token: token.clone(),
                         outcome: None,
                         created: None,
+                        not_ready: false,
                     },
                 );
             }
@@ -303,6 +307,11 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
             Event::TaskStatus { call, .. } => {
                 if let Some(c) = calls.get_mut(call) {
                     c.created.get_or_insert(i);
+                }
+            }
+            Event::CallMade { call, seen, .. } => {
+                if let Some(c) = calls.get_mut(call) {
+                    c.not_ready = *seen != mcp_runtime::ConnState::Ready;
                 }
             }
             Event::ServerGot {
@@ -322,9 +331,14 @@ fn check_lost_links(history: &[Entry], bad: &mut impl FnMut(usize, String)) {
         let Some((i, at, outcome)) = &c.outcome else {
             continue;
         };
-        // A task created before the link failed is not in flight on it: it survives.
+        // A task created before the link failed is not in flight on it: it survives. A call
+        // made at the instant the link failed, its caller seeing the connection not ready, was
+        // made after the client saw it down (a call waiting for ready waits for the next one).
         let Some((_, conn, fault, down)) = lost.iter().find(|(fault_at, _, _, down)| {
-            c.at <= *down && at > down && c.created.is_none_or(|t| t > *fault_at)
+            c.at <= *down
+                && at > down
+                && c.created.is_none_or(|t| t > *fault_at)
+                && !(c.at == *down && c.not_ready)
         }) else {
             continue;
         };

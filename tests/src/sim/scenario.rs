@@ -34,6 +34,8 @@ pub struct CallPlan {
     pub behaviour: Behaviour,
     /// A task call's bound on the whole task (`RequestOptions::task_timeout`), if it sets one.
     pub task_timeout: Option<Duration>,
+    /// `RequestOptions::wait_for_ready`, if the call sets it (else the client's default).
+    pub wait: Option<bool>,
 }
 
 /// How the client runs task-backed tool calls, in a run that has them.
@@ -159,6 +161,7 @@ impl Scenario {
         // Drawn from their own stream, so that a run without tasks draws what it drew before.
         let mut calls = calls;
         let tasks = draw_tasks(&mut Rng::derive(seed, 2), looping, &mut calls);
+        draw_waits(&mut Rng::derive(seed, 3), &mut calls);
         Scenario {
             client_seed,
             tasks,
@@ -215,8 +218,23 @@ fn draw_call(r: &mut Rng, start: Duration, request_timeout: Duration) -> CallPla
         cap,
         behaviour,
         task_timeout: None,
+        wait: None,
     }
 }
+
+/// Which tool calls wait for a ready connection (`RequestOptions::wait_for_ready(true)`): a
+/// share of them, drawn from their own stream so that the rest of a run draws what it drew
+/// before.
+fn draw_waits(r: &mut Rng, calls: &mut [CallPlan]) {
+    for call in calls.iter_mut().filter(|c| c.kind == CallKind::Tool) {
+        if r.chance(WAIT_CALLS) {
+            call.wait = Some(true);
+        }
+    }
+}
+
+/// The share of a run's tool calls that wait for a ready connection, in percent.
+const WAIT_CALLS: u64 = 20;
 
 /// Whether the run has task-backed tool calls (not in a looping run: the client must list the
 /// tools first, which such a run never lets it do), and which of its tool calls are of the
