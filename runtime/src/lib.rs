@@ -100,6 +100,33 @@
 //! }
 //! ```
 //!
+//! # Many servers
+//!
+//! A supervised group from a host's `mcpServers` file (see [`group`]; README's "Many
+//! servers" is this example, `tests/readme.rs` keeps the two equal):
+//!
+//! ```no_run
+//! use mcp_runtime::group::{ClientGroup, GroupConfig};
+//! use serde_json::json;
+//!
+//! async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Claude Desktop, Cursor, Claude Code (`mcpServers`) or VS Code (`servers`) files.
+//!     let config = GroupConfig::load("claude_desktop_config.json")?;
+//!     let group = ClientGroup::builder()
+//!         .configure(|_, b| b.wait_for_ready(true)) // calls wait for their server's handshake
+//!         .start_config(&config) // all at once; one that fails keeps retrying on its own
+//!         .await?;
+//!     for tool in &group.view().tools {
+//!         println!("{} ({} on {})", tool.name, tool.original, tool.server);
+//!     }
+//!     let result = group.call_tool("get-sum", json!({"a": 2, "b": 3})).await?; // routed
+//!     println!("{}", result.text());
+//!     group.apply(&GroupConfig::load("claude_desktop_config.json")?).await?; // a reload
+//!     group.stop().await; // every server in parallel, every child reaped
+//!     Ok(())
+//! }
+//! ```
+//!
 //! # What to expect
 //!
 //! - Calls in flight when the connection drops fail with [`Error::ConnectionLost`] and are not

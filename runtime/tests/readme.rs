@@ -44,3 +44,12 @@ fn the_readme_quick_start_is_the_compiled_crate_doc_example() {
     let from_doc = doc_example_after(lib, "//! # Quick start");
     assert_eq!(from_readme, from_doc);
 }
+
+#[test]
+fn the_readme_group_example_is_the_compiled_crate_doc_example() {
+    let readme = include_str!("../../README.md");
+    let lib = include_str!("../src/lib.rs");
+    let from_readme = rust_block_after(readme, "## Many servers (library)");
+    let from_doc = doc_example_after(lib, "//! # Many servers");
+    assert_eq!(from_readme, from_doc);
+}
