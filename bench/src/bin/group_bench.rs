@@ -9,8 +9,9 @@
 //!   each first attempt ended and each ready server's lists were fetched once);
 //! - router: `--calls` sequential `echo` calls through `group.call_tool(merged name)` and
 //!   the same number on that server's `Client` directly, interleaved in blocks of 100;
-//! - memory: the process's resident set before the group and with the group started and idle
-//!   (client side only: the servers are other processes), per server.
+//! - memory: the heap the group holds per idle server once started (client side only: the
+//!   servers are other processes), exact with `--features count-allocs` (a counting
+//!   allocator), else the resident set's growth (coarse).
 //!
 //! `group_bench [-n N] [--rounds R] [--calls C] -- SERVER CMD...`
 //! Prints one JSON line per round and a summary line.
@@ -20,6 +21,28 @@ use std::time::{Duration, Instant};
 use mcp_runtime::{ClientBuilder, ClientGroup};
 use serde_json::json;
 
+#[cfg(feature = "count-allocs")]
+#[global_allocator]
+static GLOBAL: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// Heap bytes held now: the counting allocator's figure with the `count-allocs` feature (the
+/// client's own heap, exact), else the process's resident set (pages, coarse: the allocator
+/// keeps freed pages).
+fn held_bytes() -> u64 {
+    #[cfg(feature = "count-allocs")]
+    {
+        let s = GLOBAL.stats();
+        let held =
+            s.bytes_allocated as i64 - s.bytes_deallocated as i64 + s.bytes_reallocated as i64;
+        u64::try_from(held).unwrap_or(0)
+    }
+    #[cfg(not(feature = "count-allocs"))]
+    {
+        rss_bytes()
+    }
+}
+
+#[cfg(not(feature = "count-allocs"))]
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm
@@ -72,7 +95,7 @@ fn main() {
             let single_median = median(&mut single.clone());
 
             // The group of N.
-            let before = rss_bytes();
+            let before = held_bytes();
             let t = Instant::now();
             let mut group = ClientGroup::builder();
             for i in 0..n {
@@ -83,7 +106,7 @@ fn main() {
             let ready = group.snapshot().servers.iter().filter(|s| s.state == mcp_runtime::ConnState::Ready).count();
             assert_eq!(ready, n, "every server ready");
             tokio::time::sleep(Duration::from_millis(200)).await;
-            let idle = rss_bytes().saturating_sub(before);
+            let idle = held_bytes().saturating_sub(before);
 
             // Router vs direct, interleaved in blocks of 100.
             let client = group.client("s0").expect("s0");
@@ -106,7 +129,7 @@ fn main() {
             let routed_us = routed.as_secs_f64() * 1e6 / calls as f64;
             let direct_us = direct.as_secs_f64() * 1e6 / calls as f64;
             println!(
-                "{{\"round\":{round},\"servers\":{n},\"single_slowest_us\":{slowest:.0},\"single_median_us\":{single_median:.0},\"group_start_us\":{group_us:.0},\"start_ratio\":{:.3},\"routed_call_us\":{routed_us:.1},\"direct_call_us\":{direct_us:.1},\"call_ratio\":{:.3},\"idle_rss_per_server_bytes\":{}}}",
+                "{{\"round\":{round},\"servers\":{n},\"single_slowest_us\":{slowest:.0},\"single_median_us\":{single_median:.0},\"group_start_us\":{group_us:.0},\"start_ratio\":{:.3},\"routed_call_us\":{routed_us:.1},\"direct_call_us\":{direct_us:.1},\"call_ratio\":{:.3},\"idle_bytes_per_server\":{}}}",
                 group_us / slowest,
                 routed_us / direct_us,
                 idle / n as u64,
@@ -116,7 +139,7 @@ fn main() {
             per_server.push((idle / n as u64) as f64);
         }
         println!(
-            "{{\"summary\":true,\"servers\":{n},\"rounds\":{rounds},\"median_start_ratio\":{:.3},\"median_call_ratio\":{:.3},\"median_idle_rss_per_server_bytes\":{:.0}}}",
+            "{{\"summary\":true,\"servers\":{n},\"rounds\":{rounds},\"median_start_ratio\":{:.3},\"median_call_ratio\":{:.3},\"median_idle_bytes_per_server\":{:.0}}}",
             median(&mut ratios_start),
             median(&mut ratios_call),
             median(&mut per_server),
