@@ -229,6 +229,10 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Serve MCP on stdin/stdout to the host that started mcpc, forwarding everything to the
+    /// server of --http, --sse or --stdio through mcpc's client (reconnects, new sessions,
+    /// both protocol eras, the stored OAuth token refreshed). Ends when the host closes stdin.
+    Bridge(BridgeArgs),
     /// A guided tour against the built-in test server: progress, a crash and the reconnect,
     /// a timeout and the late answer, stop.
     Demo,
@@ -289,10 +293,26 @@ impl Command {
             Command::Auth(AuthCommand::Status) => "auth status".into(),
             Command::Completions { .. } => "completions".into(),
             Command::Demo => "demo".into(),
+            Command::Bridge(_) => "bridge".into(),
             Command::Conformance { .. } => "conformance".into(),
             Command::TestServer { .. } => "__test-server".into(),
         }
     }
+}
+
+/// `bridge …`.
+#[derive(Debug, Args)]
+pub struct BridgeArgs {
+    /// How long a forwarded call may wait for the server, in seconds (the host has its own
+    /// bound, and can cancel).
+    #[arg(long, value_name = "SECS", default_value = "600", value_parser = parse_secs)]
+    pub call_timeout: Duration,
+
+    /// When the server needs a new authorization (no stored token, or one that cannot be
+    /// refreshed), open the login page (https only) in a browser. Without it such a call
+    /// fails with a message saying to run `mcpc --http URL login`.
+    #[arg(long)]
+    pub allow_browser_login: bool,
 }
 
 /// `auth …`.

@@ -92,6 +92,56 @@ pub fn oauth_for_commands(wait: Duration) -> OAuth {
     )
 }
 
+/// The OAuth settings of `mcpc bridge`: a stored token is used and refreshed (before it
+/// expires, and when the server refuses it); a new authorization opens the login page in a
+/// browser only when `browser` (`--allow-browser-login`) and the page is `https`, without a
+/// prompt (the host owns the terminal, if any). Otherwise the call fails at once.
+pub fn oauth_for_bridge(wait: Duration, browser: bool) -> OAuth {
+    settings(
+        Arc::new(BridgeAgent {
+            loopback: loopback(wait),
+            browser,
+        }),
+        wait,
+    )
+}
+
+/// The user agent of `mcpc bridge` (see [`oauth_for_bridge`]).
+struct BridgeAgent {
+    loopback: LoopbackUserAgent,
+    browser: bool,
+}
+
+impl UserAgent for BridgeAgent {
+    fn redirect_uri(&self) -> AuthFuture<'_, String> {
+        self.loopback.redirect_uri()
+    }
+
+    fn authorize(&self, url: Url) -> AuthFuture<'_, Url> {
+        if url.scheme() != "https" {
+            return Box::pin(async move {
+                Err(AuthError::InteractionRequired {
+                    endpoint: mcp_runtime::auth::policy::redact(&url),
+                    reason: "the bridge opens only https login pages".into(),
+                })
+            });
+        }
+        self.loopback.authorize(url)
+    }
+
+    fn interactive(&self) -> bool {
+        if !self.browser {
+            LOGIN_NEEDED.store(true, Ordering::Relaxed);
+        }
+        self.browser
+    }
+
+    fn approve<'a>(&'a self, _endpoint: &'a Url, _issuer: &'a Url) -> AuthFuture<'a, ()> {
+        // `--allow-browser-login` is the consent.
+        Box::pin(async { Ok(()) })
+    }
+}
+
 fn settings(agent: Arc<dyn UserAgent>, bound: Duration) -> OAuth {
     OAuth::builder(agent)
         .client_name("mcpc")

@@ -208,6 +208,7 @@ pub async fn dispatch(
         | Command::Auth(_)
         | Command::Completions { .. }
         | Command::Demo
+        | Command::Bridge(_)
         | Command::Conformance { .. }
         | Command::TestServer { .. } => Err(CliError::new(
             Exit::Usage,

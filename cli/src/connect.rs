@@ -148,7 +148,7 @@ pub fn http_builder(
 }
 
 /// The stdio builder for `--stdio 'command args…'`, and the command line.
-fn stdio_builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
+pub fn stdio_builder(g: &Global) -> Result<(ClientBuilder, String), CliError> {
     let Some(line) = g.stdio.as_deref() else {
         return Err(CliError::usage(
             "no server",

@@ -13,6 +13,7 @@ mod sanitize;
 
 mod args;
 mod auth;
+mod bridge;
 mod capture;
 mod children;
 mod commands;
@@ -86,6 +87,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
     let g = cli.global;
     match cli.command {
         Command::Demo => demo::run(&interrupt).await,
+        Command::Bridge(args) => bridge::run(&g, &args, &interrupt).await,
         command if g.group() => group::run(&g, command, &interrupt).await,
         command @ (Command::Servers | Command::Info { server: Some(_) }) => Err(CliError::usage(
             command.label(),

@@ -172,6 +172,21 @@ pub trait ClientHandler: Send + Sync + 'static {
     fn roots_changes(&self) -> Option<watch::Receiver<Vec<Root>>> {
         None
     }
+
+    /// Whether [`ClientHandler::forward`] answers every server request, untyped, instead of
+    /// the typed methods: a bridge or proxy that hands requests on unchanged says `true`.
+    /// Default `false`.
+    fn forwards(&self) -> bool {
+        false
+    }
+
+    /// Answers a server request with its params exactly as the server sent them (only when
+    /// [`ClientHandler::forwards`] says so; the typed methods are not called then). Only
+    /// methods the declared capabilities promise reach it: the core refuses the others.
+    fn forward(&self, method: &str, params: Value, cx: RequestContext) -> HandlerFuture<Value> {
+        let _ = (params, cx);
+        unsupported(method)
+    }
 }
 
 fn unsupported<T: Send + 'static>(method: &str) -> HandlerFuture<T> {
@@ -430,6 +445,9 @@ pub(crate) fn route(
     params: Value,
     cx: RequestContext,
 ) -> HandlerFuture<Value> {
+    if handler.forwards() {
+        return handler.forward(method, params, cx);
+    }
     match method {
         "sampling/createMessage" => match serde_json::from_value(params) {
             Ok(p) => to_wire(handler.create_message(p, cx)),

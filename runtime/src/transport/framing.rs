@@ -134,6 +134,31 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     }
 }
 
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// Drops what is left of the current line, through its `\n`, without buffering it: after
+    /// [`ReadFrame::Oversized`], a peer that may go on (a host talking to a bridge) is read
+    /// again from its next line. `false` at the end of input. Cancel-safe like
+    /// [`FrameReader::next_frame`] (a line skipped halfway is skipped on by the next call).
+    pub async fn skip_line(&mut self) -> io::Result<bool> {
+        loop {
+            if self.fill().await? == 0 {
+                return Ok(false);
+            }
+            let avail = &self.buf[self.pos..self.end];
+            match memchr::memchr(b'\n', avail) {
+                Some(at) => {
+                    self.consume(at + 1);
+                    return Ok(true);
+                }
+                None => {
+                    let n = avail.len();
+                    self.consume(n);
+                }
+            }
+        }
+    }
+}
+
 /// Writes one frame followed by `\n` (no flush; the caller flushes once per batch).
 /// The frame must not contain a `\n` byte (compact JSON never does).
 pub(crate) async fn write_frame<W: AsyncWrite + Unpin>(
@@ -181,6 +206,26 @@ mod tests {
                 ReadFrame::Eof
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_skipped_line_resumes_at_the_next() {
+        let mut reader = FrameReader::new(&b"0123456789abcdef\n{\"ok\":1}\nxyzxyz"[..], 4);
+        assert!(matches!(
+            reader.next_frame().await.unwrap(),
+            ReadFrame::Oversized { .. }
+        ));
+        assert!(reader.skip_line().await.unwrap());
+        assert!(matches!(
+            reader.next_frame().await.unwrap(),
+            ReadFrame::Oversized { .. }
+        ));
+        assert!(reader.skip_line().await.unwrap());
+        assert!(matches!(
+            reader.next_frame().await.unwrap(),
+            ReadFrame::Oversized { .. }
+        ));
+        assert!(!reader.skip_line().await.unwrap());
     }
 
     #[tokio::test]
