@@ -17,9 +17,9 @@
 //!   2026-07-28 server, which the client asks as the same requests) reach it as requests of
 //!   the bridge's, answered back; one the upstream gives up on is cancelled with
 //!   `notifications/cancelled`;
-//! - the upstream's notifications reach it as sent (logging, resource updates, …), except
-//!   `…/list_changed`, which the bridge sends when a list really changed: after the
-//!   upstream's own notification, and after a reconnect;
+//! - the upstream's notifications reach it as sent (logging, resource updates,
+//!   `…/list_changed`, …); a list that changed across a reconnect is told with
+//!   `…/list_changed` too;
 //! - a reconnect, a new session or a crash of the upstream is invisible except to a call in
 //!   flight at that moment, which fails with -32000.
 //!
@@ -40,6 +40,7 @@
 //! # }
 //! ```
 
+mod forward;
 mod handler;
 mod report;
 mod session;
@@ -101,6 +102,10 @@ pub struct BridgeOptions {
     pub login_hint: Option<String>,
     /// Frames queued for the host before the bridge waits for it to read (default 1024).
     pub out_queue: usize,
+    /// Whether a call that comes while the upstream reconnects waits for it (within
+    /// [`BridgeOptions::call_timeout`]) rather than failing at once (default `true`: a
+    /// reconnect is invisible to the host but for the calls it cut).
+    pub wait_for_ready: bool,
 }
 
 impl Default for BridgeOptions {
@@ -113,6 +118,7 @@ impl Default for BridgeOptions {
             close_bound: Duration::from_secs(10),
             login_hint: None,
             out_queue: 1024,
+            wait_for_ready: true,
         }
     }
 }

@@ -11,13 +11,14 @@
 use std::collections::{HashMap, VecDeque};
 
 use mcp_runtime::{
-    Client, ClientBuilder, Error, Lists, LoggingLevel, Progress, Provides, RequestOptions, Root,
-    RpcError, ServerNotification, codes,
+    Client, ClientBuilder, Error, LoggingLevel, Progress, Provides, RequestOptions, Root, RpcError,
+    codes,
 };
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 
+use crate::forward;
 use crate::handler::{ForwardingHandler, ServerRequest};
 use crate::report::{BridgeReport, Ended};
 use crate::wire::{self, HostMessage};
@@ -92,6 +93,8 @@ pub(crate) struct Session {
     events_tx: mpsc::UnboundedSender<Event>,
     roots: Option<watch::Sender<Vec<Root>>>,
     background: Vec<AbortHandle>,
+    /// Which lists' changes the upstream itself told the host of.
+    told: forward::Told,
     report: BridgeReport,
 }
 
@@ -114,6 +117,7 @@ impl Session {
             events_tx,
             roots: None,
             background: Vec::new(),
+            told: forward::Told::default(),
             report: BridgeReport::default(),
         }
     }
@@ -304,8 +308,12 @@ impl Session {
             self.options.server_request_timeout,
             roots_changes,
         );
-        let builder: ClientBuilder = make(&host).handler(handler);
-        self.spawn_forwarders(&builder);
+        let builder: ClientBuilder = make(&host)
+            .handler(handler)
+            .wait_for_ready(self.options.wait_for_ready);
+        self.told = forward::Told::default();
+        let task = forward::notifications(&builder, self.out.clone(), self.told.clone());
+        self.background.push(task);
         let events = self.events_tx.clone();
         tokio::spawn(async move {
             let result = builder.connect().await;
@@ -313,36 +321,6 @@ impl Session {
         });
         self.phase = Phase::Connecting(id);
         self.report.host = Some(host);
-    }
-
-    /// Subscribes to the upstream's notifications before it connects (none is missed) and
-    /// forwards them to the host.
-    fn spawn_forwarders(&mut self, builder: &ClientBuilder) {
-        let mut feed = builder.notifications();
-        let out = self.out.clone();
-        let task = tokio::spawn(async move {
-            while let Some(n) = feed.recv().await {
-                match n.parsed {
-                    // Lists: told by the lists watcher, only when they changed.
-                    ServerNotification::ToolsListChanged
-                    | ServerNotification::PromptsListChanged
-                    | ServerNotification::ResourcesListChanged
-                    // Progress of no call of the host's, and the upstream's cancellation of
-                    // its own requests (which ends the forwarded request): not the host's.
-                    | ServerNotification::Progress { .. }
-                    | ServerNotification::Cancelled { .. } => continue,
-                    _ => {}
-                }
-                if out
-                    .send(wire::notification(&n.method, n.params.as_ref()))
-                    .await
-                    .is_err()
-                {
-                    break;
-                }
-            }
-        });
-        self.background.push(task.abort_handle());
     }
 
     async fn on_connected(&mut self, result: Result<Client, Error>) {
@@ -375,51 +353,13 @@ impl Session {
             .unwrap_or_default();
         let result = initialize_result(&client, &host_version);
         self.answer(&init_id, Ok(result)).await;
-        self.spawn_lists_watcher(&client);
+        let task = forward::list_changes(&client, self.out.clone(), self.told.clone());
+        self.background.push(task);
         self.client = Some(client);
         self.phase = Phase::Ready;
         while let Some((id, method, params)) = self.held.pop_front() {
             self.start_call(id, method, params).await;
         }
-    }
-
-    /// Tells the host `…/list_changed` when a list it may have read changed: after the
-    /// upstream's own notification (its re-fetch found a change) and after a reconnect (every
-    /// list fetched again). A first fetch tells nothing: the host has not listed yet.
-    fn spawn_lists_watcher(&mut self, client: &Client) {
-        let lists = client.live_lists();
-        let out = self.out.clone();
-        let task = tokio::spawn(async move {
-            let mut watch = lists.watch();
-            let mut last: Lists = lists.lists();
-            while watch.changed().await.is_ok() {
-                let now = watch.borrow_and_update().clone();
-                let changed = |a: bool, b: bool| a && b;
-                let mut notes = Vec::new();
-                if changed(last.tools.is_some(), now.tools != last.tools) {
-                    notes.push("notifications/tools/list_changed");
-                }
-                if changed(last.prompts.is_some(), now.prompts != last.prompts) {
-                    notes.push("notifications/prompts/list_changed");
-                }
-                if changed(last.resources.is_some(), now.resources != last.resources)
-                    || changed(
-                        last.resource_templates.is_some(),
-                        now.resource_templates != last.resource_templates,
-                    )
-                {
-                    notes.push("notifications/resources/list_changed");
-                }
-                last = now;
-                for method in notes {
-                    if out.send(wire::notification(method, None)).await.is_err() {
-                        return;
-                    }
-                }
-            }
-            drop(lists);
-        });
-        self.background.push(task.abort_handle());
     }
 
     fn hint(&self, e: &Error) -> String {
