@@ -415,3 +415,71 @@ async fn upstream_notifications_reach_the_host() {
     assert_eq!(updated["params"]["uri"], "test://static/1");
     host.close().await;
 }
+
+#[tokio::test]
+async fn a_silent_upstream_times_the_call_out_and_the_next_call_is_answered() {
+    let mut options = BridgeOptions::default();
+    options.call_timeout = Duration::from_millis(300);
+    let mut host = start_with(ServerConfig::chaos(), options);
+    host.init(json!({})).await;
+    let r = host.call(json!(1), "hang", json!({})).await;
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    // The hung server is replaced (the client's own liveness), or answers again: either way
+    // the host's next call gets one answer.
+    let r = host.call(json!(2), "echo", json!({"message": "x"})).await;
+    assert!(r.get("result").is_some() || r.get("error").is_some(), "{r}");
+    host.close().await;
+}
+
+#[tokio::test]
+async fn a_flooding_upstream_reaches_the_host_in_order_and_the_answer_follows() {
+    let mut host = start(ServerConfig::chaos());
+    host.init(json!({})).await;
+    host.request(json!(1), "logging/setLevel", json!({"level": "debug"}))
+        .await;
+    let r = host.call(json!(2), "flood", json!({"count": 2000})).await;
+    assert!(r.get("result").is_some(), "{r}");
+    let logs = host
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .count();
+    // Forwarded as sent; the client's notification feed is bounded, so some may be dropped
+    // under a flood, none is invented.
+    assert!(logs > 0 && logs <= 2000, "{logs}");
+    let r = host
+        .call(json!(3), "echo", json!({"message": "after"}))
+        .await;
+    assert_eq!(text(&r), "Echo: after");
+    host.close().await;
+}
+
+#[tokio::test]
+async fn a_server_request_the_upstream_gives_up_on_is_cancelled_at_the_host() {
+    let mut options = BridgeOptions::default();
+    options.server_request_timeout = Duration::from_millis(200);
+    let mut host = start_with(ServerConfig::echo(), options);
+    host.init(json!({"sampling": {}})).await;
+    host.send(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "sample", "arguments": {"prompt": "never answered"}}}))
+        .await;
+    let req = host
+        .wait_for(|m| m["method"] == "sampling/createMessage")
+        .await;
+    // The host never answers: the bridge's bound runs out, the upstream gets an error and
+    // the host is told the request is cancelled.
+    let cancel = host
+        .wait_for(|m| m["method"] == "notifications/cancelled")
+        .await;
+    assert_eq!(cancel["params"]["requestId"], req["id"]);
+    let r = host.answer(json!(1)).await;
+    assert!(r.get("result").is_some() || r.get("error").is_some(), "{r}");
+    // A late answer from the host is dropped, the session goes on.
+    host.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {
+        "role": "assistant", "content": {"type": "text", "text": "late"}, "model": "m"}}))
+        .await;
+    let r = host.call(json!(2), "echo", json!({"message": "on"})).await;
+    assert_eq!(text(&r), "Echo: on");
+    let report = host.close().await;
+    assert_eq!(report.server_requests_cancelled, 1);
+}

@@ -1,0 +1,183 @@
+//! End to end: `mcpc bridge` as a host starts it (a child process, JSON-RPC lines on its
+//! stdin and stdout) in front of mcpc's own test server: the answers, stdout holding nothing
+//! but JSON-RPC even with `-vv`, and the end: the host closing stdin, or a signal, ends the
+//! bridge and its server process with it (no orphan).
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{Value, json};
+
+/// Every wait is bounded by this.
+const BOUND: Duration = Duration::from_secs(30);
+
+struct Bridge {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    pid_file: PathBuf,
+}
+
+impl Bridge {
+    fn start(test: &str, extra: &[&str]) -> Bridge {
+        let pid_file =
+            std::env::temp_dir().join(format!("mcpc-bridge-{test}-{}.pids", std::process::id()));
+        let _ = std::fs::remove_file(&pid_file);
+        let upstream = format!("{} -- --pid-file {}", server(false), pid_file.display());
+        let mut child = Command::new(MCPC)
+            .args(["bridge", "--stdio", &upstream])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn mcpc bridge");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Bridge {
+            child,
+            stdin,
+            lines,
+            pid_file,
+        }
+    }
+
+    fn send(&mut self, v: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{v}").expect("write to the bridge");
+        stdin.flush().expect("flush");
+    }
+
+    /// The answer to `id`; every line read must be JSON-RPC.
+    fn answer(&mut self, id: Value) -> Value {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).expect("an answer in time");
+            let v: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("stdout holds a line that is not JSON ({e}): {line}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+            if v["id"] == id && v.get("method").is_none() {
+                return v;
+            }
+        }
+    }
+
+    fn init_and_echo(&mut self) {
+        self.send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "cli-test-host", "version": "1"}}}),
+        );
+        let init = self.answer(json!(1));
+        assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        self.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "echo", "arguments": {"message": "through"}}}));
+        let echo = self.answer(json!(2));
+        assert_eq!(
+            echo["result"]["content"][0]["text"], "Echo: through",
+            "{echo}"
+        );
+    }
+
+    /// Waits for the bridge to exit; its exit code.
+    fn wait(&mut self) -> i32 {
+        let deadline = Instant::now() + BOUND;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.code().unwrap_or(-1);
+            }
+            assert!(Instant::now() < deadline, "the bridge did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The pids the upstream server wrote.
+    fn server_pids(&self) -> Vec<i32> {
+        std::fs::read_to_string(&self.pid_file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.pid_file);
+    }
+}
+
+/// Whether a process with this pid exists (a zombie counts as gone: it runs nothing).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn the_host_closing_stdin_ends_the_bridge_and_its_server() {
+    let mut bridge = Bridge::start("eof", &["-vv"]);
+    bridge.init_and_echo();
+    let pids = bridge.server_pids();
+    assert_eq!(pids.len(), 1, "one server process: {pids:?}");
+    assert!(alive(pids[0]));
+    drop(bridge.stdin.take());
+    assert_eq!(bridge.wait(), 0);
+    assert!(
+        !alive(pids[0]),
+        "the server {} outlived the bridge",
+        pids[0]
+    );
+}
+
+#[test]
+fn a_signal_ends_the_bridge_and_its_server() {
+    let mut bridge = Bridge::start("term", &[]);
+    bridge.init_and_echo();
+    let pids = bridge.server_pids();
+    assert_eq!(pids.len(), 1, "{pids:?}");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(bridge.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("signal the bridge");
+    bridge.wait();
+    assert!(
+        !alive(pids[0]),
+        "the server {} outlived the bridge",
+        pids[0]
+    );
+}
+
+#[test]
+fn a_bad_upstream_flag_is_a_usage_error_before_anything_is_served() {
+    let run = mcpc(&["bridge", "--http", "not a url"]);
+    expect_code(&run, 2);
+    assert!(
+        run.stdout.is_empty(),
+        "stdout must stay clean: {}",
+        run.stdout
+    );
+}
