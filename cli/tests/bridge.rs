@@ -181,3 +181,48 @@ fn a_bad_upstream_flag_is_a_usage_error_before_anything_is_served() {
         run.stdout
     );
 }
+
+/// README's host configurations for the bridge: each parses as a host's file (the group's own
+/// reader), names `mcpc bridge`, and its arguments are a command line mcpc accepts (with stdin
+/// closed at once, the bridge ends before connecting: exit 0 means the flags parsed).
+#[test]
+fn the_readme_host_configurations_start_a_bridge() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README");
+    let (_, rest) = readme
+        .split_once("<!-- bridge-config:begin -->")
+        .expect("begin marker");
+    let (section, _) = rest
+        .split_once("<!-- bridge-config:end -->")
+        .expect("end marker");
+    let blocks: Vec<&str> = section
+        .split("```json")
+        .skip(1)
+        .map(|b| b.split("```").next().unwrap_or_default())
+        .collect();
+    assert_eq!(blocks.len(), 2, "Claude Desktop and VS Code");
+    for block in blocks {
+        let env = |name: &str| (name == "TEAM").then(|| "blue".to_owned());
+        let config = mcp_runtime::group::GroupConfig::parse_with_env(block, "README.md", env)
+            .unwrap_or_else(|e| panic!("README's configuration does not parse: {e}"));
+        let server = config.server("remote-tools").expect("remote-tools");
+        let mcp_runtime::group::ServerTransport::Stdio { command, args, .. } = &server.transport
+        else {
+            panic!("a stdio entry");
+        };
+        assert_eq!(command, "mcpc");
+        assert_eq!(args[0], "bridge");
+        let run = Command::new(MCPC)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run mcpc");
+        assert_eq!(
+            run.status.code(),
+            Some(0),
+            "mcpc {args:?}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert!(run.stdout.is_empty());
+    }
+}
