@@ -1,5 +1,5 @@
-//! Generates the connection table's Rust from the spec (`spec/`: the manifest `machine.toml` and
-//! one file per concern) into `OUT_DIR`.
+//! Generates the Rust of the connection table (`spec/`: the manifest `machine.toml` and
+//! one file per concern) and of the bridge front's table (`spec/front.toml`) into `OUT_DIR`.
 
 use std::{env, fs, path::Path, path::PathBuf, process::ExitCode};
 
@@ -12,33 +12,40 @@ fn main() -> ExitCode {
         println!("cargo::error=cannot enter the workspace root: {e}");
         return ExitCode::FAILURE;
     }
-    let sources = match mcp_codegen::Sources::read(Path::new("spec")) {
-        Ok(s) => s,
-        Err(e) => {
-            println!("cargo::error=cannot read the spec: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match mcp_codegen::generate_sources(&sources, "spec/") {
-        Ok(generated) => {
-            let files = [
-                ("connection.rs", generated.rust),
-                ("connection_interpreter.rs", generated.interpreter),
-            ];
-            for (name, text) in files {
-                if let Err(e) = fs::write(out.join(name), text) {
-                    println!("cargo::error=cannot write generated code: {e}");
-                    return ExitCode::FAILURE;
+    // The connection's table (a manifest and its concerns), then the bridge front's (one file).
+    let specs = [
+        ("spec", "spec/", "connection"),
+        ("spec/front.toml", "spec/front.toml", "front"),
+    ];
+    for (path, label, name) in specs {
+        let sources = match mcp_codegen::Sources::read(Path::new(path)) {
+            Ok(s) => s,
+            Err(e) => {
+                println!("cargo::error=cannot read the spec {path}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match mcp_codegen::generate_sources(&sources, label) {
+            Ok(generated) => {
+                let files = [
+                    (format!("{name}.rs"), generated.rust),
+                    (format!("{name}_interpreter.rs"), generated.interpreter),
+                ];
+                for (file, text) in files {
+                    if let Err(e) = fs::write(out.join(file), text) {
+                        println!("cargo::error=cannot write generated code: {e}");
+                        return ExitCode::FAILURE;
+                    }
                 }
             }
-            ExitCode::SUCCESS
-        }
-        Err(diagnostics) => {
-            for line in diagnostics.to_string().lines() {
-                println!("cargo::error={line}");
+            Err(diagnostics) => {
+                for line in diagnostics.to_string().lines() {
+                    println!("cargo::error={line}");
+                }
+                eprintln!("{diagnostics}");
+                return ExitCode::FAILURE;
             }
-            eprintln!("{diagnostics}");
-            ExitCode::FAILURE
         }
     }
+    ExitCode::SUCCESS
 }

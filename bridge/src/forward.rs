@@ -18,7 +18,7 @@ use mcp_runtime::{Client, ClientBuilder, ConnState, Lists, ServerNotification};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use crate::wire;
+use mcp_machine::front::wire;
 
 /// The three `list_changed` notifications, in [`Told`]'s order.
 const LIST_CHANGED: [&str; 3] = [

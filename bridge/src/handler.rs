@@ -2,22 +2,21 @@
 //! of a 2026-07-28 server, which the client turns into the same requests), handed to the
 //! session to forward to the host.
 //!
-//! Each request waits for the host's answer at most [`crate::BridgeOptions::server_request_timeout`].
-//! When the wait ends without an answer (the upstream cancelled the request, its connection
-//! was lost, the bound ran out), the session is told, so that it sends the host
-//! `notifications/cancelled` for it: a request forwarded to the host is always answered or
-//! cancelled.
+//! The front's table decides how each ends (`spec/front.toml`): the host's answer, or an error
+//! when the host is gone or did not answer within
+//! [`crate::BridgeOptions::server_request_timeout`]. When the upstream stops waiting first
+//! (it cancelled the request, its connection was lost), the session is told, and the table
+//! cancels it at the host: a request forwarded to the host is always answered or cancelled.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use mcp_runtime::codes;
 use mcp_runtime::{ClientHandler, HandlerFuture, Provides, RequestContext, Root, RpcError};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::session::Event;
+use crate::session::Inner;
 
 /// One server request on its way to the host.
 pub(crate) struct ServerRequest {
@@ -34,24 +33,21 @@ pub(crate) struct ServerRequest {
 /// The client handler of a bridge: declares what the host declared, forwards every request.
 pub(crate) struct ForwardingHandler {
     provides: Provides,
-    events: mpsc::UnboundedSender<Event>,
+    events: mpsc::UnboundedSender<Inner>,
     next_id: Arc<AtomicU64>,
-    timeout: Duration,
     roots: Option<watch::Receiver<Vec<Root>>>,
 }
 
 impl ForwardingHandler {
     pub(crate) fn new(
         provides: Provides,
-        events: mpsc::UnboundedSender<Event>,
-        timeout: Duration,
+        events: mpsc::UnboundedSender<Inner>,
         roots: Option<watch::Receiver<Vec<Root>>>,
     ) -> Self {
         ForwardingHandler {
             provides,
             events,
             next_id: Arc::new(AtomicU64::new(1)),
-            timeout,
             roots,
         }
     }
@@ -60,14 +56,14 @@ impl ForwardingHandler {
 /// Tells the session, when dropped before it was disarmed, that the request ended unanswered.
 struct Unanswered {
     id: u64,
-    events: mpsc::UnboundedSender<Event>,
+    events: mpsc::UnboundedSender<Inner>,
     armed: bool,
 }
 
 impl Drop for Unanswered {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self.events.send(Event::ServerRequestEnded { id: self.id });
+            let _ = self.events.send(Inner::ServerRequestEnded { id: self.id });
         }
     }
 }
@@ -96,9 +92,8 @@ impl ClientHandler for ForwardingHandler {
             reply,
         };
         let events = self.events.clone();
-        let timeout = self.timeout;
         Box::pin(async move {
-            if events.send(Event::ServerRequest(request)).is_err() {
+            if events.send(Inner::ServerRequest(request)).is_err() {
                 return Err(gone());
             }
             let mut unanswered = Unanswered {
@@ -106,22 +101,12 @@ impl ClientHandler for ForwardingHandler {
                 events,
                 armed: true,
             };
-            match tokio::time::timeout(timeout, answer).await {
-                Ok(Ok(outcome)) => {
-                    unanswered.armed = false;
-                    outcome
-                }
-                // The session dropped the request: the host is gone.
-                Ok(Err(_)) => {
-                    unanswered.armed = false;
-                    Err(gone())
-                }
-                Err(_) => Err(RpcError {
-                    code: codes::INTERNAL_ERROR,
-                    message: format!("the host did not answer within {} s", timeout.as_secs_f64()),
-                    data: None,
-                }),
-            }
+            // The front's table answers it: the host's answer, or an error when the host is
+            // gone or did not answer in time. Dropped unanswered (the upstream cancelled it,
+            // its connection was lost): the table is told, and cancels it at the host.
+            let outcome = answer.await;
+            unanswered.armed = false;
+            outcome.unwrap_or_else(|_| Err(gone()))
         })
     }
 }

@@ -45,7 +45,7 @@ mod handler;
 mod report;
 mod session;
 mod stdio;
-mod wire;
+mod upstream;
 
 use std::future::Future;
 use std::time::Duration;
@@ -55,7 +55,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 
 pub use crate::report::{BridgeReport, Ended};
-pub use crate::session::HANDSHAKE_VERSIONS;
+pub use crate::upstream::HANDSHAKE_VERSIONS;
 
 /// Makes the upstream's client builder once the host said who it is (the bridge sets the
 /// handler: whatever handler the builder had is replaced).
@@ -184,7 +184,7 @@ impl Bridge {
         let failed = events_tx.clone();
         let writer_task = tokio::spawn(async move {
             if stdio::write_host(writer, out_rx).await.is_err() {
-                let _ = failed.send(session::Event::HostWriteFailed);
+                let _ = failed.send(session::Inner::HostWriteFailed);
             }
         });
         let session = session::Session::new(self.options, self.make, out_tx, events_tx);

@@ -30,9 +30,10 @@ pub struct BridgeReport {
     pub invalid: u64,
     /// Server requests forwarded to the host.
     pub server_requests: u64,
-    /// Server requests the upstream gave up on before the host answered (the host told with
-    /// `notifications/cancelled`).
-    pub server_requests_cancelled: u64,
+    /// Server requests that ended without the host's answer: the upstream gave up on them,
+    /// or the host did not answer in time (the host told with `notifications/cancelled` when
+    /// it had been asked).
+    pub server_requests_ended: u64,
     /// Whether the upstream was stopped and its processes reaped within the bound.
     pub upstream_closed: bool,
     /// How the session ended.

@@ -5,8 +5,9 @@ use mcp_runtime::transport::framing::{FrameReader, ReadFrame};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use mcp_machine::front::wire;
+
 use crate::session::HostInput;
-use crate::wire;
 
 /// Reads the host's lines into the session, until the host closes its side. A line over the
 /// bound is reported and skipped; the host is read again from its next line.

@@ -481,5 +481,5 @@ async fn a_server_request_the_upstream_gives_up_on_is_cancelled_at_the_host() {
     let r = host.call(json!(2), "echo", json!({"message": "on"})).await;
     assert_eq!(text(&r), "Echo: on");
     let report = host.close().await;
-    assert_eq!(report.server_requests_cancelled, 1);
+    assert_eq!(report.server_requests_ended, 1);
 }

@@ -104,6 +104,7 @@ mod config;
 mod core;
 mod event;
 mod failure;
+pub mod front;
 pub mod headers;
 mod io;
 mod listen;

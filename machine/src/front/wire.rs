@@ -1,17 +1,19 @@
-//! The host's side of the wire: what one line from the host is, and the frames written back.
+//! The host's side of the bridge's wire: what one line from the host is, and the frames
+//! written back.
 //!
 //! A line is one JSON-RPC 2.0 message (MCP stdio framing). Anything else (bad JSON, a batch,
 //! a message without `"jsonrpc": "2.0"`, an id that is neither a string nor an integer) is
 //! [`HostMessage::Invalid`], answered with a JSON-RPC error and never forwarded.
 
-use mcp_runtime::RpcError;
-use mcp_runtime::codes;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::codes;
+use crate::request::RpcError;
+
 /// One message from the host, classified.
 #[derive(Debug, PartialEq)]
-pub(crate) enum HostMessage {
+pub enum HostMessage {
     /// A request: the host waits for exactly one answer under `id`.
     Request {
         /// The host's id (a string or an integer), echoed in the answer.
@@ -46,7 +48,7 @@ pub(crate) enum HostMessage {
 }
 
 /// Classifies one line from the host.
-pub(crate) fn parse(line: &[u8]) -> HostMessage {
+pub fn parse(line: &[u8]) -> HostMessage {
     let value: Value = match serde_json::from_slice(line) {
         Ok(v) => v,
         Err(e) => {
@@ -208,7 +210,7 @@ fn encode(frame: &impl Serialize) -> Vec<u8> {
 }
 
 /// The answer `result` to the host's request `id`.
-pub(crate) fn result(id: &Value, result: &Value) -> Vec<u8> {
+pub fn result(id: &Value, result: &Value) -> Vec<u8> {
     encode(&ResultFrame {
         jsonrpc: "2.0",
         id,
@@ -217,7 +219,7 @@ pub(crate) fn result(id: &Value, result: &Value) -> Vec<u8> {
 }
 
 /// The error answer to the host's request `id`.
-pub(crate) fn error(id: &Value, error: &RpcError) -> Vec<u8> {
+pub fn error(id: &Value, error: &RpcError) -> Vec<u8> {
     encode(&ErrorFrame {
         jsonrpc: "2.0",
         id,
@@ -230,7 +232,7 @@ pub(crate) fn error(id: &Value, error: &RpcError) -> Vec<u8> {
 }
 
 /// A request to the host (a server request the bridge forwards).
-pub(crate) fn request(id: &Value, method: &str, params: Option<&Value>) -> Vec<u8> {
+pub fn request(id: &Value, method: &str, params: Option<&Value>) -> Vec<u8> {
     encode(&RequestFrame {
         jsonrpc: "2.0",
         id,
@@ -240,7 +242,7 @@ pub(crate) fn request(id: &Value, method: &str, params: Option<&Value>) -> Vec<u
 }
 
 /// A notification to the host.
-pub(crate) fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
+pub fn notification(method: &str, params: Option<&Value>) -> Vec<u8> {
     encode(&NotificationFrame {
         jsonrpc: "2.0",
         method,

@@ -1,0 +1,288 @@
+//! The upstream's side of a host's call: running it on the client (progress under the host's
+//! token), what the host declared, the `initialize` answer made from what the upstream said,
+//! and the host's error for a failed call.
+
+use mcp_runtime::{
+    Client, Error, LoggingLevel, Progress, Provides, RequestOptions, RpcError, codes,
+};
+use serde_json::{Map, Value, json};
+use tokio::sync::mpsc;
+
+use crate::HostInfo;
+use mcp_machine::front::wire;
+
+/// The handshake revisions the front answers `initialize` with: the host's own when it is one
+/// of these, else the newest.
+pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// Runs one host request against the upstream.
+pub(crate) async fn call(
+    client: &Client,
+    method: &str,
+    params: Option<Value>,
+    token: Option<Value>,
+    out: mpsc::Sender<Vec<u8>>,
+    timeout: std::time::Duration,
+) -> Result<Value, Error> {
+    match method {
+        "logging/setLevel" => {
+            let level = params
+                .as_ref()
+                .and_then(|p| p.get("level"))
+                .cloned()
+                .and_then(|l| serde_json::from_value::<LoggingLevel>(l).ok());
+            let Some(level) = level else {
+                return Err(invalid_params("logging/setLevel needs a valid level"));
+            };
+            client.set_logging_level(level).await.map(|()| json!({}))
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let Some(uri) = params
+                .as_ref()
+                .and_then(|p| p.get("uri"))
+                .and_then(Value::as_str)
+            else {
+                return Err(invalid_params("a uri is needed"));
+            };
+            let done = if method == "resources/subscribe" {
+                client.subscribe(uri).await
+            } else {
+                client.unsubscribe(uri).await
+            };
+            done.map(|()| json!({}))
+        }
+        _ => {
+            let mut options = RequestOptions::new().timeout(timeout);
+            if let Some(token) = token {
+                options = options.on_progress(move |p: Progress| {
+                    // A host that does not read loses progress, never an answer.
+                    let _ = out.try_send(progress_frame(&token, &p));
+                });
+            }
+            client.request_with(method, params, options).await
+        }
+    }
+}
+
+fn progress_frame(token: &Value, p: &Progress) -> Vec<u8> {
+    let mut params = Map::new();
+    params.insert("progressToken".into(), token.clone());
+    params.insert("progress".into(), json!(p.progress));
+    if let Some(total) = p.total {
+        params.insert("total".into(), json!(total));
+    }
+    if let Some(message) = &p.message {
+        params.insert("message".into(), json!(message));
+    }
+    wire::notification("notifications/progress", Some(&Value::Object(params)))
+}
+
+/// The params without the host's progress token (the client asks the upstream for progress
+/// under its own), and that token.
+pub(crate) fn take_progress_token(params: Option<Value>) -> (Option<Value>, Option<Value>) {
+    let Some(Value::Object(mut p)) = params else {
+        return (params, None);
+    };
+    let mut token = None;
+    if let Some(Value::Object(meta)) = p.get_mut("_meta") {
+        token = meta.remove("progressToken");
+        if meta.is_empty() {
+            p.remove("_meta");
+        }
+    }
+    (Some(Value::Object(p)), token)
+}
+
+/// What the host declared in `initialize`.
+pub(crate) fn host_info(params: &Value) -> HostInfo {
+    let caps = params.get("capabilities").cloned().unwrap_or_default();
+    let elicitation = caps.get("elicitation");
+    let form = elicitation.is_some_and(|e| {
+        e.as_object()
+            .is_none_or(|o| o.is_empty() || o.contains_key("form"))
+    });
+    let url = elicitation.is_some_and(|e| e.get("url").is_some());
+    let capabilities = Provides {
+        sampling: caps.get("sampling").is_some(),
+        roots: caps.get("roots").is_some(),
+        elicitation: form || url,
+        elicitation_url: url,
+        ..Provides::default()
+    };
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
+    let info = params.get("clientInfo");
+    let asked = text(params.get("protocolVersion"));
+    let protocol_version = if HANDSHAKE_VERSIONS.contains(&asked.as_str()) {
+        asked
+    } else {
+        HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1].to_owned()
+    };
+    HostInfo {
+        name: text(info.and_then(|i| i.get("name"))),
+        version: text(info.and_then(|i| i.get("version"))),
+        protocol_version,
+        roots_list_changed: caps
+            .get("roots")
+            .and_then(|r| r.get("listChanged"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        capabilities,
+    }
+}
+
+/// The bridge's answer to the host's `initialize`: the upstream's server info, instructions
+/// and capabilities (lists said to change: the bridge tells after a reconnect), in the
+/// handshake revision agreed with the host.
+pub(crate) fn initialize_result(client: &Client, version: &str) -> Value {
+    let info = client.server_info();
+    let mut caps = info
+        .as_ref()
+        .map(|i| i.capabilities.clone())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    if let Some(c) = caps.as_object_mut() {
+        // Task-augmented requests and 2026-07-28 extensions are not forwarded (yet).
+        c.remove("tasks");
+        c.remove("extensions");
+        for list in ["tools", "prompts", "resources"] {
+            if let Some(Value::Object(l)) = c.get_mut(list) {
+                l.insert("listChanged".into(), Value::Bool(true));
+            } else if c.contains_key(list) {
+                c.insert(list.into(), json!({"listChanged": true}));
+            }
+        }
+    }
+    let server_info = info
+        .as_ref()
+        .map(|i| i.server_info.clone())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({"name": "mcp-bridge", "version": env!("CARGO_PKG_VERSION")}));
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": caps,
+        "serverInfo": server_info,
+    });
+    if let Some(instructions) = info.and_then(|i| i.instructions) {
+        result["instructions"] = Value::String(instructions);
+    }
+    result
+}
+
+fn rpc(code: i64, message: &str) -> RpcError {
+    RpcError {
+        code,
+        message: message.to_owned(),
+        data: None,
+    }
+}
+
+fn invalid_params(message: &str) -> Error {
+    Error::Server {
+        code: codes::INVALID_PARAMS,
+        message: message.to_owned(),
+        data: None,
+    }
+}
+
+/// The host's error for a failed call: the upstream's own JSON-RPC error as it sent it; the
+/// bridge's (timeout, upstream unavailable or lost, authorization) under the codes the SDKs
+/// use for them (-32001 request timeout, -32000 connection), with the reason in words.
+pub(crate) fn to_rpc(e: &Error, login_hint: Option<&str>) -> RpcError {
+    match e {
+        Error::Server {
+            code,
+            message,
+            data,
+        } => RpcError {
+            code: *code,
+            message: message.clone(),
+            data: data.clone(),
+        },
+        Error::ResourceNotFound { code, message, .. } => rpc(*code, message),
+        Error::MissingCapability { required, message } => RpcError {
+            code: codes::MISSING_CAPABILITY,
+            message: message.clone(),
+            data: Some(json!({"requiredCapabilities": required})),
+        },
+        Error::Timeout { .. } => rpc(-32001, &format!("the bridge's server: {e}")),
+        Error::Unauthorized { .. } => {
+            let hint = login_hint.map(|h| format!(" ({h})")).unwrap_or_default();
+            rpc(codes::SERVER_ERROR, &format!("{e}{hint}"))
+        }
+        Error::Unavailable { .. }
+        | Error::ConnectionLost(_)
+        | Error::SendFailed
+        | Error::Backpressure { .. }
+        | Error::Shutdown => rpc(codes::SERVER_ERROR, &format!("the bridge's server: {e}")),
+        other => rpc(codes::INTERNAL_ERROR, &other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_token_is_taken_and_the_rest_of_meta_kept() {
+        let (p, t) = take_progress_token(Some(
+            json!({"name": "x", "_meta": {"progressToken": "h1", "traceparent": "00-ab"}}),
+        ));
+        assert_eq!(t, Some(json!("h1")));
+        assert_eq!(
+            p,
+            Some(json!({"name": "x", "_meta": {"traceparent": "00-ab"}}))
+        );
+        let (p, t) = take_progress_token(Some(json!({"_meta": {"progressToken": 3}})));
+        assert_eq!((p, t), (Some(json!({})), Some(json!(3))));
+        assert_eq!(take_progress_token(None), (None, None));
+    }
+
+    #[test]
+    fn the_host_capabilities_become_what_the_client_declares() {
+        let h = host_info(&json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"sampling": {}, "elicitation": {}, "roots": {"listChanged": true}},
+            "clientInfo": {"name": "host", "version": "1"}
+        }));
+        assert!(h.capabilities.sampling && h.capabilities.roots && h.capabilities.elicitation);
+        assert!(!h.capabilities.elicitation_url);
+        assert!(h.roots_list_changed);
+        assert_eq!(h.protocol_version, "2025-06-18");
+        let h = host_info(&json!({"protocolVersion": "2099-01-01",
+            "capabilities": {"elicitation": {"url": {}}}}));
+        assert!(h.capabilities.elicitation_url && h.capabilities.elicitation);
+        assert!(!h.capabilities.sampling);
+        assert_eq!(h.protocol_version, "2025-11-25");
+    }
+
+    #[test]
+    fn upstream_errors_keep_their_code_and_bridge_errors_get_the_sdk_codes() {
+        let e = to_rpc(
+            &Error::Server {
+                code: -32602,
+                message: "bad".into(),
+                data: None,
+            },
+            None,
+        );
+        assert_eq!((e.code, e.message.as_str()), (-32602, "bad"));
+        let e = to_rpc(
+            &Error::Timeout {
+                after: std::time::Duration::from_secs(1),
+            },
+            None,
+        );
+        assert_eq!(e.code, -32001);
+        let e = to_rpc(
+            &Error::Unauthorized {
+                reason: "no token".into(),
+            },
+            Some("run `mcpc --http https://x login`"),
+        );
+        assert!(
+            e.message.contains("mcpc --http https://x login"),
+            "{}",
+            e.message
+        );
+    }
+}

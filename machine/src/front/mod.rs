@@ -1,0 +1,701 @@
+//! The bridge's front, sans-IO: one host's session with `mcpc bridge`, decided by the table of
+//! `spec/front.toml` (generated into [`table`]) and run by [`FrontCore`].
+//!
+//! The core owns every decision about what the host is owed and what the upstream is owed:
+//! which host request is answered and with what (exactly once, never after the host cancelled
+//! it, never after the host is gone), which upstream request waits for the host, until when,
+//! and how it ends (the host's answer, or failed upstream and cancelled at the host). It reads
+//! no clock (every event comes with `now`), does no IO and runs no task: the bridge
+//! (`mcp-bridge`) feeds it events ([`FrontCore::handle`]) and carries out what it asks
+//! ([`FrontCore::poll_output`]): frames to write, calls to start or drop, upstream requests
+//! to answer, the upstream to connect or stop.
+
+pub mod wire;
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::codes;
+use crate::request::RpcError;
+
+/// The generated table of the front (`spec/front.toml`): its states, events, rows and dispatch.
+#[allow(missing_docs, clippy::all)]
+pub mod table {
+    use super::{
+        CallAnswer, CallKey, HostNotification, HostRequest, HostResponse, Invalid, ServerRequest,
+        ServerRequestId, UpstreamFailed, UpstreamReady,
+    };
+
+    include!(concat!(env!("OUT_DIR"), "/front.rs"));
+}
+
+pub use table::{Event, EventKind, Fired, State};
+
+/// A host request's key: its id as JSON text (`7`, `"a"`): two requests with the same key are
+/// the same id to the host.
+pub type CallKey = String;
+
+/// An upstream request's id on the host's side (the bridge numbers them from 1).
+pub type ServerRequestId = u64;
+
+/// The bound on the JSON-RPC error code of the bridge's own failures: the SDKs' "connection
+/// closed" code, used for an upstream that cannot be reached or was lost.
+pub const UPSTREAM_ERROR: i64 = -32000;
+
+/// A request from the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostRequest {
+    /// Its id as JSON text (the key of the call it starts).
+    pub key: CallKey,
+    /// Its id.
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The params, as sent.
+    pub params: Option<Value>,
+}
+
+impl HostRequest {
+    /// A request with this id, method and params.
+    pub fn new(id: Value, method: impl Into<String>, params: Option<Value>) -> Self {
+        HostRequest {
+            key: id.to_string(),
+            id,
+            method: method.into(),
+            params,
+        }
+    }
+}
+
+impl Hash for HostRequest {
+    // Consistent with `Eq`; the params are left out of the hash.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+        self.method.hash(state);
+    }
+}
+
+/// A notification from the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostNotification {
+    /// The method.
+    pub method: String,
+    /// The params, as sent.
+    pub params: Option<Value>,
+}
+
+impl HostNotification {
+    /// The key of the request a `notifications/cancelled` names.
+    fn cancelled_key(&self) -> Option<CallKey> {
+        if self.method != "notifications/cancelled" {
+            return None;
+        }
+        let id = self.params.as_ref()?.get("requestId")?;
+        Some(id.to_string())
+    }
+}
+
+impl Hash for HostNotification {
+    // Consistent with `Eq`; the params are left out of the hash but for a cancellation's id.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.method.hash(state);
+        self.cancelled_key().hash(state);
+    }
+}
+
+/// The host's answer to a request the bridge sent it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostResponse {
+    /// The id it answers.
+    pub id: Value,
+    /// Its result or error.
+    pub outcome: Result<Value, RpcError>,
+}
+
+impl Hash for HostResponse {
+    // Consistent with `Eq`; the result is left out of the hash.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.as_u64().hash(state);
+        self.outcome.is_ok().hash(state);
+    }
+}
+
+/// A line from the host that is no usable message, and the error that answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Invalid {
+    /// The id to answer under (`null` when the line had none).
+    pub id: Value,
+    /// The error.
+    pub error: RpcError,
+}
+
+impl Hash for Invalid {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.to_string().hash(state);
+        self.error.hash(state);
+    }
+}
+
+/// The upstream is connected: the answer to the host's `initialize`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamReady {
+    /// The `initialize` result for the host.
+    pub result: Value,
+}
+
+impl Hash for UpstreamReady {
+    fn hash<H: Hasher>(&self, _state: &mut H) {}
+}
+
+/// The upstream could not connect.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct UpstreamFailed {
+    /// Why, in words (never a secret).
+    pub reason: String,
+}
+
+/// A forwarded call ended: its answer frame for the host.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CallAnswer {
+    /// The call's key.
+    pub key: CallKey,
+    /// The frame (a JSON-RPC response under the host's id).
+    pub frame: Vec<u8>,
+}
+
+/// A request of the upstream's for the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerRequest {
+    /// Its id on the host's side.
+    pub id: ServerRequestId,
+    /// The method.
+    pub method: String,
+    /// The params, as the upstream sent them.
+    pub params: Value,
+}
+
+impl Hash for ServerRequest {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+        self.method.hash(state);
+    }
+}
+
+/// What the core asks of the bridge, in order ([`FrontCore::poll_output`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FrontOutput {
+    /// Write this frame to the host (a JSON-RPC message, no newline).
+    Write(Vec<u8>),
+    /// Connect the upstream client, declaring what this `initialize` request's params say.
+    Connect(HostRequest),
+    /// Start the host's call (its answer comes back as [`Event::CallAnswered`]).
+    StartCall(HostRequest),
+    /// Drop the call: it is never answered (its upstream request is cancelled by the drop).
+    AbortCall(CallKey),
+    /// Answer the upstream's request (`id` is its id on the host's side): the host's answer,
+    /// or the bridge's error.
+    ReplyServerRequest(HostResponse),
+    /// Send the host's notification to the upstream.
+    Notify(HostNotification),
+    /// Tell the upstream client the host's roots changed.
+    RootsChanged,
+    /// Stop the upstream client: the session is closed.
+    StopUpstream,
+}
+
+/// The bounds of a front session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrontConfig {
+    /// Host requests in flight or held at once.
+    pub max_calls: usize,
+    /// How long an upstream request waits for the host's answer.
+    pub host_answer_timeout: Duration,
+}
+
+impl Default for FrontConfig {
+    fn default() -> Self {
+        FrontConfig {
+            max_calls: 1024,
+            host_answer_timeout: Duration::from_secs(600),
+        }
+    }
+}
+
+/// An upstream request waiting for the host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Waiting {
+    /// Sent to the host (not held).
+    sent: bool,
+    /// When the host's answer stops being waited for.
+    due: Duration,
+}
+
+/// The front's sans-IO core (see the module doc).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FrontCore {
+    config: FrontConfig,
+    state: State,
+    now: Duration,
+    /// The host's `initialize` while connecting.
+    init: Option<HostRequest>,
+    /// Host calls in flight.
+    in_flight: BTreeSet<CallKey>,
+    /// Host requests held while connecting.
+    held: VecDeque<HostRequest>,
+    /// Upstream requests waiting for the host.
+    waiting: BTreeMap<ServerRequestId, Waiting>,
+    /// Upstream requests held while connecting (also in `waiting`, not sent).
+    held_server: VecDeque<ServerRequest>,
+    out: VecDeque<FrontOutput>,
+    #[cfg(feature = "checker")]
+    mutant: Option<FrontMutant>,
+}
+
+/// Deliberate bugs of the front for the model checker's mutation self-test (feature `checker`
+/// only): each must be caught by a property of the front's model.
+#[cfg(feature = "checker")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum FrontMutant {
+    /// A call the host cancelled is answered anyway when it ends.
+    AnswerCancelled,
+    /// The requests held while connecting are forgotten when the upstream cannot connect.
+    ForgetHeldOnFailure,
+    /// Closing the session leaves the upstream's requests waiting for the host unanswered.
+    NoReplyOnClose,
+    /// An upstream request that comes while connecting is sent to the host at once, before
+    /// its `initialize` is answered.
+    ForwardBeforeInit,
+    /// An upstream request the upstream gave up on is not cancelled at the host.
+    SilentCancel,
+    /// A duplicate id starts a second call under the same key (the first one's answer lost).
+    DuplicateStarts,
+    /// The host's answer is delivered but its request keeps waiting (answered twice at its
+    /// deadline).
+    AnswerKeepsWaiting,
+}
+
+impl FrontCore {
+    /// A session in `awaiting_init`.
+    pub fn new(config: FrontConfig) -> Self {
+        FrontCore {
+            config,
+            state: State::INITIAL,
+            now: Duration::ZERO,
+            init: None,
+            in_flight: BTreeSet::new(),
+            held: VecDeque::new(),
+            waiting: BTreeMap::new(),
+            held_server: VecDeque::new(),
+            out: VecDeque::new(),
+            #[cfg(feature = "checker")]
+            mutant: None,
+        }
+    }
+
+    /// The same session with a deliberate bug (the checker's mutation self-test).
+    #[cfg(feature = "checker")]
+    pub fn with_mutant(mut self, mutant: Option<FrontMutant>) -> Self {
+        self.mutant = mutant;
+        self
+    }
+
+    /// Runs `event` at time `now` (a duration since any fixed start) through the table; what
+    /// it asks of the bridge is queued for [`FrontCore::poll_output`].
+    pub fn handle(&mut self, now: Duration, event: Event) -> Fired {
+        self.now = self.now.max(now);
+        let fired = table::dispatch(self, self.state, event);
+        self.state = fired.to;
+        fired
+    }
+
+    /// The next thing the bridge must do, in order.
+    pub fn poll_output(&mut self) -> Option<FrontOutput> {
+        self.out.pop_front()
+    }
+
+    /// The earliest deadline of an upstream request waiting for the host, if any.
+    pub fn next_deadline(&self) -> Option<Duration> {
+        self.waiting.values().map(|w| w.due).min()
+    }
+
+    /// The upstream requests whose deadline passed at `now`, for
+    /// [`Event::HostAnswerDue`] (in id order).
+    pub fn due(&self, now: Duration) -> Vec<ServerRequestId> {
+        self.waiting
+            .iter()
+            .filter(|(_, w)| w.due <= now)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// The session's state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// The keys of the host's calls in flight.
+    pub fn in_flight(&self) -> impl Iterator<Item = &CallKey> {
+        self.in_flight.iter()
+    }
+
+    /// The keys of the host's requests held while connecting, in order.
+    pub fn held(&self) -> impl Iterator<Item = &CallKey> {
+        self.held.iter().map(|r| &r.key)
+    }
+
+    /// The upstream requests waiting for the host, and whether each was sent to it.
+    pub fn waiting(&self) -> impl Iterator<Item = (ServerRequestId, bool)> + '_ {
+        self.waiting.iter().map(|(id, w)| (*id, w.sent))
+    }
+
+    /// The key of the `initialize` being answered, while connecting.
+    pub fn initializing(&self) -> Option<&CallKey> {
+        self.init.as_ref().map(|r| &r.key)
+    }
+
+    fn write(&mut self, frame: Vec<u8>) {
+        self.out.push_back(FrontOutput::Write(frame));
+    }
+
+    fn answer_ok(&mut self, id: &Value, result: &Value) {
+        self.write(wire::result(id, result));
+    }
+
+    fn answer_err(&mut self, id: &Value, code: i64, message: &str) {
+        let e = RpcError {
+            code,
+            message: message.to_owned(),
+            data: None,
+        };
+        self.write(wire::error(id, &e));
+    }
+
+    fn reply_upstream(&mut self, id: ServerRequestId, outcome: Result<Value, RpcError>) {
+        self.out
+            .push_back(FrontOutput::ReplyServerRequest(HostResponse {
+                id: Value::from(id),
+                outcome,
+            }));
+    }
+
+    fn cancelled_at_host(&mut self, id: ServerRequestId, reason: &str) {
+        let params = json!({"requestId": id, "reason": reason});
+        self.write(wire::notification("notifications/cancelled", Some(&params)));
+    }
+
+    /// Stops waiting for the host's answer to `id`: `true` if it was sent to the host.
+    fn stop_waiting(&mut self, id: ServerRequestId) -> bool {
+        let sent = self.waiting.remove(&id).is_some_and(|w| w.sent);
+        if !sent {
+            self.held_server.retain(|r| r.id != id);
+        }
+        sent
+    }
+
+    fn start(&mut self, request: HostRequest) {
+        self.in_flight.insert(request.key.clone());
+        self.out.push_back(FrontOutput::StartCall(request));
+    }
+
+    fn send_to_host(&mut self, request: &ServerRequest) {
+        self.write(wire::request(
+            &Value::from(request.id),
+            &request.method,
+            Some(&request.params),
+        ));
+    }
+
+    fn upstream_error(reason: &str) -> RpcError {
+        RpcError {
+            code: codes::INTERNAL_ERROR,
+            message: reason.to_owned(),
+            data: None,
+        }
+    }
+}
+
+impl table::Handlers for FrontCore {
+    fn is_ping(&self, p: &HostRequest) -> bool {
+        p.method == "ping"
+    }
+
+    fn is_initialize(&self, p: &HostRequest) -> bool {
+        p.method == "initialize"
+    }
+
+    fn is_discover(&self, p: &HostRequest) -> bool {
+        p.method == "server/discover"
+    }
+
+    fn is_duplicate_call(&self, p: &HostRequest) -> bool {
+        let known = self.in_flight.contains(&p.key) || self.held.iter().any(|r| r.key == p.key);
+        known && !self.mutant_duplicate_starts()
+    }
+
+    fn is_over_call_cap(&self, _p: &HostRequest) -> bool {
+        self.in_flight.len() + self.held.len() >= self.config.max_calls
+    }
+
+    fn is_call_cancel(&self, p: &HostNotification) -> Option<CallKey> {
+        p.cancelled_key().filter(|k| self.in_flight.contains(k))
+    }
+
+    fn is_held_cancel(&self, p: &HostNotification) -> Option<CallKey> {
+        p.cancelled_key()
+            .filter(|k| self.held.iter().any(|r| &r.key == k))
+    }
+
+    fn is_roots_changed(&self, p: &HostNotification) -> bool {
+        p.method == "notifications/roots/list_changed"
+    }
+
+    fn is_own_notification(&self, p: &HostNotification) -> bool {
+        p.method == "notifications/initialized" || p.method == "notifications/cancelled"
+    }
+
+    fn is_host_answer(&self, p: &HostResponse) -> Option<ServerRequestId> {
+        let id = p.id.as_u64()?;
+        self.waiting.get(&id).filter(|w| w.sent).map(|_| id)
+    }
+
+    fn is_live_call(&self, p: &CallAnswer) -> bool {
+        self.in_flight.contains(&p.key) || self.mutant_answer_cancelled()
+    }
+
+    fn is_waiting_server_request(&self, p: &ServerRequestId) -> bool {
+        self.waiting.contains_key(p)
+    }
+
+    fn answer_ping(&mut self, p: &HostRequest) {
+        self.answer_ok(&p.id, &json!({}));
+    }
+
+    fn start_upstream(&mut self, p: HostRequest) {
+        self.out.push_back(FrontOutput::Connect(p.clone()));
+        self.init = Some(p);
+    }
+
+    fn refuse_uninitialized(&mut self, p: &HostRequest) {
+        self.answer_err(
+            &p.id,
+            codes::INVALID_REQUEST,
+            "the session is not initialized: send initialize first",
+        );
+    }
+
+    fn refuse_discover(&mut self, p: &HostRequest) {
+        self.answer_err(
+            &p.id,
+            codes::METHOD_NOT_FOUND,
+            "method not found: server/discover",
+        );
+    }
+
+    fn refuse_reinitialize(&mut self, p: &HostRequest) {
+        self.answer_err(
+            &p.id,
+            codes::INVALID_REQUEST,
+            "the session is already initialized",
+        );
+    }
+
+    fn refuse_duplicate(&mut self, p: &HostRequest) {
+        self.answer_err(
+            &p.id,
+            codes::INVALID_REQUEST,
+            "a request with this id is still in flight",
+        );
+    }
+
+    fn refuse_over_cap(&mut self, p: &HostRequest) {
+        let message = format!(
+            "too many requests in flight through the bridge (at most {})",
+            self.config.max_calls
+        );
+        self.answer_err(&p.id, UPSTREAM_ERROR, &message);
+    }
+
+    fn hold_call(&mut self, p: HostRequest) {
+        self.held.push_back(p);
+    }
+
+    fn start_call(&mut self, p: HostRequest) {
+        self.start(p);
+    }
+
+    fn cancel_call(&mut self, w: CallKey) {
+        if !self.mutant_answer_cancelled() {
+            self.in_flight.remove(&w);
+        }
+        self.out.push_back(FrontOutput::AbortCall(w));
+    }
+
+    fn drop_held(&mut self, w: CallKey) {
+        self.held.retain(|r| r.key != w);
+    }
+
+    fn tell_roots_changed(&mut self) {
+        self.out.push_back(FrontOutput::RootsChanged);
+    }
+
+    fn forward_notification(&mut self, p: HostNotification) {
+        self.out.push_back(FrontOutput::Notify(p));
+    }
+
+    fn deliver_host_answer(&mut self, p: HostResponse, w: ServerRequestId) {
+        if !self.mutant_answer_keeps_waiting() {
+            self.waiting.remove(&w);
+        }
+        self.out.push_back(FrontOutput::ReplyServerRequest(p));
+    }
+
+    fn answer_invalid(&mut self, p: Invalid) {
+        self.write(wire::error(&p.id, &p.error));
+    }
+
+    fn answer_initialize(&mut self, p: UpstreamReady) {
+        if let Some(init) = self.init.take() {
+            self.answer_ok(&init.id, &p.result);
+        }
+    }
+
+    fn release_held_calls(&mut self) {
+        while let Some(request) = self.held.pop_front() {
+            self.start(request);
+        }
+    }
+
+    fn release_held_server_requests(&mut self) {
+        while let Some(request) = self.held_server.pop_front() {
+            if let Some(w) = self.waiting.get_mut(&request.id) {
+                w.sent = true;
+            }
+            self.send_to_host(&request);
+        }
+    }
+
+    fn fail_initialize(&mut self, p: &UpstreamFailed) {
+        if let Some(init) = self.init.take() {
+            let message = format!("the bridge could not reach its server: {}", p.reason);
+            self.answer_err(&init.id, UPSTREAM_ERROR, &message);
+        }
+    }
+
+    fn fail_held_calls(&mut self, p: &UpstreamFailed) {
+        let message = format!("the bridge could not reach its server: {}", p.reason);
+        let held = std::mem::take(&mut self.held);
+        if self.mutant_forget_held() {
+            return;
+        }
+        for request in held {
+            self.answer_err(&request.id, UPSTREAM_ERROR, &message);
+        }
+    }
+
+    fn fail_held_server_requests(&mut self) {
+        while let Some(request) = self.held_server.pop_front() {
+            self.waiting.remove(&request.id);
+            self.reply_upstream(
+                request.id,
+                Err(Self::upstream_error("the host could not be asked")),
+            );
+        }
+    }
+
+    fn write_answer(&mut self, p: CallAnswer) {
+        self.in_flight.remove(&p.key);
+        self.write(p.frame);
+    }
+
+    fn forward_server_request(&mut self, p: ServerRequest) {
+        let due = crate::event::later(self.now, self.config.host_answer_timeout);
+        self.waiting.insert(p.id, Waiting { sent: true, due });
+        self.send_to_host(&p);
+    }
+
+    fn hold_server_request(&mut self, p: ServerRequest) {
+        let due = crate::event::later(self.now, self.config.host_answer_timeout);
+        if self.mutant_forward_before_init() {
+            self.waiting.insert(p.id, Waiting { sent: true, due });
+            self.send_to_host(&p);
+            return;
+        }
+        self.waiting.insert(p.id, Waiting { sent: false, due });
+        self.held_server.push_back(p);
+    }
+
+    fn refuse_server_request(&mut self, p: ServerRequest) {
+        self.reply_upstream(p.id, Err(Self::upstream_error("the host is gone")));
+    }
+
+    fn cancel_at_host(&mut self, p: ServerRequestId) {
+        if self.stop_waiting(p) && !self.mutant_silent_cancel() {
+            self.cancelled_at_host(p, "the server no longer needs the answer");
+        }
+    }
+
+    fn expire_server_request(&mut self, p: ServerRequestId) {
+        let sent = self.stop_waiting(p);
+        let message = format!(
+            "the host did not answer within {} s",
+            self.config.host_answer_timeout.as_secs_f64()
+        );
+        self.reply_upstream(p, Err(Self::upstream_error(&message)));
+        if sent {
+            self.cancelled_at_host(p, "the bridge stopped waiting for the answer");
+        }
+    }
+
+    fn close_session(&mut self) {
+        for key in std::mem::take(&mut self.in_flight) {
+            self.out.push_back(FrontOutput::AbortCall(key));
+        }
+        self.held.clear();
+        self.init = None;
+        self.held_server.clear();
+        let waiting = std::mem::take(&mut self.waiting);
+        if !self.mutant_no_reply_on_close() {
+            for id in waiting.into_keys() {
+                self.reply_upstream(id, Err(Self::upstream_error("the host is gone")));
+            }
+        }
+        self.out.push_back(FrontOutput::StopUpstream);
+    }
+
+    fn stop_late_upstream(&mut self, _p: UpstreamReady) {
+        self.out.push_back(FrontOutput::StopUpstream);
+    }
+}
+
+/// The mutants' switches, one per deliberate bug: `false` in a product build.
+macro_rules! switches {
+    ($($switch:ident => $mutant:ident),* $(,)?) => {
+        impl FrontCore {
+            $(
+                #[cfg(feature = "checker")]
+                fn $switch(&self) -> bool {
+                    self.mutant == Some(FrontMutant::$mutant)
+                }
+                #[cfg(not(feature = "checker"))]
+                fn $switch(&self) -> bool {
+                    false
+                }
+            )*
+        }
+    };
+}
+
+switches! {
+    mutant_duplicate_starts => DuplicateStarts,
+    mutant_answer_cancelled => AnswerCancelled,
+    mutant_answer_keeps_waiting => AnswerKeepsWaiting,
+    mutant_forget_held => ForgetHeldOnFailure,
+    mutant_forward_before_init => ForwardBeforeInit,
+    mutant_silent_cancel => SilentCancel,
+    mutant_no_reply_on_close => NoReplyOnClose,
+}
