@@ -170,6 +170,22 @@ fn docs_table_is_fresh() {
     );
 }
 
+/// The per-state view of the bridge front's table, docs/front-table.md, is what
+/// spec/front.toml generates (run `cargo run -p mcp-codegen -- cells spec/front.toml >
+/// docs/front-table.md` after changing a row).
+#[test]
+fn docs_front_table_is_fresh() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let spec = std::fs::read_to_string(format!("{root}/spec/front.toml")).unwrap();
+    let generated = mcp_codegen::generate(&spec, "spec/front.toml").unwrap();
+    let committed =
+        std::fs::read_to_string(format!("{root}/docs/front-table.md")).unwrap_or_default();
+    assert!(
+        committed == generated.cells,
+        "docs/front-table.md is stale: run `cargo run -p mcp-codegen -- cells spec/front.toml > docs/front-table.md`"
+    );
+}
+
 #[test]
 fn generation_is_deterministic() {
     assert_eq!(real(), real());

@@ -86,6 +86,7 @@
 pub mod coverage;
 pub mod env;
 pub mod explore;
+pub mod front;
 pub mod ghost;
 pub mod model;
 pub mod mutants;
@@ -667,7 +668,7 @@ pub fn check(
 
 /// Worker threads: every core. The explorer is level-synchronous, so the counts do not depend
 /// on it; `MODEL_CHECK_THREADS` overrides.
-fn threads() -> usize {
+pub fn threads() -> usize {
     std::env::var("MODEL_CHECK_THREADS")
         .ok()
         .and_then(|t| t.parse().ok())

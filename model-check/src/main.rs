@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use model_check::coverage::Coverage;
 use model_check::model::Variant;
-use model_check::{cell_summary, check, configurations, coverage_summary, mutants};
+use model_check::{cell_summary, check, configurations, coverage_summary, front, mutants};
 
 /// See the manifest: freed states are reused, not returned to the system and faulted in again.
 #[global_allocator]
@@ -36,14 +36,85 @@ fn main() -> ExitCode {
         ["--mutants", "--filter", f] => run_mutants(true, Some(f), false, true),
         _ => {
             eprintln!(
-                "usage: model-check [--unpinned | --config NAME | --mutants [all | sample | shallow | list | --filter TEXT]]"
+                "usage: model-check [--unpinned | --config NAME | --config front | --mutants [all | sample | shallow | list | --filter TEXT]]"
             );
             ExitCode::from(2)
         }
     }
 }
 
+/// The bridge front's configurations: their lines, and the problems found (failed
+/// properties, a changed pin, an unfinished search, rows never fired in a whole run).
+fn run_front(unpinned: bool, only: Option<&str>) -> (Vec<String>, usize) {
+    let mut problems = Vec::new();
+    let mut unique = 0;
+    let mut fired = vec![false; mcp_machine::front::table::ROWS.len()];
+    let mut guards_met = Vec::new();
+    for config in front::configurations() {
+        if only.is_some_and(|name| name != config.name) {
+            continue;
+        }
+        let out = front::check(&config, None, model_check::threads());
+        println!(
+            "config {:<15} unique={:<9} depth={:<3} time={:.1}s",
+            out.name, out.unique, out.depth, out.seconds
+        );
+        unique += out.unique;
+        for (f, o) in fired.iter_mut().zip(&out.fired) {
+            *f |= *o;
+        }
+        guards_met.extend(out.guards_met.iter().copied());
+        if !out.complete {
+            problems.push(format!("{}: the search did not finish", out.name));
+        }
+        if !unpinned && out.unique != config.pinned_unique {
+            problems.push(format!(
+                "{}: {} unique states, pinned {}: the front's table, its core or the harness \
+                 changed; update the pin in model-check/src/front/mod.rs on purpose",
+                out.name, out.unique, config.pinned_unique
+            ));
+        }
+        for (name, trace) in out.failures {
+            problems.push(format!("{}: property \"{name}\" fails:\n{trace}", out.name));
+        }
+    }
+    let missing = front::unfired(&fired);
+    let total = mcp_machine::front::table::ROWS
+        .iter()
+        .filter(|r| !r.impossible)
+        .count();
+    println!(
+        "front row coverage: {}/{total} rows fired",
+        total - missing.len()
+    );
+    if only.is_none() {
+        problems.extend(missing.into_iter().map(|m| format!("uncovered {m}")));
+        for guard in front::guards() {
+            if !guards_met.contains(&guard) {
+                problems.push(format!(
+                    "vacuity guard \"{guard}\" was met by no configuration"
+                ));
+            }
+        }
+    }
+    (problems, unique)
+}
+
 fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
+    if let Some(name) = only.filter(|n| n.starts_with("front")) {
+        // `--config front`: every configuration of the front, judged as a whole run.
+        let (problems, unique) = run_front(unpinned, (name != "front").then_some(name));
+        for p in &problems {
+            println!("FAIL {p}");
+        }
+        let verdict = if problems.is_empty() { "OK" } else { "FAIL" };
+        println!("model-check: {verdict} front unique={unique}");
+        return if problems.is_empty() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let start = Instant::now();
     let coverage = Coverage::for_table();
     let mut problems = Vec::new();
@@ -107,13 +178,19 @@ fn run_checks(unpinned: bool, only: Option<&str>) -> ExitCode {
     for m in cells_missing.iter().filter(|_| whole_run) {
         problems.push(format!("uncovered {m}"));
     }
+    let (front_problems, front_unique) = if whole_run {
+        run_front(unpinned, None)
+    } else {
+        (Vec::new(), 0)
+    };
+    problems.extend(front_problems);
     let secs = start.elapsed().as_secs_f64();
     for p in &problems {
         println!("FAIL {p}");
     }
     let verdict = if problems.is_empty() { "OK" } else { "FAIL" };
     println!(
-        "model-check: {verdict} unique={unique_total} depth={depth_max} rows={fired}/{total} seconds={secs:.1}"
+        "model-check: {verdict} unique={unique_total} depth={depth_max} rows={fired}/{total} front={front_unique} seconds={secs:.1}"
     );
     if problems.is_empty() {
         ExitCode::SUCCESS
@@ -189,6 +266,31 @@ fn run_mutants(all: bool, filter: Option<&str>, shallow: bool, hand: bool) -> Ex
     }
     let total = cases.len();
     let (mut caught, mut equivalents) = (0, 0);
+    // The bridge front's deliberate bugs (`--mutants` and `--mutants all`, or a filter naming
+    // them): each must be caught by the property it breaks.
+    let front_cases: Vec<_> = front::mutants()
+        .into_iter()
+        .filter(|(m, _)| filter.map_or(hand, |f| format!("front {m:?}").contains(f)))
+        .collect();
+    let total = total + front_cases.len();
+    for (mutant, expected) in front_cases {
+        let start = Instant::now();
+        let verdict = front::judge(mutant, model_check::threads());
+        let secs = start.elapsed().as_secs_f64();
+        match verdict {
+            Some(by) => {
+                caught += 1;
+                println!("caught     front {mutant:?} by {by} ({secs:.1}s)");
+                if !by.starts_with(expected) {
+                    println!("           (expected to be caught by \"{expected}\")");
+                }
+            }
+            None => {
+                println!("SURVIVED   front {mutant:?} ({secs:.1}s)");
+                problems.push(format!("mutant survived: front {mutant:?}"));
+            }
+        }
+    }
     for case in cases {
         let start = Instant::now();
         let verdict = mutants::judge(&case, shallow);

@@ -433,7 +433,9 @@ impl table::Handlers for FrontCore {
     }
 
     fn is_duplicate_call(&self, p: &HostRequest) -> bool {
-        let known = self.in_flight.contains(&p.key) || self.held.iter().any(|r| r.key == p.key);
+        let known = self.in_flight.contains(&p.key)
+            || self.held.iter().any(|r| r.key == p.key)
+            || self.init.as_ref().is_some_and(|r| r.key == p.key);
         known && !self.mutant_duplicate_starts()
     }
 
