@@ -42,6 +42,7 @@
 
 mod forward;
 mod handler;
+pub mod http;
 mod report;
 mod session;
 mod stdio;

@@ -34,7 +34,7 @@ pub struct Cli {
 }
 
 /// Options shared by every command (they may come before or after it).
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct Global {
     /// The server to start, as a command line split like a shell does (no shell runs it).
     #[arg(long, global = true, value_name = "COMMAND")]
@@ -301,7 +301,7 @@ impl Command {
 }
 
 /// `bridge …`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct BridgeArgs {
     /// How long a forwarded call may wait for the server, in seconds (the host has its own
     /// bound, and can cancel).
@@ -313,6 +313,26 @@ pub struct BridgeArgs {
     /// fails with a message saying to run `mcpc --http URL login`.
     #[arg(long)]
     pub allow_browser_login: bool,
+
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdin/stdout (each host session
+    /// gets its own upstream connection). Loopback only unless a token is given.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+
+    /// With --listen: a file holding the bearer token every request must carry (required for
+    /// an address that is not loopback; the MCPC_BRIDGE_TOKEN variable works too). Never
+    /// printed.
+    #[arg(long, value_name = "FILE", requires = "listen")]
+    pub token_file: Option<PathBuf>,
+
+    /// With --listen: a browser Origin allowed besides loopback pages (repeatable).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "listen")]
+    pub allow_origins: Vec<String>,
+
+    /// With --listen: a Host header value allowed besides the listen address and the
+    /// loopback names (repeatable), e.g. the name a reverse proxy forwards.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "listen")]
+    pub allow_hosts: Vec<String>,
 }
 
 /// `auth …`.

@@ -2,6 +2,7 @@
 //! forwarded to the server of `--http`, `--sse` or `--stdio` through the client library
 //! (`mcp_bridge`). stdout carries only MCP messages; diagnostics go to stderr (`-v`).
 
+use mcp_bridge::http::{HttpFront, HttpOptions, MakeUpstreams};
 use mcp_bridge::{Bridge, BridgeOptions, Ended, HostInfo};
 use mcp_runtime::ClientBuilder;
 
@@ -21,27 +22,20 @@ pub async fn run(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result
             "a bridge of a --config group is not offered yet: give one server with --http, --sse or --stdio",
         ));
     }
-    let (builder, login_hint) = upstream(g, args)?;
+    let (_, login_hint) = upstream(g, args)?;
+    let mut options = BridgeOptions::default();
+    options.call_timeout = args.call_timeout;
+    options.login_hint = login_hint;
+    if let Some(addr) = args.listen {
+        return listen(g, args, addr, options, interrupt).await;
+    }
+    let (builder, _) = upstream(g, args)?;
     let era = g.era().mode();
     let connect_timeout = g.connect_timeout;
     let call_timeout = args.call_timeout;
     let bridge = Bridge::new(move |host: &HostInfo| {
-        // The upstream sees the host's name (a server may show who asks).
-        let name = if host.name.is_empty() {
-            "mcpc-bridge"
-        } else {
-            host.name.as_str()
-        };
-        builder
-            .client_info(name, host.version.clone())
-            .era(era)
-            .request_timeout(call_timeout)
-            .connect_timeout(connect_timeout)
-            .validate_output(false)
+        settle(builder, host, era, connect_timeout, call_timeout)
     });
-    let mut options = BridgeOptions::default();
-    options.call_timeout = call_timeout;
-    options.login_hint = login_hint;
     let report = bridge
         .options(options)
         .serve_stdio(async {
@@ -62,6 +56,100 @@ pub async fn run(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result
     // The host closing stdin is the normal end; a signal too (the host stopping its server).
     let _: Ended = report.ended;
     Ok(())
+}
+
+/// The settings every upstream client of the bridge gets, once the host said who it is: the
+/// host's name (a server may show who asks), the era, the bounds.
+fn settle(
+    builder: ClientBuilder,
+    host: &HostInfo,
+    era: mcp_runtime::EraMode,
+    connect_timeout: std::time::Duration,
+    call_timeout: std::time::Duration,
+) -> ClientBuilder {
+    let name = if host.name.is_empty() {
+        "mcpc-bridge"
+    } else {
+        host.name.as_str()
+    };
+    builder
+        .client_info(name, host.version.clone())
+        .era(era)
+        .request_timeout(call_timeout)
+        .connect_timeout(connect_timeout)
+        .validate_output(false)
+}
+
+/// `--listen ADDR`: the Streamable HTTP front until a signal; each host session gets its own
+/// upstream client, made from the same flags.
+async fn listen(
+    g: &Global,
+    args: &BridgeArgs,
+    addr: std::net::SocketAddr,
+    options: BridgeOptions,
+    interrupt: &Interrupt,
+) -> Result<(), CliError> {
+    let token = token(args)?;
+    if token.is_none() && !addr.ip().is_loopback() {
+        return Err(CliError::usage(
+            "--listen",
+            format!(
+                "{addr} is not a loopback address: give a bearer token with --token-file FILE \
+                 or MCPC_BRIDGE_TOKEN"
+            ),
+        ));
+    }
+    let mut http = HttpOptions::default();
+    http.token = token;
+    http.allowed_origins = args.allow_origins.clone();
+    http.allowed_hosts = args.allow_hosts.clone();
+    let (g, args) = (g.clone(), args.clone());
+    let era = g.era().mode();
+    let make: MakeUpstreams = std::sync::Arc::new(move |host: &HostInfo| {
+        // The flags were checked before serving: they make a builder (a connector that
+        // fails to connect, naming why, if that ever changed).
+        let builder = upstream(&g, &args).map(|(b, _)| b).unwrap_or_else(|e| {
+            let why = e.to_string();
+            ClientBuilder::new(mcp_runtime::transport::StreamConnector::from_fn(
+                move || {
+                    let why = why.clone();
+                    async move {
+                        Err::<(tokio::io::Empty, tokio::io::Sink), _>(std::io::Error::other(why))
+                    }
+                },
+            ))
+        });
+        settle(builder, host, era, g.connect_timeout, args.call_timeout)
+    });
+    let front = HttpFront::bind(addr, make, options, http)
+        .await
+        .map_err(|e| CliError::usage("--listen", e.to_string()))?;
+    errln!(
+        "mcpc bridge: serving MCP (Streamable HTTP) at http://{}/mcp",
+        front.local_addr()
+    );
+    front
+        .run(async {
+            interrupt.fired().await;
+        })
+        .await;
+    Ok(())
+}
+
+/// The bearer token of `--listen`: `--token-file`, else `MCPC_BRIDGE_TOKEN` (trimmed; empty
+/// means none).
+fn token(args: &BridgeArgs) -> Result<Option<String>, CliError> {
+    let text = match &args.token_file {
+        Some(path) => std::fs::read_to_string(path).map_err(|e| {
+            CliError::usage(
+                "--token-file",
+                format!("cannot read {}: {e}", path.display()),
+            )
+        })?,
+        None => std::env::var("MCPC_BRIDGE_TOKEN").unwrap_or_default(),
+    };
+    let token = text.trim().to_owned();
+    Ok((!token.is_empty()).then_some(token))
 }
 
 /// The upstream's builder from the flags (checked before the host is served), and what an
