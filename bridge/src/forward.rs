@@ -14,11 +14,12 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use mcp_machine::front::UpstreamNotification;
 use mcp_runtime::{Client, ClientBuilder, ConnState, Lists, ServerNotification};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
-use mcp_machine::front::wire;
+use crate::session::Inner;
 
 /// The three `list_changed` notifications, in [`Told`]'s order.
 const LIST_CHANGED: [&str; 3] = [
@@ -49,11 +50,12 @@ impl Told {
     }
 }
 
-/// Forwards the upstream's notifications (subscribed on the builder, before it connects: none
-/// is missed). Ends when the client stops or the host is gone.
+/// Hands the upstream's notifications to the session (subscribed on the builder, before it
+/// connects: none is missed), which the front's table sends on. Ends when the client stops or
+/// the session is gone.
 pub(crate) fn notifications(
     builder: &ClientBuilder,
-    out: mpsc::Sender<Vec<u8>>,
+    to_session: mpsc::UnboundedSender<Inner>,
     told: Told,
 ) -> AbortHandle {
     let mut feed = builder.notifications();
@@ -68,11 +70,11 @@ pub(crate) fn notifications(
                 ServerNotification::ResourcesListChanged => told.set(2),
                 _ => {}
             }
-            if out
-                .send(wire::notification(&n.method, n.params.as_ref()))
-                .await
-                .is_err()
-            {
+            let note = UpstreamNotification {
+                method: n.method,
+                params: n.params,
+            };
+            if to_session.send(Inner::Notification(note)).is_err() {
                 break;
             }
         }
@@ -81,7 +83,11 @@ pub(crate) fn notifications(
 }
 
 /// Tells the host of the lists' changes the upstream did not announce (see the module doc).
-pub(crate) fn list_changes(client: &Client, out: mpsc::Sender<Vec<u8>>, told: Told) -> AbortHandle {
+pub(crate) fn list_changes(
+    client: &Client,
+    to_session: mpsc::UnboundedSender<Inner>,
+    told: Told,
+) -> AbortHandle {
     let lists = client.live_lists();
     let mut states = client.watch_state();
     let task = tokio::spawn(async move {
@@ -116,14 +122,14 @@ pub(crate) fn list_changes(client: &Client, out: mpsc::Sender<Vec<u8>>, told: To
             ];
             last = now;
             for (list, changed) in differs.into_iter().enumerate() {
-                if changed
-                    && !told.take(list)
-                    && out
-                        .send(wire::notification(LIST_CHANGED[list], None))
-                        .await
-                        .is_err()
-                {
-                    return;
+                if changed && !told.take(list) {
+                    let note = UpstreamNotification {
+                        method: LIST_CHANGED[list].to_owned(),
+                        params: None,
+                    };
+                    if to_session.send(Inner::Notification(note)).is_err() {
+                        return;
+                    }
                 }
             }
         }

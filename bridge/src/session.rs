@@ -15,7 +15,7 @@ use mcp_machine::front::table::{ActionId, ROWS};
 use mcp_machine::front::wire::{self, HostMessage};
 use mcp_machine::front::{
     CallAnswer, Event, Fired, FrontConfig, FrontCore, FrontOutput, HostNotification, HostRequest,
-    HostResponse, Invalid, State, UpstreamFailed, UpstreamReady,
+    HostResponse, Invalid, State, UpstreamFailed, UpstreamNotification, UpstreamReady,
 };
 use mcp_runtime::{Client, ClientBuilder, Error, Root, RpcError, codes};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -55,6 +55,8 @@ pub(crate) enum Inner {
         /// Its id on the host's side.
         id: u64,
     },
+    /// A notification for the host.
+    Notification(UpstreamNotification),
     /// Writing to the host failed: it is gone.
     HostWriteFailed,
 }
@@ -201,8 +203,11 @@ impl Session {
                         .unwrap_or_default();
                     let result = upstream::initialize_result(&client, &version);
                     if self.core.state() == State::Connecting {
-                        let task =
-                            forward::list_changes(&client, self.out.clone(), self.told.clone());
+                        let task = forward::list_changes(
+                            &client,
+                            self.inner_tx.clone(),
+                            self.told.clone(),
+                        );
                         self.background.push(task);
                         self.client = Some(client);
                     } else {
@@ -231,6 +236,7 @@ impl Session {
             Inner::ServerRequestEnded { id } => {
                 self.feed(Event::ServerRequestEnded(id)).await;
             }
+            Inner::Notification(note) => self.feed(Event::UpstreamNotification(note)).await,
             Inner::HostWriteFailed => self.host_gone = true,
         }
     }
@@ -333,7 +339,7 @@ impl Session {
             .handler(handler)
             .wait_for_ready(self.options.wait_for_ready);
         self.told = forward::Told::default();
-        let task = forward::notifications(&builder, self.out.clone(), self.told.clone());
+        let task = forward::notifications(&builder, self.inner_tx.clone(), self.told.clone());
         self.background.push(task);
         let events = self.inner_tx.clone();
         tokio::spawn(async move {

@@ -14,6 +14,7 @@ fn small() -> FrontConfiguration {
             host_notes: 0,
             host_answers: 1,
             server_requests: 1,
+            upstream_notes: 1,
             depth: 7,
             max_calls: 1,
         },

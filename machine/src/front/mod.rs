@@ -26,7 +26,7 @@ use crate::request::RpcError;
 pub mod table {
     use super::{
         CallAnswer, CallKey, HostNotification, HostRequest, HostResponse, Invalid, ServerRequest,
-        ServerRequestId, UpstreamFailed, UpstreamReady,
+        ServerRequestId, UpstreamFailed, UpstreamNotification, UpstreamReady,
     };
 
     include!(concat!(env!("OUT_DIR"), "/front.rs"));
@@ -180,6 +180,21 @@ pub struct ServerRequest {
 impl Hash for ServerRequest {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.id.hash(state);
+        self.method.hash(state);
+    }
+}
+
+/// A notification of the upstream's for the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UpstreamNotification {
+    /// The method.
+    pub method: String,
+    /// The params, as sent.
+    pub params: Option<Value>,
+}
+
+impl Hash for UpstreamNotification {
+    fn hash<H: Hasher>(&self, state: &mut H) {
         self.method.hash(state);
     }
 }
@@ -651,6 +666,10 @@ impl table::Handlers for FrontCore {
         if sent {
             self.cancelled_at_host(p, "the bridge stopped waiting for the answer");
         }
+    }
+
+    fn forward_upstream_notification(&mut self, p: UpstreamNotification) {
+        self.write(wire::notification(&p.method, p.params.as_ref()));
     }
 
     fn close_session(&mut self) {

@@ -87,6 +87,7 @@ pub fn configurations() -> Vec<FrontConfiguration> {
                 host_notes: 1,
                 host_answers: 0,
                 server_requests: 0,
+                upstream_notes: 0,
                 depth: 10,
                 max_calls: 1,
             },
@@ -100,10 +101,11 @@ pub fn configurations() -> Vec<FrontConfiguration> {
                 host_notes: 0,
                 host_answers: 2,
                 server_requests: 2,
+                upstream_notes: 1,
                 depth: 10,
                 max_calls: 2,
             },
-            pinned_unique: 560_470,
+            pinned_unique: 1_146_434,
         },
     ]
 }

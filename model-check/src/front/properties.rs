@@ -17,7 +17,8 @@
 //!   host (unless the session closed: the host is gone); a cancellation is sent only for a
 //!   request the host was sent and did not answer, once.
 //! - **Asked in order** (`front: no request before initialize, none twice`): the host is sent
-//!   the upstream's requests only after its `initialize` was answered, each once.
+//!   the upstream's requests and notifications only after its `initialize` was answered, each
+//!   request once.
 //!
 //! Vacuity guards (`sometimes`, each must be met): a call answered, a host's answer handed
 //! upstream, a request cancelled at the host, a call the host cancelled.
@@ -34,7 +35,7 @@ pub const ANSWERED_UNASKED: u32 = 1 << 0;
 pub const WRITE_AFTER_CLOSE: u32 = 1 << 1;
 /// An upstream request replied to twice, after the upstream gave up, or never issued.
 pub const UPSTREAM_REPLIED_TWICE: u32 = 1 << 2;
-/// An upstream request sent to the host before its `initialize` was answered.
+/// An upstream request or notification sent to the host before its `initialize` was answered.
 pub const ASKED_BEFORE_INIT: u32 = 1 << 3;
 /// An upstream request sent to the host twice, or one never issued.
 pub const ASKED_TWICE: u32 = 1 << 4;
@@ -49,6 +50,8 @@ pub const MET_CALL_ANSWERED: u32 = 1 << 0;
 pub const MET_HOST_ANSWERED: u32 = 1 << 1;
 /// Met: a request cancelled at the host.
 pub const MET_CANCELLED_AT_HOST: u32 = 1 << 2;
+/// Met: an upstream notification reached the host.
+pub const MET_NOTIFIED: u32 = 1 << 3;
 
 fn ok(w: &FrontWorld, bits: u32) -> bool {
     w.ghost.violations & bits == 0
@@ -143,6 +146,9 @@ pub fn all() -> Vec<Property<FrontModel>> {
             "front guard: a request cancelled at the host",
             |_, w: &FrontWorld| w.ghost.met & MET_CANCELLED_AT_HOST != 0,
         ),
+        Property::sometimes("front guard: a notification told", |_, w: &FrontWorld| {
+            w.ghost.met & MET_NOTIFIED != 0
+        }),
         Property::sometimes(
             "front guard: a call the host cancelled",
             |_, w: &FrontWorld| {

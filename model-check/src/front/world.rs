@@ -6,7 +6,7 @@ use mcp_machine::RpcError;
 use mcp_machine::front::{
     CallAnswer, CallKey, Event, Fired, FrontConfig, FrontCore, FrontMutant, FrontOutput,
     HostNotification, HostRequest, HostResponse, Invalid, ServerRequest, ServerRequestId, State,
-    UpstreamFailed, UpstreamReady,
+    UpstreamFailed, UpstreamNotification, UpstreamReady,
 };
 use serde_json::{Value, json};
 
@@ -23,6 +23,8 @@ pub struct FrontBounds {
     pub host_answers: u8,
     /// Requests of the upstream's for the host.
     pub server_requests: u8,
+    /// Notifications of the upstream's for the host.
+    pub upstream_notes: u8,
     /// Moves at most (the search's depth).
     pub depth: usize,
     /// The bound on calls in flight or held given to the core.
@@ -68,6 +70,8 @@ pub enum Move {
     CallEnds(usize),
     /// The upstream asks the host something.
     ServerRequest,
+    /// The upstream tells the host something.
+    UpstreamNote,
     /// The upstream gives up on its request.
     ServerRequestEnded(ServerRequestId),
     /// The deadline of an upstream request waiting for the host fires.
@@ -116,6 +120,8 @@ pub struct Env {
     pub answers_left: u8,
     /// Upstream requests left.
     pub server_requests_left: u8,
+    /// Upstream notifications left.
+    pub upstream_notes_left: u8,
     /// Garbage sent already.
     pub garbage_sent: bool,
     /// A connect is under way (the core asked for one).
@@ -169,6 +175,7 @@ impl FrontWorld {
                 notes_left: bounds.host_notes,
                 answers_left: bounds.host_answers,
                 server_requests_left: bounds.server_requests,
+                upstream_notes_left: bounds.upstream_notes,
                 ..Env::default()
             },
             ghost: Ghost::default(),
@@ -221,6 +228,9 @@ impl FrontWorld {
         // failed or the session closed arrives after.
         if self.env.server_requests_left > 0 {
             out.push(Move::ServerRequest);
+        }
+        if self.env.upstream_notes_left > 0 {
+            out.push(Move::UpstreamNote);
         }
         for (i, u) in self.ghost.upstream.iter().enumerate() {
             let id = i as u64 + 1;
@@ -359,6 +369,13 @@ impl FrontWorld {
                     params: json!({}),
                 })
             }
+            Move::UpstreamNote => {
+                self.env.upstream_notes_left -= 1;
+                Event::UpstreamNotification(UpstreamNotification {
+                    method: "notifications/message".into(),
+                    params: Some(json!({"level": "info", "data": "note"})),
+                })
+            }
             Move::ServerRequestEnded(id) => {
                 if let Some(u) = self.upstream_mut(id) {
                     u.ended = true;
@@ -482,6 +499,13 @@ impl FrontWorld {
                 } else {
                     self.ghost.violations |= p::BAD_CANCEL_AT_HOST;
                 }
+            }
+            (Some(_), None) => {
+                // Any other notification: only once the host's `initialize` was answered.
+                if !self.ghost.initialized {
+                    self.ghost.violations |= p::ASKED_BEFORE_INIT;
+                }
+                self.ghost.met |= p::MET_NOTIFIED;
             }
             _ => {}
         }
