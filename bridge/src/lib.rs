@@ -41,6 +41,7 @@
 //! ```
 
 mod forward;
+mod group;
 mod handler;
 pub mod http;
 mod report;
@@ -51,6 +52,7 @@ mod upstream;
 use std::future::Future;
 use std::time::Duration;
 
+use mcp_runtime::group::{GroupBuilder, GroupConfig};
 use mcp_runtime::{ClientBuilder, Provides};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -58,9 +60,19 @@ use tokio::sync::mpsc;
 pub use crate::report::{BridgeReport, Ended};
 pub use crate::upstream::HANDSHAKE_VERSIONS;
 
-/// Makes the upstream's client builder once the host said who it is (the bridge sets the
-/// handler: whatever handler the builder had is replaced).
-pub type MakeUpstream = Box<dyn FnOnce(&HostInfo) -> ClientBuilder + Send>;
+/// What the bridge connects to, made once the host said who it is (the bridge sets the
+/// handler: whatever handler a builder had is replaced).
+#[non_exhaustive]
+pub enum Upstream {
+    /// One server, through this client.
+    Client(Box<ClientBuilder>),
+    /// Every enabled server of a host's configuration, as one group whose merged view the host
+    /// sees ([`mcp_runtime::group`]).
+    Group(GroupBuilder, Box<GroupConfig>),
+}
+
+/// Makes the upstream once the host said who it is.
+pub type MakeUpstream = Box<dyn FnOnce(&HostInfo) -> Upstream + Send>;
 
 /// What the host declared in its `initialize`: the capabilities the upstream client declares
 /// in its turn, and the handshake revision the bridge answers with.
@@ -142,6 +154,15 @@ impl Bridge {
     /// A bridge whose upstream client is built by `make` when the host's `initialize` arrives
     /// (so that the client declares what the host answers).
     pub fn new(make: impl FnOnce(&HostInfo) -> ClientBuilder + Send + 'static) -> Self {
+        Bridge {
+            make: Box::new(move |host| Upstream::Client(Box::new(make(host)))),
+            options: BridgeOptions::default(),
+        }
+    }
+
+    /// A bridge whose upstream is what `make` says (one client, or a group of every server
+    /// of a configuration), made when the host's `initialize` arrives.
+    pub fn with(make: impl FnOnce(&HostInfo) -> Upstream + Send + 'static) -> Self {
         Bridge {
             make: Box::new(make),
             options: BridgeOptions::default(),

@@ -9,6 +9,7 @@
 //! (`spec/front.toml`), model-checked.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_machine::front::table::{ActionId, ROWS};
@@ -17,16 +18,17 @@ use mcp_machine::front::{
     CallAnswer, Event, Fired, FrontConfig, FrontCore, FrontOutput, HostNotification, HostRequest,
     HostResponse, Invalid, State, UpstreamFailed, UpstreamNotification, UpstreamReady,
 };
-use mcp_runtime::{Client, ClientBuilder, Error, Root, RpcError, codes};
+use mcp_runtime::{ClientBuilder, Error, Root, RpcError, codes};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
 use crate::forward;
+use crate::group::GroupForwarding;
 use crate::handler::{ForwardingHandler, ServerRequest};
 use crate::report::{BridgeReport, Ended};
-use crate::upstream::{self, to_rpc};
-use crate::{BridgeOptions, MakeUpstream};
+use crate::upstream::{self, Up};
+use crate::{BridgeOptions, MakeUpstream, Upstream};
 
 /// What reaches the session from the host's link.
 #[derive(Debug)]
@@ -44,8 +46,8 @@ pub(crate) enum HostInput {
 
 /// What reaches the session from its own tasks.
 pub(crate) enum Inner {
-    /// The upstream connected, or could not.
-    Connected(Box<Result<Client, Error>>),
+    /// The upstream connected, or could not (why, in words).
+    Connected(Box<Result<Up, String>>),
     /// A call ended: its answer, written if the call is still in flight.
     Answered(CallAnswer),
     /// The upstream asks the host something.
@@ -67,9 +69,9 @@ pub(crate) struct Session {
     make: Option<MakeUpstream>,
     core: FrontCore,
     epoch: Instant,
-    client: Option<Client>,
-    /// Clients that connected after the session closed, being stopped.
-    late: Vec<Client>,
+    client: Option<Up>,
+    /// Upstreams that connected after the session closed, being stopped.
+    late: Vec<Up>,
     /// The tasks running the host's calls, by key.
     calls: HashMap<String, AbortHandle>,
     /// Where each upstream request's answer goes, by its id on the host's side.
@@ -194,30 +196,32 @@ impl Session {
     async fn on_inner(&mut self, event: Inner) {
         match event {
             Inner::Connected(result) => match *result {
-                Ok(client) => {
+                Ok(up) => {
                     let version = self
                         .report
                         .host
                         .as_ref()
                         .map(|h| h.protocol_version.clone())
                         .unwrap_or_default();
-                    let result = upstream::initialize_result(&client, &version);
+                    let result = up.initialize_result(&version);
                     if self.core.state() == State::Connecting {
-                        let task = forward::list_changes(
-                            &client,
-                            self.inner_tx.clone(),
-                            self.told.clone(),
-                        );
+                        let task = match &up {
+                            Up::One(client) => forward::list_changes(
+                                client,
+                                self.inner_tx.clone(),
+                                self.told.clone(),
+                            ),
+                            Up::Group(group) => crate::group::forward(group, self.inner_tx.clone()),
+                        };
                         self.background.push(task);
-                        self.client = Some(client);
+                        self.client = Some(up);
                     } else {
-                        self.late.push(client);
+                        self.late.push(up);
                     }
                     self.feed(Event::UpstreamReady(UpstreamReady { result }))
                         .await;
                 }
-                Err(e) => {
-                    let reason = format!("{e}{}", self.hint(&e));
+                Err(reason) => {
                     self.feed(Event::UpstreamFailed(UpstreamFailed { reason }))
                         .await;
                 }
@@ -287,9 +291,9 @@ impl Session {
                 }
             }
             FrontOutput::Notify(HostNotification { method, params }) => {
-                if let Some(client) = self.client.clone() {
+                if let Some(up) = self.client.clone() {
                     tokio::spawn(async move {
-                        let _ = client.notify(&method, params).await;
+                        up.notify(&method, params).await;
                     });
                 }
             }
@@ -315,12 +319,12 @@ impl Session {
         }
     }
 
-    /// The host's `initialize`: the upstream client made for what it declared, connecting.
+    /// The host's `initialize`: the upstream made for what it declared, connecting.
     fn connect(&mut self, init: HostRequest) {
         let Some(make) = self.make.take() else {
-            // A second `initialize` after a failed one: the builder was spent on the first.
-            let events = self.inner_tx.clone();
-            let _ = events.send(Inner::Connected(Box::new(Err(Error::Shutdown))));
+            // A second `initialize` after a failed one: the upstream was spent on the first.
+            let reason = "the upstream could not be reached before; restart the bridge".to_owned();
+            let _ = self.inner_tx.send(Inner::Connected(Box::new(Err(reason))));
             return;
         };
         let params = init.params.unwrap_or_default();
@@ -333,19 +337,40 @@ impl Session {
         let handler = ForwardingHandler::new(
             host.capabilities.clone(),
             self.inner_tx.clone(),
-            roots_changes,
+            roots_changes.clone(),
         );
-        let builder: ClientBuilder = make(&host)
-            .handler(handler)
-            .wait_for_ready(self.options.wait_for_ready);
-        self.told = forward::Told::default();
-        let task = forward::notifications(&builder, self.inner_tx.clone(), self.told.clone());
-        self.background.push(task);
         let events = self.inner_tx.clone();
-        tokio::spawn(async move {
-            let result = builder.connect().await;
-            let _ = events.send(Inner::Connected(Box::new(result)));
-        });
+        let hint = self.options.login_hint.clone();
+        let wait = self.options.wait_for_ready;
+        match make(&host) {
+            Upstream::Client(builder) => {
+                let builder: ClientBuilder = builder.handler(handler).wait_for_ready(wait);
+                self.told = forward::Told::default();
+                let task =
+                    forward::notifications(&builder, self.inner_tx.clone(), self.told.clone());
+                self.background.push(task);
+                tokio::spawn(async move {
+                    let result = builder.connect().await.map(Up::One).map_err(|e| {
+                        let hint = login_hint(&e, hint.as_deref());
+                        format!("{e}{hint}")
+                    });
+                    let _ = events.send(Inner::Connected(Box::new(result)));
+                });
+            }
+            Upstream::Group(builder, config) => {
+                // The group's own `configure` hook sets each server's options (waiting for
+                // ready included): the caller's.
+                let builder = builder.handler(GroupForwarding::new(handler, roots_changes));
+                tokio::spawn(async move {
+                    let result = builder
+                        .start_config(&config)
+                        .await
+                        .map(|g| Up::Group(Arc::new(g)))
+                        .map_err(|e| e.to_string());
+                    let _ = events.send(Inner::Connected(Box::new(result)));
+                });
+            }
+        }
         self.report.host = Some(host);
     }
 
@@ -366,10 +391,12 @@ impl Session {
         let hint = self.options.login_hint.clone();
         let task_key = key.clone();
         let task = tokio::spawn(async move {
-            let outcome = upstream::call(&client, &method, params, token, out, timeout).await;
+            let outcome = client
+                .call(&method, params, token, out, timeout, hint.as_deref())
+                .await;
             let frame = match outcome {
                 Ok(v) => wire::result(&id, &v),
-                Err(e) => wire::error(&id, &to_rpc(&e, hint.as_deref())),
+                Err(e) => wire::error(&id, &e),
             };
             let _ = events.send(Inner::Answered(CallAnswer {
                 key: task_key,
@@ -377,16 +404,6 @@ impl Session {
             }));
         });
         self.calls.insert(key, task.abort_handle());
-    }
-
-    fn hint(&self, e: &Error) -> String {
-        match (e, &self.options.login_hint) {
-            (Error::Unauthorized { .. }, Some(hint)) => format!(" ({hint})"),
-            (Error::Connect(c), Some(hint)) if c.to_string().contains("authoriz") => {
-                format!(" ({hint})")
-            }
-            _ => String::new(),
-        }
     }
 
     async fn finish(mut self, ended: Ended) -> BridgeReport {
@@ -399,18 +416,15 @@ impl Session {
             task.abort();
         }
         let bound = self.options.close_bound;
-        let clients: Vec<Client> = self
+        let upstreams: Vec<Up> = self
             .client
             .take()
             .into_iter()
             .chain(self.late.drain(..))
             .collect();
         let closed = tokio::time::timeout(bound, async {
-            for client in &clients {
-                client.stop().await;
-            }
-            for client in &clients {
-                client.closed().await;
+            for up in &upstreams {
+                up.stop().await;
             }
         })
         .await;
@@ -425,5 +439,16 @@ async fn sleep_until(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// What an authorization failure tells the host to do (never a token).
+fn login_hint(e: &Error, hint: Option<&str>) -> String {
+    match (e, hint) {
+        (Error::Unauthorized { .. }, Some(hint)) => format!(" ({hint})"),
+        (Error::Connect(c), Some(hint)) if c.to_string().contains("authoriz") => {
+            format!(" ({hint})")
+        }
+        _ => String::new(),
     }
 }

@@ -2,6 +2,9 @@
 //! token), what the host declared, the `initialize` answer made from what the upstream said,
 //! and the host's error for a failed call.
 
+use std::sync::Arc;
+
+use mcp_runtime::group::ClientGroup;
 use mcp_runtime::{
     Client, Error, LoggingLevel, Progress, Provides, RequestOptions, RpcError, codes,
 };
@@ -14,6 +17,72 @@ use mcp_machine::front::wire;
 /// The handshake revisions the front answers `initialize` with: the host's own when it is one
 /// of these, else the newest.
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The bridge's upstream, connected: one client, or a group of them.
+#[derive(Clone)]
+pub(crate) enum Up {
+    /// One server.
+    One(Client),
+    /// Every server of a configuration ([`crate::group`]).
+    Group(Arc<ClientGroup>),
+}
+
+impl Up {
+    /// Runs one host request (see [`call`] and [`crate::group::call`]).
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        token: Option<Value>,
+        out: mpsc::Sender<Vec<u8>>,
+        timeout: std::time::Duration,
+        hint: Option<&str>,
+    ) -> Result<Value, RpcError> {
+        match self {
+            Up::One(client) => call(client, method, params, token, out, timeout)
+                .await
+                .map_err(|e| to_rpc(&e, hint)),
+            Up::Group(group) => {
+                crate::group::call(group, method, params, token, out, timeout, hint).await
+            }
+        }
+    }
+
+    /// The answer to the host's `initialize`.
+    pub(crate) fn initialize_result(&self, version: &str) -> Value {
+        match self {
+            Up::One(client) => initialize_result(client, version),
+            Up::Group(group) => crate::group::initialize_result(group, version),
+        }
+    }
+
+    /// Sends the host's notification on (to every server of a group).
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
+        match self {
+            Up::One(client) => {
+                let _ = client.notify(method, params).await;
+            }
+            Up::Group(group) => {
+                for name in group.names() {
+                    if let Some(client) = group.client(&name) {
+                        let _ = client.notify(method, params.clone()).await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stops it and waits for its processes to be reaped.
+    pub(crate) async fn stop(&self) {
+        match self {
+            Up::One(client) => {
+                client.stop().await;
+                client.closed().await;
+            }
+            Up::Group(group) => group.stop().await,
+        }
+    }
+}
 
 /// Runs one host request against the upstream.
 pub(crate) async fn call(
@@ -64,7 +133,7 @@ pub(crate) async fn call(
     }
 }
 
-fn progress_frame(token: &Value, p: &Progress) -> Vec<u8> {
+pub(crate) fn progress_frame(token: &Value, p: &Progress) -> Vec<u8> {
     let mut params = Map::new();
     params.insert("progressToken".into(), token.clone());
     params.insert("progress".into(), json!(p.progress));

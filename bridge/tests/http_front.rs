@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_bridge::BridgeOptions;
 use mcp_bridge::http::{HttpFront, HttpOptions, MakeUpstreams};
+use mcp_bridge::{BridgeOptions, Upstream};
 use mcp_runtime::transport::StreamConnector;
 use mcp_runtime::{ClientBuilder, CreateMessageResult, Handlers, RequestOptions};
 use mcp_testserver::ServerConfig;
@@ -42,7 +42,7 @@ async fn start(options: HttpOptions) -> Front {
                 Ok(tokio::io::split(ours))
             }
         });
-        ClientBuilder::new(connector)
+        Upstream::Client(Box::new(ClientBuilder::new(connector)))
     });
     let front = HttpFront::bind(
         "127.0.0.1:0".parse().unwrap(),

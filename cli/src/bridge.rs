@@ -3,7 +3,7 @@
 //! (`mcp_bridge`). stdout carries only MCP messages; diagnostics go to stderr (`-v`).
 
 use mcp_bridge::http::{HttpFront, HttpOptions, MakeUpstreams};
-use mcp_bridge::{Bridge, BridgeOptions, Ended, HostInfo};
+use mcp_bridge::{Bridge, BridgeOptions, Ended, HostInfo, Upstream};
 use mcp_runtime::ClientBuilder;
 
 use crate::args::{BridgeArgs, Global};
@@ -17,10 +17,7 @@ use crate::signals::Interrupt;
 /// processes reaped) and returns.
 pub async fn run(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result<(), CliError> {
     if g.group() {
-        return Err(CliError::usage(
-            "bridge",
-            "a bridge of a --config group is not offered yet: give one server with --http, --sse or --stdio",
-        ));
+        return group(g, args, interrupt).await;
     }
     let (_, login_hint) = upstream(g, args)?;
     let mut options = BridgeOptions::default();
@@ -58,6 +55,33 @@ pub async fn run(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result
     Ok(())
 }
 
+/// `--config FILE` (or `--config-from HOST`): every server of the configuration as one group
+/// whose merged view the host sees.
+async fn group(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result<(), CliError> {
+    let config = crate::group::load::load(g)?;
+    let mut options = BridgeOptions::default();
+    options.call_timeout = args.call_timeout;
+    if let Some(addr) = args.listen {
+        let (g2, config2) = (g.clone(), config.clone());
+        let make: MakeUpstreams = std::sync::Arc::new(move |_host: &HostInfo| {
+            Upstream::Group(
+                crate::group::start::group_builder(&g2, &config2),
+                Box::new(config2.clone()),
+            )
+        });
+        return serve_http(addr, args, make, options, interrupt).await;
+    }
+    let builder = crate::group::start::group_builder(g, &config);
+    let bridge = Bridge::with(move |_host: &HostInfo| Upstream::Group(builder, Box::new(config)));
+    bridge
+        .options(options)
+        .serve_stdio(async {
+            interrupt.fired().await;
+        })
+        .await;
+    Ok(())
+}
+
 /// The settings every upstream client of the bridge gets, once the host said who it is: the
 /// host's name (a server may show who asks), the era, the bounds.
 fn settle(
@@ -89,6 +113,36 @@ async fn listen(
     options: BridgeOptions,
     interrupt: &Interrupt,
 ) -> Result<(), CliError> {
+    let (g2, args2) = (g.clone(), args.clone());
+    let era = g.era().mode();
+    let make: MakeUpstreams = std::sync::Arc::new(move |host: &HostInfo| {
+        // The flags were checked before serving: they make a builder (a connector that
+        // fails to connect, naming why, if that ever changed).
+        let builder = upstream(&g2, &args2).map(|(b, _)| b).unwrap_or_else(|e| {
+            let why = e.to_string();
+            ClientBuilder::new(mcp_runtime::transport::StreamConnector::from_fn(
+                move || {
+                    let why = why.clone();
+                    async move {
+                        Err::<(tokio::io::Empty, tokio::io::Sink), _>(std::io::Error::other(why))
+                    }
+                },
+            ))
+        });
+        let built = settle(builder, host, era, g2.connect_timeout, args2.call_timeout);
+        Upstream::Client(Box::new(built))
+    });
+    serve_http(addr, args, make, options, interrupt).await
+}
+
+/// Serves the Streamable HTTP front on `addr` until a signal.
+async fn serve_http(
+    addr: std::net::SocketAddr,
+    args: &BridgeArgs,
+    make: MakeUpstreams,
+    options: BridgeOptions,
+    interrupt: &Interrupt,
+) -> Result<(), CliError> {
     let token = token(args)?;
     if token.is_none() && !addr.ip().is_loopback() {
         return Err(CliError::usage(
@@ -103,24 +157,6 @@ async fn listen(
     http.token = token;
     http.allowed_origins = args.allow_origins.clone();
     http.allowed_hosts = args.allow_hosts.clone();
-    let (g, args) = (g.clone(), args.clone());
-    let era = g.era().mode();
-    let make: MakeUpstreams = std::sync::Arc::new(move |host: &HostInfo| {
-        // The flags were checked before serving: they make a builder (a connector that
-        // fails to connect, naming why, if that ever changed).
-        let builder = upstream(&g, &args).map(|(b, _)| b).unwrap_or_else(|e| {
-            let why = e.to_string();
-            ClientBuilder::new(mcp_runtime::transport::StreamConnector::from_fn(
-                move || {
-                    let why = why.clone();
-                    async move {
-                        Err::<(tokio::io::Empty, tokio::io::Sink), _>(std::io::Error::other(why))
-                    }
-                },
-            ))
-        });
-        settle(builder, host, era, g.connect_timeout, args.call_timeout)
-    });
     let front = HttpFront::bind(addr, make, options, http)
         .await
         .map_err(|e| CliError::usage("--listen", e.to_string()))?;

@@ -19,9 +19,9 @@
 
 mod call;
 pub mod demo;
-mod load;
+pub mod load;
 mod show;
-mod start;
+pub mod start;
 mod watch;
 
 use mcp_runtime::ClientGroup;

@@ -226,3 +226,88 @@ fn the_readme_host_configurations_start_a_bridge() {
         assert!(run.stdout.is_empty());
     }
 }
+
+/// `mcpc bridge --config FILE`: the host sees the group's merged view; calls are routed by
+/// merged name; an unknown name is -32602; closing stdin ends every server.
+#[test]
+fn a_group_bridge_serves_the_merged_view_and_ends_every_server() {
+    let dir = std::env::temp_dir().join(format!("mcpc-bridge-group-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pids = |name: &str| dir.join(format!("{name}.pids")).display().to_string();
+    let config = dir.join("config.json");
+    let text = json!({"mcpServers": {
+        "a": {"command": MCPC, "args": ["__test-server", "--", "--pid-file", pids("a")]},
+        "b": {"command": MCPC, "args": ["__test-server", "--chaos", "--", "--pid-file", pids("b")]},
+    }});
+    std::fs::write(&config, text.to_string()).unwrap();
+    let mut child = Command::new(MCPC)
+        .args(["bridge", "--config", config.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut bridge = Bridge {
+        child,
+        stdin: None,
+        lines,
+        pid_file: dir.join("unused"),
+    };
+    bridge.stdin = bridge.child.stdin.take();
+    bridge.send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "cli-test-host", "version": "1"}}}),
+    );
+    let init = bridge.answer(json!(1));
+    assert_eq!(
+        init["result"]["serverInfo"]["name"], "mcpc-bridge",
+        "{init}"
+    );
+    bridge.send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}));
+    let tools = bridge.answer(json!(2));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"a__echo") && names.contains(&"b__echo"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"die"),
+        "a tool only b lists keeps its name: {names:?}"
+    );
+    bridge.send(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "b__echo", "arguments": {"message": "to b"}}}));
+    let echo = bridge.answer(json!(3));
+    assert_eq!(echo["result"]["content"][0]["text"], "Echo: to b", "{echo}");
+    bridge.send(json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "nope", "arguments": {}}}));
+    assert_eq!(bridge.answer(json!(4))["error"]["code"], -32602);
+    let read = |name: &str| -> Vec<i32> {
+        std::fs::read_to_string(pids(name))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.trim().parse().ok())
+            .collect()
+    };
+    let (a, b) = (read("a"), read("b"));
+    assert_eq!((a.len(), b.len()), (1, 1), "{a:?} {b:?}");
+    drop(bridge.stdin.take());
+    assert_eq!(bridge.wait(), 0);
+    assert!(!alive(a[0]) && !alive(b[0]), "a server outlived the bridge");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -36,20 +36,19 @@ use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use mcp_runtime::ClientBuilder;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use self::guard::{Guard, Refusal};
 use self::session::{HttpSession, parse_event_id};
-use crate::{Bridge, BridgeOptions, HostInfo};
+use crate::{Bridge, BridgeOptions, HostInfo, Upstream};
 
 /// The session header.
 const SESSION_HEADER: &str = "mcp-session-id";
 
-/// Makes each session's upstream client (called once per session).
-pub type MakeUpstreams = Arc<dyn Fn(&HostInfo) -> ClientBuilder + Send + Sync>;
+/// Makes each session's upstream (called once per session).
+pub type MakeUpstreams = Arc<dyn Fn(&HostInfo) -> Upstream + Send + Sync>;
 
 /// The HTTP front's settings.
 #[derive(Clone, Debug)]
@@ -448,7 +447,7 @@ fn start_session(state: &Arc<State>) -> Result<Arc<HttpSession>, Box<Response<Bo
     let (bridge_r, bridge_w) = tokio::io::split(bridge_side);
     let session = HttpSession::new(id.clone(), to_bridge);
     let make = Arc::clone(&state.make);
-    let bridge = Bridge::new(move |host| make(host)).options(state.bridge.clone());
+    let bridge = Bridge::with(move |host| make(host)).options(state.bridge.clone());
     let task = tokio::spawn(async move {
         bridge
             .serve(bridge_r, bridge_w, std::future::pending())

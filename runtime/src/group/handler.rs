@@ -58,6 +58,25 @@ pub trait GroupHandler: Send + Sync + 'static {
         let _ = server;
         None
     }
+
+    /// Whether [`GroupHandler::forward`] answers every request, untyped (a bridge or proxy
+    /// that hands requests on unchanged). Default `false`.
+    fn forwards(&self) -> bool {
+        false
+    }
+
+    /// A request of `server`'s with its params exactly as sent (only when
+    /// [`GroupHandler::forwards`] says so; the typed methods are not called then).
+    fn forward(
+        &self,
+        server: &str,
+        method: &str,
+        params: serde_json::Value,
+        cx: RequestContext,
+    ) -> HandlerFuture<serde_json::Value> {
+        let _ = (server, params, cx);
+        unsupported(method)
+    }
 }
 
 fn unsupported<T: Send + 'static>(method: &str) -> HandlerFuture<T> {
@@ -118,6 +137,19 @@ impl ClientHandler for ServerHandler {
     fn roots_changes(&self) -> Option<watch::Receiver<Vec<Root>>> {
         self.0.roots_changes()
     }
+
+    fn forwards(&self) -> bool {
+        self.0.forwards()
+    }
+
+    fn forward(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        cx: RequestContext,
+    ) -> HandlerFuture<serde_json::Value> {
+        self.0.forward(method, params, cx)
+    }
 }
 
 /// A group handler told one server's name.
@@ -149,5 +181,18 @@ impl ClientHandler for Tagged {
 
     fn roots_changes(&self) -> Option<watch::Receiver<Vec<Root>>> {
         self.inner.roots_changes(&self.server)
+    }
+
+    fn forwards(&self) -> bool {
+        self.inner.forwards()
+    }
+
+    fn forward(
+        &self,
+        method: &str,
+        params: serde_json::Value,
+        cx: RequestContext,
+    ) -> HandlerFuture<serde_json::Value> {
+        self.inner.forward(&self.server, method, params, cx)
     }
 }
