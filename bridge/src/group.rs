@@ -219,7 +219,9 @@ pub(crate) async fn call(
     match method {
         "tools/list" => {
             let tools: Vec<_> = view.tools.iter().map(|t| t.listed()).collect();
-            Ok(json!({"tools": tools}))
+            Ok(crate::upstream::without_task_support(
+                json!({"tools": tools}),
+            ))
         }
         "prompts/list" => {
             let prompts: Vec<_> = view.prompts.iter().map(|p| p.listed()).collect();
@@ -239,8 +241,11 @@ pub(crate) async fn call(
                 return Err(group_error(GroupError::UnknownTool { name }, hint));
             };
             let client = member(&tool.server)?;
-            let params = renamed(params, "name", &tool.original);
-            forward(client, "tools/call", params, options).await
+            let params = renamed(params, "name", &tool.original).unwrap_or_default();
+            client
+                .call_tool_value(params, options)
+                .await
+                .map_err(|e| to_rpc(&e, hint))
         }
         "prompts/get" => {
             let name = text_param(&params, "name").unwrap_or_default().to_owned();

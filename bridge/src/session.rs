@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_machine::front::table::{ActionId, ROWS};
-use mcp_machine::front::wire::{self, HostMessage};
+use mcp_machine::front::wire::HostMessage;
 use mcp_machine::front::{
     CallAnswer, Event, Fired, FrontConfig, FrontCore, FrontOutput, HostNotification, HostRequest,
     HostResponse, Invalid, State, UpstreamFailed, UpstreamNotification, UpstreamReady,
@@ -143,6 +143,9 @@ impl Session {
                     for id in self.core.due(now) {
                         self.feed(Event::HostAnswerDue(id)).await;
                     }
+                    for key in self.core.due_rounds(now) {
+                        self.feed(Event::RoundDue(key)).await;
+                    }
                 }
                 input = host.recv() => {
                     let event = match input {
@@ -204,6 +207,7 @@ impl Session {
                         .map(|h| h.protocol_version.clone())
                         .unwrap_or_default();
                     let result = up.initialize_result(&version);
+                    let discover = up.discover_result();
                     if self.core.state() == State::Connecting {
                         let task = match &up {
                             Up::One(client) => forward::list_changes(
@@ -218,7 +222,7 @@ impl Session {
                     } else {
                         self.late.push(up);
                     }
-                    self.feed(Event::UpstreamReady(UpstreamReady { result }))
+                    self.feed(Event::UpstreamReady(UpstreamReady { result, discover }))
                         .await;
                 }
                 Err(reason) => {
@@ -297,6 +301,15 @@ impl Session {
                     });
                 }
             }
+            FrontOutput::Subscribe(uris) => {
+                if let Some(up) = self.client.clone() {
+                    tokio::spawn(async move {
+                        for uri in uris {
+                            up.subscribe(&uri).await;
+                        }
+                    });
+                }
+            }
             FrontOutput::RootsChanged => {
                 if let Some(roots) = &self.roots {
                     roots.send_modify(|_| {});
@@ -327,8 +340,11 @@ impl Session {
             let _ = self.inner_tx.send(Inner::Connected(Box::new(Err(reason))));
             return;
         };
-        let params = init.params.unwrap_or_default();
-        let host = upstream::host_info(&params);
+        let host = if mcp_machine::front::is_modern(&init) {
+            upstream::modern_host_info(init.params.as_ref())
+        } else {
+            upstream::host_info(&init.params.unwrap_or_default())
+        };
         let (roots_tx, roots_rx) = watch::channel(Vec::new());
         let roots_changes = host.roots_list_changed.then_some(roots_rx);
         if roots_changes.is_some() {
@@ -380,11 +396,11 @@ impl Session {
         };
         let HostRequest {
             key,
-            id,
+            id: _,
             method,
             params,
         } = request;
-        let (params, token) = upstream::take_progress_token(params);
+        let (params, token) = upstream::take_progress_token(upstream::without_envelope(params));
         let out = self.out.clone();
         let events = self.inner_tx.clone();
         let timeout = self.options.call_timeout;
@@ -394,13 +410,9 @@ impl Session {
             let outcome = client
                 .call(&method, params, token, out, timeout, hint.as_deref())
                 .await;
-            let frame = match outcome {
-                Ok(v) => wire::result(&id, &v),
-                Err(e) => wire::error(&id, &e),
-            };
             let _ = events.send(Inner::Answered(CallAnswer {
                 key: task_key,
-                frame,
+                outcome,
             }));
         });
         self.calls.insert(key, task.abort_handle());

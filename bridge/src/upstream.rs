@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 
 use crate::HostInfo;
+use mcp_machine::front::MODERN_VERSION;
 use mcp_machine::front::wire;
 
 /// The handshake revisions the front answers `initialize` with: the host's own when it is one
@@ -54,6 +55,37 @@ impl Up {
             Up::One(client) => initialize_result(client, version),
             Up::Group(group) => crate::group::initialize_result(group, version),
         }
+    }
+
+    /// The answer to a 2026-07-28 host's `server/discover`.
+    pub(crate) fn discover_result(&self) -> Value {
+        let init = self.initialize_result(MODERN_VERSION);
+        let mut result = json!({
+            "resultType": "complete",
+            "supportedVersions": [MODERN_VERSION],
+            "capabilities": init["capabilities"],
+            "_meta": {"io.modelcontextprotocol/serverInfo": init["serverInfo"]},
+        });
+        if let Some(instructions) = init.get("instructions") {
+            result["instructions"] = instructions.clone();
+        }
+        result
+    }
+
+    /// Subscribes to a resource's updates (on the server listing it, for a group).
+    pub(crate) async fn subscribe(&self, uri: &str) {
+        let params = Some(json!({"uri": uri}));
+        let (out, _) = mpsc::channel(1);
+        let _ = self
+            .call(
+                "resources/subscribe",
+                params,
+                None,
+                out,
+                std::time::Duration::from_secs(60),
+                None,
+            )
+            .await;
     }
 
     /// Sends the host's notification on (to every server of a group).
@@ -128,17 +160,56 @@ pub(crate) async fn call(
                     let _ = out.try_send(progress_frame(&token, &p));
                 });
             }
-            client.request_with(method, params, options).await
+            match method {
+                // A tool that runs as a task runs as one here, polled to its end: the host
+                // sees a plain call.
+                "tools/call" => {
+                    let params = params.unwrap_or_else(|| json!({}));
+                    client.call_tool_value(params, options).await
+                }
+                "tools/list" => client
+                    .request_with(method, params, options)
+                    .await
+                    .map(without_task_support),
+                _ => client.request_with(method, params, options).await,
+            }
         }
+    }
+}
+
+/// A tools listing as a host of the bridge sees it: the bridge runs a tool that needs a task as
+/// one itself, so no tool says it needs one (`execution.taskSupport` is left out).
+pub(crate) fn without_task_support(mut listing: Value) -> Value {
+    if let Some(tools) = listing.get_mut("tools").and_then(Value::as_array_mut) {
+        for tool in tools {
+            if let Some(execution) = tool.get_mut("execution").and_then(Value::as_object_mut) {
+                execution.remove("taskSupport");
+                if execution.is_empty()
+                    && let Some(t) = tool.as_object_mut()
+                {
+                    t.remove("execution");
+                }
+            }
+        }
+    }
+    listing
+}
+
+/// A number as JSON: an integer when it is one (`1`, not `1.0`).
+fn number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 9.0e15 {
+        json!(n as i64)
+    } else {
+        json!(n)
     }
 }
 
 pub(crate) fn progress_frame(token: &Value, p: &Progress) -> Vec<u8> {
     let mut params = Map::new();
     params.insert("progressToken".into(), token.clone());
-    params.insert("progress".into(), json!(p.progress));
+    params.insert("progress".into(), number(p.progress));
     if let Some(total) = p.total {
-        params.insert("total".into(), json!(total));
+        params.insert("total".into(), number(total));
     }
     if let Some(message) = &p.message {
         params.insert("message".into(), json!(message));
@@ -160,6 +231,46 @@ pub(crate) fn take_progress_token(params: Option<Value>) -> (Option<Value>, Opti
         }
     }
     (Some(Value::Object(p)), token)
+}
+
+/// A 2026-07-28 host's request params without what belongs to the bridge: the era's
+/// envelope in `_meta` (the client writes its own for the upstream), and the input of a round
+/// (`inputResponses`, `requestState`: the bridge's own rounds).
+pub(crate) fn without_envelope(params: Option<Value>) -> Option<Value> {
+    let Some(Value::Object(mut p)) = params else {
+        return params;
+    };
+    p.remove("inputResponses");
+    p.remove("requestState");
+    if let Some(Value::Object(meta)) = p.get_mut("_meta") {
+        meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+        if meta.is_empty() {
+            p.remove("_meta");
+        }
+    }
+    Some(Value::Object(p))
+}
+
+/// What a 2026-07-28 host says of itself in its first request's `_meta`. Its capabilities come
+/// with each request; the upstream client declares every input the bridge can ask the host
+/// for in a round (sampling, elicitation in both modes, roots).
+pub(crate) fn modern_host_info(params: Option<&Value>) -> HostInfo {
+    let meta = params.and_then(|p| p.get("_meta"));
+    let info = meta.and_then(|m| m.get("io.modelcontextprotocol/clientInfo"));
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or_default().to_owned();
+    HostInfo {
+        name: text(info.and_then(|i| i.get("name"))),
+        version: text(info.and_then(|i| i.get("version"))),
+        protocol_version: MODERN_VERSION.to_owned(),
+        capabilities: Provides {
+            sampling: true,
+            roots: true,
+            elicitation: true,
+            elicitation_url: true,
+            ..Provides::default()
+        },
+        roots_list_changed: false,
+    }
 }
 
 /// What the host declared in `initialize`.

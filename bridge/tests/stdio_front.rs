@@ -267,6 +267,8 @@ async fn server_requests_reach_the_host_and_its_answers_go_back() {
         "params": {"name": "roots", "arguments": {}}}))
         .await;
     let req = host.wait_for(|m| m["method"] == "roots/list").await;
+    // No params, not `"params": null` (which the TypeScript SDK refuses).
+    assert!(req.get("params").is_none_or(Value::is_object), "{req}");
     host.send(json!({"jsonrpc": "2.0", "id": req["id"], "result": {
         "roots": [{"uri": "file:///work", "name": "work"}]}}))
         .await;
@@ -353,14 +355,115 @@ async fn garbage_oversized_and_duplicate_ids_are_answered_and_the_session_goes_o
 }
 
 #[tokio::test]
-async fn requests_before_initialize_are_refused_and_discover_is_unknown() {
+async fn requests_before_initialize_are_refused() {
     let mut host = start(ServerConfig::echo());
     let r = host.request(json!(1), "tools/list", json!({})).await;
     assert_eq!(r["error"]["code"], -32600);
-    let r = host.request(json!(2), "server/discover", json!({})).await;
-    assert_eq!(r["error"]["code"], -32601);
     let init = host.init(json!({})).await;
     assert!(init.get("result").is_some(), "{init}");
+    host.close().await;
+}
+
+/// The `_meta` of a 2026-07-28 request.
+fn modern_meta() -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "elicitation": {}},
+           "io.modelcontextprotocol/clientInfo": {"name": "modern-host", "version": "1"}})
+}
+
+#[tokio::test]
+async fn a_2026_07_28_host_discovers_calls_and_answers_input_rounds() {
+    let mut host = start(ServerConfig::echo());
+    let d = host
+        .request(json!(1), "server/discover", json!({"_meta": modern_meta()}))
+        .await;
+    assert_eq!(
+        d["result"]["supportedVersions"],
+        json!(["2026-07-28"]),
+        "{d}"
+    );
+    assert_eq!(
+        d["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "mcp-echo-server"
+    );
+    let echo = host
+        .request(
+            json!(2),
+            "tools/call",
+            json!({"name": "echo", "arguments": {"message": "m"}, "_meta": modern_meta()}),
+        )
+        .await;
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    assert_eq!(text(&echo), "Echo: m");
+    // The upstream (a handshake-era server) asks for sampling during the call: the host gets
+    // it as input asked in the call's answer, never as a request.
+    let asked = host
+        .request(
+            json!(3),
+            "tools/call",
+            json!({"name": "sample", "arguments": {"prompt": "2+2?"}, "_meta": modern_meta()}),
+        )
+        .await;
+    assert_eq!(asked["result"]["resultType"], "input_required", "{asked}");
+    let inputs = asked["result"]["inputRequests"].as_object().unwrap();
+    assert_eq!(inputs.len(), 1);
+    let (key, input) = inputs.iter().next().unwrap();
+    assert_eq!(input["method"], "sampling/createMessage");
+    let state = asked["result"]["requestState"].clone();
+    assert!(state.is_string());
+    let done = host
+        .request(
+            json!(4),
+            "tools/call",
+            json!({"name": "sample", "arguments": {"prompt": "2+2?"}, "_meta": modern_meta(),
+                   "requestState": state,
+                   "inputResponses": {key.clone(): {"role": "assistant", "model": "m",
+                       "content": {"type": "text", "text": "four"}}}}),
+        )
+        .await;
+    assert_eq!(done["result"]["resultType"], "complete", "{done}");
+    assert!(done.to_string().contains("four"), "{done}");
+    assert!(
+        !host
+            .seen
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage"),
+        "a 2026-07-28 host got a request: {:?}",
+        host.seen
+    );
+    host.close().await;
+}
+
+#[tokio::test]
+async fn a_2026_07_28_host_hears_list_changes_on_its_listen_only() {
+    let mut host = start(ServerConfig::echo());
+    host.request(json!(1), "server/discover", json!({"_meta": modern_meta()}))
+        .await;
+    host.send(
+        json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": modern_meta()}}),
+    )
+    .await;
+    let ack = host
+        .wait_for(|m| m["method"] == "notifications/subscriptions/acknowledged")
+        .await;
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
+    host.request(
+        json!(2),
+        "tools/call",
+        json!({"name": "notify_changed", "arguments": {"list": "tools"}, "_meta": modern_meta()}),
+    )
+    .await;
+    let change = host
+        .wait_for(|m| m["method"] == "notifications/tools/list_changed")
+        .await;
+    assert_eq!(
+        change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        "L"
+    );
     host.close().await;
 }
 

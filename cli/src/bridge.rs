@@ -96,12 +96,22 @@ fn settle(
     } else {
         host.name.as_str()
     };
-    builder
+    let builder = builder
         .client_info(name, host.version.clone())
         .era(era)
         .request_timeout(call_timeout)
         .connect_timeout(connect_timeout)
         .validate_output(false)
+        // A tool that runs as a task runs as one, polled by the bridge: the host sees a plain
+        // call (and a 2026-07-28 server is told the client takes the tasks extension).
+        .tasks(mcp_runtime::TaskOptions::new());
+    if era == mcp_runtime::EraMode::Modern {
+        // No fallback to wait for: a server that starts slowly (an interpreter importing a
+        // framework) gets the whole connect bound to answer `server/discover`.
+        builder.probe_timeout(connect_timeout)
+    } else {
+        builder
+    }
 }
 
 /// `--listen ADDR`: the Streamable HTTP front until a signal; each host session gets its own

@@ -17,6 +17,7 @@ fn small() -> FrontConfiguration {
             upstream_notes: 1,
             depth: 7,
             max_calls: 1,
+            listens: true,
         },
         pinned_unique: 0,
     }

@@ -12,7 +12,7 @@
 
 pub mod wire;
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
@@ -40,6 +40,21 @@ pub type CallKey = String;
 
 /// An upstream request's id on the host's side (the bridge numbers them from 1).
 pub type ServerRequestId = u64;
+
+/// The protocol revision of the 2026-07-28 era.
+pub const MODERN_VERSION: &str = "2026-07-28";
+
+/// Whether a host request is of the 2026-07-28 era (`server/discover`, or the protocol version
+/// in its `_meta`).
+pub fn is_modern(request: &HostRequest) -> bool {
+    request.method == "server/discover"
+        || request
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .is_some()
+}
 
 /// The bound on the JSON-RPC error code of the bridge's own failures: the SDKs' "connection
 /// closed" code, used for an upstream that cannot be reached or was lost.
@@ -139,11 +154,13 @@ impl Hash for Invalid {
     }
 }
 
-/// The upstream is connected: the answer to the host's `initialize`.
+/// The upstream is connected: the answers to the host's `initialize` and `server/discover`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct UpstreamReady {
-    /// The `initialize` result for the host.
+    /// The `initialize` result for a handshake-era host.
     pub result: Value,
+    /// The `server/discover` result for a 2026-07-28 host.
+    pub discover: Value,
 }
 
 impl Hash for UpstreamReady {
@@ -157,13 +174,20 @@ pub struct UpstreamFailed {
     pub reason: String,
 }
 
-/// A forwarded call ended: its answer frame for the host.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// A forwarded call ended: the upstream's result or error (or the bridge's own error).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CallAnswer {
-    /// The call's key.
+    /// The call's key (the key of the host request that started it).
     pub key: CallKey,
-    /// The frame (a JSON-RPC response under the host's id).
-    pub frame: Vec<u8>,
+    /// Its outcome.
+    pub outcome: Result<Value, RpcError>,
+}
+
+impl Hash for CallAnswer {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+        self.outcome.is_ok().hash(state);
+    }
 }
 
 /// A request of the upstream's for the host.
@@ -218,6 +242,8 @@ pub enum FrontOutput {
     Notify(HostNotification),
     /// Tell the upstream client the host's roots changed.
     RootsChanged,
+    /// Subscribe to these resources' updates (a 2026-07-28 host's listen asked for them).
+    Subscribe(Vec<String>),
     /// Stop the upstream client: the session is closed.
     StopUpstream,
 }
@@ -243,10 +269,65 @@ impl Default for FrontConfig {
 /// An upstream request waiting for the host.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Waiting {
-    /// Sent to the host (not held).
+    /// Sent to the host (not held): as a request of the bridge's, or asked in a call's
+    /// `input_required` answer (`via_round`).
     sent: bool,
+    /// Asked in a call's `input_required` answer (a 2026-07-28 host), not as a request.
+    via_round: bool,
     /// When the host's answer stops being waited for.
     due: Duration,
+}
+
+/// An `input_required` answer the host holds: the state it must send back, the upstream
+/// requests it asked, and when the bridge stops waiting for it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct Round {
+    state: String,
+    asked: Vec<ServerRequestId>,
+    due: Duration,
+}
+
+/// A host call running upstream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Flight {
+    /// The host request waiting for the call's answer (its key and id); `None` while the host
+    /// holds an `input_required` answer for it.
+    waiter: Option<(CallKey, Value)>,
+    /// Of a 2026-07-28 host: its answers carry `resultType`.
+    modern: bool,
+    /// It may ask for input (`tools/call`, `prompts/get`, `resources/read` of a 2026-07-28 host).
+    can_ask: bool,
+    /// The round the host holds.
+    round: Option<Round>,
+    /// Upstream requests waiting for the next round.
+    queued: VecDeque<ServerRequest>,
+    /// The upstream's answer, come while the host held a round.
+    outcome: Option<Result<Value, RpcError>>,
+}
+
+impl Hash for Flight {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.waiter.as_ref().map(|(k, _)| k).hash(state);
+        self.modern.hash(state);
+        self.can_ask.hash(state);
+        self.round.hash(state);
+        self.queued.hash(state);
+        self.outcome.as_ref().map(Result::is_ok).hash(state);
+    }
+}
+
+/// An open listen of a 2026-07-28 host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Listen {
+    id: Value,
+    /// The notifications it asked for (`toolsListChanged`, …, `resourceSubscriptions`).
+    filter: Value,
+}
+
+impl Hash for Listen {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.id.to_string().hash(state);
+    }
 }
 
 /// The front's sans-IO core (see the module doc).
@@ -257,8 +338,16 @@ pub struct FrontCore {
     now: Duration,
     /// The host's `initialize` while connecting.
     init: Option<HostRequest>,
-    /// Host calls in flight.
-    in_flight: BTreeSet<CallKey>,
+    /// Host calls running upstream, by the key of the request that started each.
+    in_flight: BTreeMap<CallKey, Flight>,
+    /// The host speaks the 2026-07-28 era.
+    modern: bool,
+    /// The `server/discover` answer, once the upstream is connected.
+    discover: Option<UpstreamReady>,
+    /// The `requestState` of the next round.
+    next_round: u64,
+    /// Open listens of a 2026-07-28 host, by key.
+    listens: BTreeMap<CallKey, Listen>,
     /// Host requests held while connecting.
     held: VecDeque<HostRequest>,
     /// Upstream requests waiting for the host.
@@ -292,6 +381,14 @@ pub enum FrontMutant {
     /// The host's answer is delivered but its request keeps waiting (answered twice at its
     /// deadline).
     AnswerKeepsWaiting,
+    /// A 2026-07-28 host's input is taken, but the upstream requests it answers are forgotten
+    /// (never replied).
+    ResumeForgetsInputs,
+    /// The upstream's answer to a call whose round the host holds is dropped (the call sent
+    /// again then waits forever).
+    ForgetParkedAnswer,
+    /// A 2026-07-28 host is sent the upstream's request as a request of the bridge's.
+    AskModernHostDirectly,
 }
 
 impl FrontCore {
@@ -302,7 +399,11 @@ impl FrontCore {
             state: State::INITIAL,
             now: Duration::ZERO,
             init: None,
-            in_flight: BTreeSet::new(),
+            in_flight: BTreeMap::new(),
+            modern: false,
+            discover: None,
+            next_round: 0,
+            listens: BTreeMap::new(),
             held: VecDeque::new(),
             waiting: BTreeMap::new(),
             held_server: VecDeque::new(),
@@ -333,9 +434,23 @@ impl FrontCore {
         self.out.pop_front()
     }
 
-    /// The earliest deadline of an upstream request waiting for the host, if any.
+    /// The earliest deadline: of an upstream request waiting for the host, or of a round the
+    /// host holds.
     pub fn next_deadline(&self) -> Option<Duration> {
-        self.waiting.values().map(|w| w.due).min()
+        let rounds = self
+            .in_flight
+            .values()
+            .filter_map(|f| f.round.as_ref().map(|r| r.due));
+        self.waiting.values().map(|w| w.due).chain(rounds).min()
+    }
+
+    /// The calls whose round's deadline passed at `now`, for [`Event::RoundDue`].
+    pub fn due_rounds(&self, now: Duration) -> Vec<CallKey> {
+        self.in_flight
+            .iter()
+            .filter(|(_, f)| f.waiter.is_none() && f.round.as_ref().is_some_and(|r| r.due <= now))
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// The upstream requests whose deadline passed at `now`, for
@@ -353,9 +468,43 @@ impl FrontCore {
         self.state
     }
 
-    /// The keys of the host's calls in flight.
+    /// The keys of the host's calls running upstream (by the request that started each).
     pub fn in_flight(&self) -> impl Iterator<Item = &CallKey> {
-        self.in_flight.iter()
+        self.in_flight.keys()
+    }
+
+    /// The keys of the calls whose `input_required` answer the host holds (no request of the
+    /// host's waits for them until it sends them again).
+    pub fn parked(&self) -> impl Iterator<Item = &CallKey> {
+        self.in_flight
+            .iter()
+            .filter(|(_, f)| f.waiter.is_none())
+            .map(|(k, _)| k)
+    }
+
+    /// The keys of the host requests waiting for a call's answer.
+    pub fn waiters(&self) -> impl Iterator<Item = &CallKey> {
+        self.in_flight
+            .values()
+            .filter_map(|f| f.waiter.as_ref().map(|(k, _)| k))
+    }
+
+    /// The keys of the calls whose `input_required` answer the host holds, with the state it
+    /// must send back.
+    pub fn rounds(&self) -> impl Iterator<Item = (&CallKey, &str)> {
+        self.in_flight
+            .iter()
+            .filter_map(|(k, f)| f.round.as_ref().map(|r| (k, r.state.as_str())))
+    }
+
+    /// The keys of the host's open listens.
+    pub fn listens(&self) -> impl Iterator<Item = &CallKey> {
+        self.listens.keys()
+    }
+
+    /// Whether the host speaks the 2026-07-28 era.
+    pub fn is_modern(&self) -> bool {
+        self.modern
     }
 
     /// The keys of the host's requests held while connecting, in order.
@@ -403,25 +552,136 @@ impl FrontCore {
         self.write(wire::notification("notifications/cancelled", Some(&params)));
     }
 
-    /// Stops waiting for the host's answer to `id`: `true` if it was sent to the host.
+    /// Stops waiting for the host's answer to `id`: `true` if it was sent to the host as a
+    /// request of the bridge's (then it is cancelled there).
     fn stop_waiting(&mut self, id: ServerRequestId) -> bool {
-        let sent = self.waiting.remove(&id).is_some_and(|w| w.sent);
-        if !sent {
+        let w = self.waiting.remove(&id);
+        if !w.is_some_and(|w| w.sent) {
             self.held_server.retain(|r| r.id != id);
+            for f in self.in_flight.values_mut() {
+                f.queued.retain(|r| r.id != id);
+            }
         }
-        sent
+        w.is_some_and(|w| w.sent && !w.via_round)
     }
 
     fn start(&mut self, request: HostRequest) {
-        self.in_flight.insert(request.key.clone());
+        if request.method == "server/discover" {
+            // Held while connecting: answered by the bridge.
+            return self.discovered(&request);
+        }
+        let modern = self.modern || is_modern(&request);
+        let can_ask = modern
+            && matches!(
+                request.method.as_str(),
+                "tools/call" | "prompts/get" | "resources/read"
+            );
+        let flight = Flight {
+            waiter: Some((request.key.clone(), request.id.clone())),
+            modern,
+            can_ask,
+            round: None,
+            queued: VecDeque::new(),
+            outcome: None,
+        };
+        self.in_flight.insert(request.key.clone(), flight);
         self.out.push_back(FrontOutput::StartCall(request));
     }
 
+    fn discovered(&mut self, request: &HostRequest) {
+        let result = self
+            .discover
+            .as_ref()
+            .map(|d| d.discover.clone())
+            .unwrap_or_else(|| json!({"supportedVersions": [MODERN_VERSION]}));
+        self.answer_ok(&request.id, &result);
+    }
+
+    /// Writes the call's final answer to the request waiting for it (a 2026-07-28 host's
+    /// result says `resultType: complete`).
+    fn finish_call(&mut self, id: &Value, modern: bool, outcome: Result<Value, RpcError>) {
+        match outcome {
+            Ok(mut result) => {
+                if let Some(r) = result.as_object_mut() {
+                    if modern {
+                        r.entry("resultType").or_insert_with(|| json!("complete"));
+                    } else {
+                        // A handshake-era host gets a handshake-era result: what only a
+                        // 2026-07-28 server says (its result type, cache hints, its info in
+                        // `_meta`) is left out.
+                        for key in ["resultType", "ttlMs", "cacheScope"] {
+                            r.remove(key);
+                        }
+                        if let Some(Value::Object(meta)) = r.get_mut("_meta") {
+                            meta.remove("io.modelcontextprotocol/serverInfo");
+                            if meta.is_empty() {
+                                r.remove("_meta");
+                            }
+                        }
+                    }
+                }
+                self.answer_ok(id, &result);
+            }
+            Err(e) => self.write(wire::error(id, &e)),
+        }
+    }
+
+    /// Answers the call `key`'s waiting request with `input_required`, asking for `requests`;
+    /// the host now holds the round.
+    fn ask(&mut self, key: &CallKey, requests: Vec<ServerRequest>) {
+        let due = crate::event::later(self.now, self.config.host_answer_timeout);
+        self.next_round += 1;
+        let state = format!("mcpc-bridge-round-{}", self.next_round);
+        let mut inputs = serde_json::Map::new();
+        for r in &requests {
+            inputs.insert(
+                format!("s{}", r.id),
+                json!({"method": r.method, "params": r.params}),
+            );
+            self.waiting.insert(
+                r.id,
+                Waiting {
+                    sent: true,
+                    via_round: true,
+                    due,
+                },
+            );
+        }
+        let Some(flight) = self.in_flight.get_mut(key) else {
+            return;
+        };
+        let Some((_, id)) = flight.waiter.take() else {
+            return;
+        };
+        flight.round = Some(Round {
+            state: state.clone(),
+            asked: requests.iter().map(|r| r.id).collect(),
+            due,
+        });
+        let result = json!({
+            "resultType": "input_required",
+            "inputRequests": inputs,
+            "requestState": state,
+        });
+        self.answer_ok(&id, &result);
+    }
+
+    /// Fails the upstream requests `ids` still waiting (their call is gone).
+    fn fail_asked(&mut self, ids: impl IntoIterator<Item = ServerRequestId>, reason: &str) {
+        for id in ids {
+            if self.waiting.remove(&id).is_some() {
+                self.reply_upstream(id, Err(Self::upstream_error(reason)));
+            }
+        }
+    }
+
     fn send_to_host(&mut self, request: &ServerRequest) {
+        // A request without params (`roots/list`) goes without: `null` is no params object.
+        let params = Some(&request.params).filter(|p| !p.is_null());
         self.write(wire::request(
             &Value::from(request.id),
             &request.method,
-            Some(&request.params),
+            params,
         ));
     }
 
@@ -447,19 +707,44 @@ impl table::Handlers for FrontCore {
         p.method == "server/discover"
     }
 
+    fn is_modern_request(&self, p: &HostRequest) -> bool {
+        is_modern(p)
+    }
+
+    fn is_round_answer(&self, p: &HostRequest) -> Option<CallKey> {
+        let state = p.params.as_ref()?.get("requestState")?.as_str()?;
+        self.in_flight
+            .iter()
+            .find(|(_, f)| f.round.as_ref().is_some_and(|r| r.state == state))
+            .map(|(k, _)| k.clone())
+    }
+
+    fn is_listen(&self, p: &HostRequest) -> bool {
+        p.method == "subscriptions/listen"
+    }
+
     fn is_duplicate_call(&self, p: &HostRequest) -> bool {
-        let known = self.in_flight.contains(&p.key)
+        let known = self.waiters().any(|k| *k == p.key)
             || self.held.iter().any(|r| r.key == p.key)
-            || self.init.as_ref().is_some_and(|r| r.key == p.key);
+            || self.init.as_ref().is_some_and(|r| r.key == p.key)
+            || self.listens.contains_key(&p.key);
         known && !self.mutant_duplicate_starts()
     }
 
     fn is_over_call_cap(&self, _p: &HostRequest) -> bool {
-        self.in_flight.len() + self.held.len() >= self.config.max_calls
+        self.in_flight.len() + self.held.len() + self.listens.len() >= self.config.max_calls
     }
 
     fn is_call_cancel(&self, p: &HostNotification) -> Option<CallKey> {
-        p.cancelled_key().filter(|k| self.in_flight.contains(k))
+        let key = p.cancelled_key()?;
+        self.in_flight
+            .iter()
+            .find(|(_, f)| f.waiter.as_ref().is_some_and(|(k, _)| *k == key))
+            .map(|(k, _)| k.clone())
+    }
+
+    fn is_listen_cancel(&self, p: &HostNotification) -> Option<CallKey> {
+        p.cancelled_key().filter(|k| self.listens.contains_key(k))
     }
 
     fn is_held_cancel(&self, p: &HostNotification) -> Option<CallKey> {
@@ -477,11 +762,47 @@ impl table::Handlers for FrontCore {
 
     fn is_host_answer(&self, p: &HostResponse) -> Option<ServerRequestId> {
         let id = p.id.as_u64()?;
-        self.waiting.get(&id).filter(|w| w.sent).map(|_| id)
+        self.waiting
+            .get(&id)
+            .filter(|w| w.sent && !w.via_round)
+            .map(|_| id)
     }
 
     fn is_live_call(&self, p: &CallAnswer) -> bool {
-        self.in_flight.contains(&p.key) || self.mutant_answer_cancelled()
+        self.in_flight
+            .get(&p.key)
+            .is_some_and(|f| f.waiter.is_some())
+            || self.mutant_answer_cancelled()
+    }
+
+    fn is_parked_call(&self, p: &CallAnswer) -> bool {
+        self.in_flight
+            .get(&p.key)
+            .is_some_and(|f| f.waiter.is_none())
+    }
+
+    fn is_parked_round(&self, p: &CallKey) -> bool {
+        self.in_flight
+            .get(p)
+            .is_some_and(|f| f.waiter.is_none() && f.round.is_some())
+    }
+
+    fn is_modern_host(&self, _p: &ServerRequest) -> bool {
+        self.modern && !self.mutant_ask_directly()
+    }
+
+    fn has_asking_call(&self, _p: &ServerRequest) -> Option<CallKey> {
+        if !self.modern || self.mutant_ask_directly() {
+            return None;
+        }
+        let asking = |waiting: bool| {
+            self.in_flight
+                .iter()
+                .find(|(_, f)| f.can_ask && f.waiter.is_some() == waiting && f.outcome.is_none())
+                .map(|(k, _)| k.clone())
+        };
+        // A call whose host waits is asked now; else one whose round the host holds, next.
+        asking(true).or_else(|| asking(false))
     }
 
     fn is_waiting_server_request(&self, p: &ServerRequestId) -> bool {
@@ -505,12 +826,126 @@ impl table::Handlers for FrontCore {
         );
     }
 
-    fn refuse_discover(&mut self, p: &HostRequest) {
-        self.answer_err(
-            &p.id,
-            codes::METHOD_NOT_FOUND,
-            "method not found: server/discover",
+    fn answer_discover(&mut self, p: &HostRequest) {
+        self.discovered(p);
+    }
+
+    fn start_upstream_modern(&mut self, p: &HostRequest) {
+        self.modern = true;
+        self.out.push_back(FrontOutput::Connect(p.clone()));
+    }
+
+    fn resume_round(&mut self, p: HostRequest, w: CallKey) {
+        let Some(flight) = self.in_flight.get_mut(&w) else {
+            return;
+        };
+        let round = flight.round.take();
+        flight.waiter = Some((p.key.clone(), p.id.clone()));
+        let inputs = p
+            .params
+            .as_ref()
+            .and_then(|params| params.get("inputResponses"))
+            .cloned()
+            .unwrap_or_default();
+        for id in round.map(|r| r.asked).unwrap_or_default() {
+            if self.waiting.remove(&id).is_none() {
+                continue; // given up on meanwhile, or expired
+            }
+            if self.mutant_resume_forgets() {
+                continue;
+            }
+            let outcome = match inputs.get(format!("s{id}")) {
+                Some(answer) => Ok(answer.clone()),
+                None => Err(Self::upstream_error("the host gave no input for it")),
+            };
+            self.reply_upstream(id, outcome);
+        }
+        let Some(flight) = self.in_flight.get_mut(&w) else {
+            return;
+        };
+        if let Some(outcome) = flight.outcome.take() {
+            let modern = flight.modern;
+            self.in_flight.remove(&w);
+            self.finish_call(&p.id, modern, outcome);
+        } else if !flight.queued.is_empty() {
+            let next: Vec<ServerRequest> = flight.queued.drain(..).collect();
+            self.ask(&w, next);
+        }
+    }
+
+    fn open_listen(&mut self, p: HostRequest) {
+        let filter = p
+            .params
+            .as_ref()
+            .and_then(|params| params.get("notifications"))
+            .cloned()
+            .unwrap_or_else(|| json!({}));
+        let uris: Vec<String> = filter
+            .get("resourceSubscriptions")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let params = json!({
+            "_meta": {crate::listen::META_SUBSCRIPTION_ID: p.id},
+            "notifications": filter,
+        });
+        self.write(wire::notification(
+            "notifications/subscriptions/acknowledged",
+            Some(&params),
+        ));
+        if !uris.is_empty() {
+            self.out.push_back(FrontOutput::Subscribe(uris));
+        }
+        self.listens.insert(p.key, Listen { id: p.id, filter });
+    }
+
+    fn close_listen(&mut self, w: CallKey) {
+        self.listens.remove(&w);
+    }
+
+    fn ask_in_round(&mut self, p: ServerRequest, w: CallKey) {
+        let waiting_host = self.in_flight.get(&w).is_some_and(|f| f.waiter.is_some());
+        if waiting_host {
+            self.ask(&w, vec![p]);
+            return;
+        }
+        let due = crate::event::later(self.now, self.config.host_answer_timeout);
+        self.waiting.insert(
+            p.id,
+            Waiting {
+                sent: false,
+                via_round: true,
+                due,
+            },
         );
+        if let Some(flight) = self.in_flight.get_mut(&w) {
+            flight.queued.push_back(p);
+        }
+    }
+
+    fn keep_round_answer(&mut self, p: CallAnswer) {
+        if self.mutant_forget_parked() {
+            return;
+        }
+        if let Some(flight) = self.in_flight.get_mut(&p.key) {
+            flight.outcome = Some(p.outcome);
+        }
+    }
+
+    fn abandon_round(&mut self, p: CallKey) {
+        let Some(flight) = self.in_flight.remove(&p) else {
+            return;
+        };
+        let asked = flight.round.map(|r| r.asked).unwrap_or_default();
+        let queued = flight.queued.iter().map(|r| r.id);
+        let ids: Vec<ServerRequestId> = asked.into_iter().chain(queued).collect();
+        self.fail_asked(ids, "the host never sent the call again with its input");
+        self.out.push_back(FrontOutput::AbortCall(p));
     }
 
     fn refuse_reinitialize(&mut self, p: &HostRequest) {
@@ -546,8 +981,17 @@ impl table::Handlers for FrontCore {
     }
 
     fn cancel_call(&mut self, w: CallKey) {
-        if !self.mutant_answer_cancelled() {
-            self.in_flight.remove(&w);
+        if self.mutant_answer_cancelled() {
+            self.out.push_back(FrontOutput::AbortCall(w));
+            return;
+        }
+        if let Some(flight) = self.in_flight.remove(&w) {
+            let asked = flight.round.map(|r| r.asked).unwrap_or_default();
+            let ids: Vec<_> = asked
+                .into_iter()
+                .chain(flight.queued.iter().map(|r| r.id))
+                .collect();
+            self.fail_asked(ids, "the host cancelled the call");
         }
         self.out.push_back(FrontOutput::AbortCall(w));
     }
@@ -579,6 +1023,7 @@ impl table::Handlers for FrontCore {
         if let Some(init) = self.init.take() {
             self.answer_ok(&init.id, &p.result);
         }
+        self.discover = Some(p);
     }
 
     fn release_held_calls(&mut self) {
@@ -588,6 +1033,12 @@ impl table::Handlers for FrontCore {
     }
 
     fn release_held_server_requests(&mut self) {
+        if self.modern {
+            // A 2026-07-28 host is asked only in a call's answer, and none runs yet.
+            let held: Vec<_> = self.held_server.drain(..).map(|r| r.id).collect();
+            self.fail_asked(held, "a 2026-07-28 host is asked only during its call");
+            return;
+        }
         while let Some(request) = self.held_server.pop_front() {
             if let Some(w) = self.waiting.get_mut(&request.id) {
                 w.sent = true;
@@ -625,24 +1076,57 @@ impl table::Handlers for FrontCore {
     }
 
     fn write_answer(&mut self, p: CallAnswer) {
-        self.in_flight.remove(&p.key);
-        self.write(p.frame);
+        let flight = self.in_flight.remove(&p.key);
+        let (id, modern) = match flight {
+            Some(Flight {
+                waiter: Some((_, id)),
+                modern,
+                ..
+            }) => (id, modern),
+            // (A mutant answering a cancelled call: under the call's own key.)
+            _ => (
+                serde_json::from_str(&p.key).unwrap_or_default(),
+                self.modern,
+            ),
+        };
+        self.finish_call(&id, modern, p.outcome);
     }
 
     fn forward_server_request(&mut self, p: ServerRequest) {
         let due = crate::event::later(self.now, self.config.host_answer_timeout);
-        self.waiting.insert(p.id, Waiting { sent: true, due });
+        self.waiting.insert(
+            p.id,
+            Waiting {
+                sent: true,
+                via_round: false,
+                due,
+            },
+        );
         self.send_to_host(&p);
     }
 
     fn hold_server_request(&mut self, p: ServerRequest) {
         let due = crate::event::later(self.now, self.config.host_answer_timeout);
         if self.mutant_forward_before_init() {
-            self.waiting.insert(p.id, Waiting { sent: true, due });
+            self.waiting.insert(
+                p.id,
+                Waiting {
+                    sent: true,
+                    via_round: false,
+                    due,
+                },
+            );
             self.send_to_host(&p);
             return;
         }
-        self.waiting.insert(p.id, Waiting { sent: false, due });
+        self.waiting.insert(
+            p.id,
+            Waiting {
+                sent: false,
+                via_round: false,
+                due,
+            },
+        );
         self.held_server.push_back(p);
     }
 
@@ -669,13 +1153,53 @@ impl table::Handlers for FrontCore {
     }
 
     fn forward_upstream_notification(&mut self, p: UpstreamNotification) {
-        self.write(wire::notification(&p.method, p.params.as_ref()));
+        if !self.modern {
+            return self.write(wire::notification(&p.method, p.params.as_ref()));
+        }
+        // A 2026-07-28 host hears of list changes and resource updates on its listens only,
+        // each tagged with the listen's id.
+        let flag = match p.method.as_str() {
+            "notifications/tools/list_changed" => Some("toolsListChanged"),
+            "notifications/prompts/list_changed" => Some("promptsListChanged"),
+            "notifications/resources/list_changed" => Some("resourcesListChanged"),
+            "notifications/resources/updated" => None,
+            _ => return self.write(wire::notification(&p.method, p.params.as_ref())),
+        };
+        let uri = p
+            .params
+            .as_ref()
+            .and_then(|params| params.get("uri"))
+            .cloned();
+        let targets: Vec<Value> = self
+            .listens
+            .values()
+            .filter(|l| match flag {
+                Some(flag) => l.filter.get(flag).and_then(Value::as_bool) == Some(true),
+                None => l
+                    .filter
+                    .get("resourceSubscriptions")
+                    .and_then(Value::as_array)
+                    .is_some_and(|a| uri.as_ref().is_some_and(|u| a.contains(u))),
+            })
+            .map(|l| l.id.clone())
+            .collect();
+        for id in targets {
+            let mut params = p.params.clone().unwrap_or_else(|| json!({}));
+            if let Some(obj) = params.as_object_mut() {
+                obj.insert(
+                    "_meta".into(),
+                    json!({crate::listen::META_SUBSCRIPTION_ID: id}),
+                );
+            }
+            self.write(wire::notification(&p.method, Some(&params)));
+        }
     }
 
     fn close_session(&mut self) {
-        for key in std::mem::take(&mut self.in_flight) {
+        for (key, _) in std::mem::take(&mut self.in_flight) {
             self.out.push_back(FrontOutput::AbortCall(key));
         }
+        self.listens.clear();
         self.held.clear();
         self.init = None;
         self.held_server.clear();
@@ -719,4 +1243,7 @@ switches! {
     mutant_forward_before_init => ForwardBeforeInit,
     mutant_silent_cancel => SilentCancel,
     mutant_no_reply_on_close => NoReplyOnClose,
+    mutant_resume_forgets => ResumeForgetsInputs,
+    mutant_forget_parked => ForgetParkedAnswer,
+    mutant_ask_directly => AskModernHostDirectly,
 }

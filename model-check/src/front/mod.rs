@@ -75,8 +75,9 @@ pub struct FrontConfiguration {
 }
 
 /// The front's configurations: the host's requests (duplicates, cancels, a bound of two in
-/// flight) against connects that fail or succeed, then the upstream's requests (answered,
-/// given up on, timed out, held while connecting).
+/// flight) against connects that fail or succeed; the upstream's requests (answered, given up
+/// on, timed out, held while connecting); and a 2026-07-28 host's input rounds (asked in a
+/// call's answer, sent again with or without the input, abandoned).
 pub fn configurations() -> Vec<FrontConfiguration> {
     vec![
         FrontConfiguration {
@@ -90,8 +91,9 @@ pub fn configurations() -> Vec<FrontConfiguration> {
                 upstream_notes: 0,
                 depth: 10,
                 max_calls: 1,
+                listens: false,
             },
-            pinned_unique: 4_702_476,
+            pinned_unique: 8_976_684,
         },
         FrontConfiguration {
             name: "front-asks",
@@ -104,8 +106,24 @@ pub fn configurations() -> Vec<FrontConfiguration> {
                 upstream_notes: 1,
                 depth: 10,
                 max_calls: 2,
+                listens: false,
             },
-            pinned_unique: 1_146_434,
+            pinned_unique: 1_699_312,
+        },
+        FrontConfiguration {
+            name: "front-rounds",
+            bounds: FrontBounds {
+                host_requests: 3,
+                host_cancels: 1,
+                host_notes: 0,
+                host_answers: 0,
+                server_requests: 2,
+                upstream_notes: 0,
+                depth: 10,
+                max_calls: 2,
+                listens: true,
+            },
+            pinned_unique: 5_248_342,
         },
     ]
 }
@@ -214,13 +232,28 @@ pub fn mutants() -> Vec<(FrontMutant, &'static str)> {
             FrontMutant::AnswerKeepsWaiting,
             "front: upstream requests answered once",
         ),
+        (
+            FrontMutant::ResumeForgetsInputs,
+            "front: upstream requests owed",
+        ),
+        (
+            FrontMutant::ForgetParkedAnswer,
+            "front: every request answered or owed",
+        ),
+        (
+            FrontMutant::AskModernHostDirectly,
+            "front: no request before initialize, none twice",
+        ),
     ]
 }
 
 /// Whether `mutant` is caught by an invariant in some configuration: the name of the first
 /// property that caught it.
 pub fn judge(mutant: FrontMutant, threads: usize) -> Option<String> {
-    for config in configurations() {
+    // The smallest configurations first: most mutants are caught there.
+    let mut configs = configurations();
+    configs.sort_by_key(|c| c.pinned_unique);
+    for config in configs {
         let out = check(&config, Some(mutant), threads);
         if let Some((name, _)) = out.failures.first() {
             return Some(format!("{name} in {}", config.name));

@@ -17,8 +17,9 @@
 //!   host (unless the session closed: the host is gone); a cancellation is sent only for a
 //!   request the host was sent and did not answer, once.
 //! - **Asked in order** (`front: no request before initialize, none twice`): the host is sent
-//!   the upstream's requests and notifications only after its `initialize` was answered, each
-//!   request once.
+//!   the upstream's requests and notifications only after its `initialize` (or `server/discover`)
+//!   was answered, each request once, and a 2026-07-28 host never gets a request: it is asked
+//!   in a call's `input_required` answer, each upstream request in one round only.
 //!
 //! Vacuity guards (`sometimes`, each must be met): a call answered, a host's answer handed
 //! upstream, a request cancelled at the host, a call the host cancelled.
@@ -52,6 +53,8 @@ pub const MET_HOST_ANSWERED: u32 = 1 << 1;
 pub const MET_CANCELLED_AT_HOST: u32 = 1 << 2;
 /// Met: an upstream notification reached the host.
 pub const MET_NOTIFIED: u32 = 1 << 3;
+/// Met: an upstream request asked in a call's `input_required` answer.
+pub const MET_ROUND: u32 = 1 << 4;
 
 fn ok(w: &FrontWorld, bits: u32) -> bool {
     w.ghost.violations & bits == 0
@@ -63,9 +66,10 @@ fn nothing_lost(w: &FrontWorld) -> bool {
         return true;
     }
     let tracked = |key: &String| {
-        w.core.in_flight().any(|k| k == key)
+        w.core.waiters().any(|k| k == key)
             || w.core.held().any(|k| k == key)
             || w.core.initializing() == Some(key)
+            || w.core.listens().any(|k| k == key)
     };
     let open_tracked = w
         .ghost
@@ -73,9 +77,13 @@ fn nothing_lost(w: &FrontWorld) -> bool {
         .iter()
         .filter(|a| !a.answered && !a.cancelled)
         .all(|a| tracked(&a.key));
+    // A call a host request waits for can still end (one the host holds a round of waits for
+    // the host instead, within the round's deadline).
+    let parked: Vec<&String> = w.core.parked().collect();
     let calls_can_end = w
         .core
         .in_flight()
+        .filter(|k| !parked.contains(k))
         .all(|k| w.env.started.iter().any(|(s, ended)| s == k && !ended));
     open_tracked && calls_can_end
 }
@@ -149,6 +157,10 @@ pub fn all() -> Vec<Property<FrontModel>> {
         Property::sometimes("front guard: a notification told", |_, w: &FrontWorld| {
             w.ghost.met & MET_NOTIFIED != 0
         }),
+        Property::sometimes(
+            "front guard: input asked in a call's answer",
+            |_, w: &FrontWorld| w.ghost.met & MET_ROUND != 0,
+        ),
         Property::sometimes(
             "front guard: a call the host cancelled",
             |_, w: &FrontWorld| {

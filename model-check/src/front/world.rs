@@ -29,6 +29,8 @@ pub struct FrontBounds {
     pub depth: usize,
     /// The bound on calls in flight or held given to the core.
     pub max_calls: usize,
+    /// Whether the host may open listens (`subscriptions/listen`).
+    pub listens: bool,
 }
 
 /// What kind of request the host sends.
@@ -42,6 +44,8 @@ pub enum Kind {
     Ping,
     /// `server/discover`.
     Discover,
+    /// `subscriptions/listen` (a 2026-07-28 host's).
+    Listen,
 }
 
 /// One move of the environment.
@@ -76,6 +80,11 @@ pub enum Move {
     ServerRequestEnded(ServerRequestId),
     /// The deadline of an upstream request waiting for the host fires.
     HostAnswerDue(ServerRequestId),
+    /// The host sends the `n`-th call whose `input_required` answer it holds again, under id
+    /// `id`, with its input (`true`) or without.
+    HostRetry(usize, u8, bool),
+    /// The deadline of the `n`-th round the host holds fires.
+    RoundDue(usize),
 }
 
 /// One host request as the ghost knows it.
@@ -101,6 +110,8 @@ pub struct Upstreamed {
     pub replies: u8,
     /// The upstream gave up on it.
     pub ended: bool,
+    /// Asked in a call's `input_required` answer (a 2026-07-28 host).
+    pub in_round: bool,
     /// Cancelled at the host (how many times).
     pub cancelled_at_host: u8,
     /// The host's answer was handed upstream.
@@ -158,6 +169,8 @@ pub struct FrontWorld {
     pub ghost: Ghost,
     /// Moves made (the core's clock: one second per move).
     pub moves: u8,
+    /// Whether the host may open listens.
+    pub listens: bool,
 }
 
 impl FrontWorld {
@@ -180,6 +193,7 @@ impl FrontWorld {
             },
             ghost: Ghost::default(),
             moves: 0,
+            listens: bounds.listens,
         }
     }
 
@@ -192,9 +206,20 @@ impl FrontWorld {
                     out.push(Move::HostRequest(kind, id));
                 }
             }
+            if self.listens {
+                out.push(Move::HostRequest(Kind::Listen, 1));
+            }
         }
         if self.env.cancels_left > 0 {
             out.extend((0..2).map(Move::HostCancel));
+        }
+        if self.env.requests_left > 0 {
+            for n in 0..self.core.rounds().count() {
+                for id in 0..2 {
+                    out.push(Move::HostRetry(n, id, true));
+                }
+                out.push(Move::HostRetry(n, 0, false));
+            }
         }
         if self.env.notes_left > 0 {
             out.push(Move::HostNote(true));
@@ -241,6 +266,13 @@ impl FrontWorld {
             // A deadline fires for a request still waiting, or (stale) for one that is not.
             out.push(Move::HostAnswerDue(id));
         }
+        for n in 0..self.core.parked().count() {
+            out.push(Move::RoundDue(n));
+        }
+        if self.core.is_modern() {
+            // A round's deadline for a call no longer held (stale).
+            out.push(Move::RoundDue(usize::MAX));
+        }
     }
 
     /// The state after `mv`.
@@ -272,6 +304,7 @@ impl FrontWorld {
                     Kind::Call => "tools/call",
                     Kind::Ping => "ping",
                     Kind::Discover => "server/discover",
+                    Kind::Listen => "subscriptions/listen",
                 };
                 let request = HostRequest::new(json!(id), method, Some(json!({})));
                 self.ghost.asked.push(Asked {
@@ -341,6 +374,7 @@ impl FrontWorld {
                 self.env.connecting = false;
                 Event::UpstreamReady(UpstreamReady {
                     result: json!({"protocolVersion": "2025-11-25"}),
+                    discover: json!({"supportedVersions": ["2026-07-28"]}),
                 })
             }
             Move::UpstreamFailed => {
@@ -353,10 +387,9 @@ impl FrontWorld {
                 let (key, ended) = &mut self.env.started[n];
                 *ended = true;
                 let key = key.clone();
-                let frame = format!(r#"{{"jsonrpc":"2.0","id":{key},"result":{{}}}}"#);
                 Event::CallAnswered(CallAnswer {
                     key,
-                    frame: frame.into_bytes(),
+                    outcome: Ok(json!({})),
                 })
             }
             Move::ServerRequest => {
@@ -383,6 +416,39 @@ impl FrontWorld {
                 Event::ServerRequestEnded(id)
             }
             Move::HostAnswerDue(id) => Event::HostAnswerDue(id),
+            Move::HostRetry(n, id, with_inputs) => {
+                self.env.requests_left -= 1;
+                let state = self
+                    .core
+                    .rounds()
+                    .nth(n)
+                    .map(|(_, s)| s.to_owned())
+                    .unwrap_or_default();
+                let mut params = json!({"requestState": state});
+                if with_inputs {
+                    let inputs: serde_json::Map<String, Value> = (1..=self.ghost.upstream.len())
+                        .map(|i| (format!("s{i}"), json!({"ok": i})))
+                        .collect();
+                    params["inputResponses"] = Value::Object(inputs);
+                }
+                let request = HostRequest::new(json!(id), "tools/call", Some(params));
+                self.ghost.asked.push(Asked {
+                    key: request.key.clone(),
+                    kind: Kind::Call,
+                    answered: false,
+                    cancelled: false,
+                });
+                Event::HostRequest(request)
+            }
+            Move::RoundDue(n) => {
+                let key = self
+                    .core
+                    .parked()
+                    .nth(n)
+                    .cloned()
+                    .unwrap_or_else(|| "99".into());
+                Event::RoundDue(key)
+            }
         }
     }
 
@@ -455,22 +521,51 @@ impl FrontWorld {
                     .iter_mut()
                     .rev()
                     .find(|a| a.key == key && !a.answered && !a.cancelled);
-                match open {
+                let kind = match open {
                     Some(a) => {
                         a.answered = true;
-                        if a.kind == Kind::Initialize && msg.get("result").is_some() {
-                            self.ghost.initialized = true;
-                        }
-                        if a.kind == Kind::Call && msg.get("result").is_some() {
-                            self.ghost.met |= p::MET_CALL_ANSWERED;
-                        }
+                        a.kind
                     }
-                    None => self.ghost.violations |= p::ANSWERED_UNASKED,
+                    None => {
+                        self.ghost.violations |= p::ANSWERED_UNASKED;
+                        return;
+                    }
+                };
+                let result = msg.get("result");
+                if matches!(kind, Kind::Initialize | Kind::Discover) && result.is_some() {
+                    self.ghost.initialized = true;
+                }
+                if kind == Kind::Call && result.is_some() {
+                    self.ghost.met |= p::MET_CALL_ANSWERED;
+                }
+                let asked_input: Vec<u64> = result
+                    .and_then(|r| r.get("inputRequests"))
+                    .and_then(Value::as_object)
+                    .map(|inputs| {
+                        inputs
+                            .keys()
+                            .filter_map(|k| k.strip_prefix('s')?.parse::<u64>().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                for id in asked_input {
+                    let fresh = match self.upstream_mut(id) {
+                        Some(u) if !u.in_round && !u.sent => {
+                            u.in_round = true;
+                            true
+                        }
+                        _ => false,
+                    };
+                    if fresh {
+                        self.ghost.met |= p::MET_ROUND;
+                    } else {
+                        self.ghost.violations |= p::ASKED_TWICE;
+                    }
                 }
             }
             // A request of the upstream's.
             (Some(_), Some(id)) => {
-                if !self.ghost.initialized {
+                if !self.ghost.initialized || self.core.is_modern() {
                     self.ghost.violations |= p::ASKED_BEFORE_INIT;
                 }
                 let id = id.as_u64().unwrap_or(0);
@@ -501,8 +596,9 @@ impl FrontWorld {
                 }
             }
             (Some(_), None) => {
-                // Any other notification: only once the host's `initialize` was answered.
-                if !self.ghost.initialized {
+                // Any other notification: only once the host's `initialize` was answered (a
+                // 2026-07-28 host has no handshake).
+                if !self.ghost.initialized && !self.core.is_modern() {
                     self.ghost.violations |= p::ASKED_BEFORE_INIT;
                 }
                 self.ghost.met |= p::MET_NOTIFIED;

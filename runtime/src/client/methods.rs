@@ -203,6 +203,26 @@ impl Client {
             .and_then(|result| self.shared.output_schemas.check(name, result))
     }
 
+    /// `tools/call` with its params as given (`name`, `arguments`, `_meta`, …) and the
+    /// server's JSON result: for a proxy or bridge that hands calls on unchanged. Like
+    /// [`Client::call_tool_with`] it runs a tool that needs a task as one (polled to its end,
+    /// with tasks enabled, [`crate::ClientBuilder::tasks`]); unlike it, the result is not
+    /// decoded nor checked against the tool's `outputSchema`.
+    pub async fn call_tool_value(&self, params: Value, options: RequestOptions) -> Result<Value> {
+        let mut params = params;
+        let name = params
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(task) = self.task_param(&name).await?
+            && let Some(p) = params.as_object_mut()
+        {
+            p.insert("task".into(), task);
+        }
+        self.request_with("tools/call", Some(params), options).await
+    }
+
     /// The `params.task` a 2025-11-25 `tools/call` of `tool` carries, if it runs as a task
     /// (the tool requires one, or may run as one and the host asked for that, and the server
     /// takes task-backed tool calls); a tool that requires a task is an error when tasks are
