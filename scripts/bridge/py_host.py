@@ -9,10 +9,11 @@ HOST_TRACE=1 prints every message on stderr.
                [--call '{"check": NAME, "tool": T, "arguments": {...}, "expect": [TEXT...]}']...
                -- COMMAND [ARGS...]
 
-Checks: initialize (the client's default `auto` mode: `server/discover` first, then `initialize`),
-tools/list, a call with progress (`trigger-long-running-operation`), sampling
-(`trigger-sampling-request`), elicitation (`trigger-elicitation-request`), roots
-(`get-roots-list`), and a call cancelled by anyio cancellation: the SDK sends
+Checks: initialize; the client's default `auto` mode asks `server/discover` first, which the
+bridge (a handshake-era front) refuses with -32601, and then `initialize`; tools/list; a call
+with progress (`trigger-long-running-operation`: all progress on the wire, in order, before the
+result); sampling (`trigger-sampling-request`), elicitation (`trigger-elicitation-request`), roots
+(`get-roots-list`); and a call cancelled by anyio cancellation: the SDK sends
 `notifications/cancelled`, no answer to that id ever arrives (seen on the wire, under the SDK),
 and a following call still works. Each --call adds a check: the tool's result (not an error)
 contains every expected text.
@@ -216,6 +217,20 @@ async def main(args: argparse.Namespace) -> int:
                 f"sent {methods}, protocol {client.protocol_version}",
             )
             print(f"# protocol {client.protocol_version}, server {client.server_info}, sent {methods[:3]}", flush=True)
+            # The SDK's `auto` mode asks server/discover first; a handshake-era front refuses it
+            # (-32601) and the SDK falls back to initialize.
+            discover = next((m for m in tap.sent if m.get("method") == "server/discover"), None)
+            refused = [
+                m for m in tap.received if discover and "method" not in m and m.get("id") == discover["id"]
+            ]
+            report.check(
+                "server/discover refused, initialize after",
+                discover is not None
+                and len(refused) == 1
+                and (refused[0].get("error") or {}).get("code") == -32601
+                and methods.index("initialize") > methods.index("server/discover"),
+                f"sent {methods}, answers to server/discover {refused}",
+            )
             with anyio.fail_after(STEP):
                 tools = {t.name for t in (await client.list_tools()).tools}
             report.check("tools/list", bool(tools), "no tools")

@@ -10,8 +10,10 @@
 //               -- COMMAND [ARGS...]
 //
 // --sdk defaults to $MCP_TS_SDK, else v1; --era (v2 only: its versionNegotiation mode) defaults
-// to legacy. HOST_TRACE=1 prints every message on stderr. The SDK packages are loaded from $PEERS_NODE_MODULES, else $PEERS/node/node_modules.
-// Checks: initialize, tools/list, a call with progress (`trigger-long-running-operation`),
+// to legacy. HOST_TRACE=1 prints every message (and the transport's errors) on stderr. The SDK
+// packages are loaded from $PEERS_NODE_MODULES, else $PEERS/node/node_modules.
+// Checks: initialize, tools/list, a call with progress (`trigger-long-running-operation`: all
+// progress on the wire, in order, before the result; at least one to the SDK's callback),
 // sampling (`trigger-sampling-request`), elicitation (`trigger-elicitation-request`), roots
 // (`get-roots-list`), and a call cancelled through its AbortSignal: the SDK sends
 // `notifications/cancelled`, no answer to that id ever arrives (seen on the wire, under the
