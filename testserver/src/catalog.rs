@@ -43,11 +43,11 @@ pub(crate) const CHAOS_TOOLS: [&str; 16] = [
     "stderr_flood",
 ];
 
-fn object(properties: Value, required: &[&str]) -> Value {
+pub(crate) fn object(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn tool(name: &str, description: &str, input: Value) -> Value {
+pub(crate) fn tool(name: &str, description: &str, input: Value) -> Value {
     json!({"name": name, "description": description, "inputSchema": input})
 }
 
@@ -178,6 +178,9 @@ pub(crate) fn tools(config: &ServerConfig) -> Vec<Value> {
             }),
         ),
     ];
+    if config.conformance {
+        v.extend(crate::conformance::tools());
+    }
     if config.chaos {
         v.extend(chaos_tools());
     }
@@ -339,8 +342,9 @@ fn static_text(n: u32) -> String {
     format!("Static resource {n}")
 }
 
-/// `resources/list`: three static text resources.
-pub(crate) fn list_resources() -> Value {
+/// `resources/list`: three static text resources (and the conformance fixtures with
+/// [`ServerConfig::conformance`]).
+pub(crate) fn list_resources(config: &ServerConfig) -> Value {
     let resources: Vec<Value> = (1..=3)
         .map(|n| {
             json!({
@@ -351,20 +355,28 @@ pub(crate) fn list_resources() -> Value {
             })
         })
         .collect();
+    let mut resources = resources;
+    if config.conformance {
+        resources.extend(crate::conformance::resources());
+    }
     json!({"resources": resources})
 }
 
-/// `resources/templates/list`: one template.
-pub(crate) fn list_resource_templates() -> Value {
-    json!({"resourceTemplates": [{
+/// `resources/templates/list`: one template (and the conformance fixture's with
+/// [`ServerConfig::conformance`]).
+pub(crate) fn list_resource_templates(config: &ServerConfig) -> Value {
+    let mut templates = vec![json!({
         "uriTemplate": "test://dynamic/{id}",
         "name": "dynamic",
         "description": "A text resource made up for any id",
         "mimeType": "text/plain",
-    }]})
+    })];
+    if config.conformance {
+        templates.extend(crate::conformance::templates());
+    }
+    json!({"resourceTemplates": templates})
 }
 
-/// `resources/read` of a static or template URI.
 /// The text of the resource at `uri`, if the catalogue has it (a static resource, or one of the
 /// template's).
 fn resource_text(uri: &str) -> Option<String> {
@@ -387,11 +399,18 @@ pub(crate) fn has_resource(uri: &str) -> bool {
     resource_text(uri).is_some()
 }
 
-pub(crate) fn read_resource(params: &Value) -> Result<Value, RpcError> {
+/// `resources/read` of a static or template URI (or a conformance fixture's with
+/// [`ServerConfig::conformance`]).
+pub(crate) fn read_resource(config: &ServerConfig, params: &Value) -> Result<Value, RpcError> {
     let uri = params
         .get("uri")
         .and_then(Value::as_str)
         .ok_or_else(|| RpcError::invalid_params("missing uri"))?;
+    if config.conformance
+        && let Some(contents) = crate::conformance::read(uri)
+    {
+        return Ok(json!({"contents": [contents]}));
+    }
     match resource_text(uri) {
         Some(text) => {
             Ok(json!({"contents": [{"uri": uri, "mimeType": "text/plain", "text": text}]}))
@@ -403,25 +422,37 @@ pub(crate) fn read_resource(params: &Value) -> Result<Value, RpcError> {
     }
 }
 
-/// `prompts/list`.
-pub(crate) fn list_prompts() -> Value {
-    json!({"prompts": [
+/// `prompts/list` (the conformance fixtures last with [`ServerConfig::conformance`]).
+pub(crate) fn list_prompts(config: &ServerConfig) -> Value {
+    let mut result = json!({"prompts": [
         {
             "name": "greeting",
             "description": "Greets someone by name",
             "arguments": [{"name": "name", "description": "who to greet", "required": true}],
         },
         {"name": "plain", "description": "A prompt without arguments"},
-    ]})
+    ]});
+    if config.conformance
+        && let Some(Value::Array(prompts)) = result.get_mut("prompts")
+    {
+        prompts.extend(crate::conformance::prompts());
+    }
+    result
 }
 
 fn user_text(text: String) -> Value {
     json!({"role": "user", "content": {"type": "text", "text": text}})
 }
 
-/// `prompts/get`.
-pub(crate) fn get_prompt(params: &Value) -> Result<Value, RpcError> {
+/// `prompts/get` (of a conformance fixture too with [`ServerConfig::conformance`]).
+pub(crate) fn get_prompt(config: &ServerConfig, params: &Value) -> Result<Value, RpcError> {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+    if config.conformance {
+        let args = params.get("arguments").unwrap_or(&Value::Null);
+        if let Some(got) = crate::conformance::get_prompt(name, args) {
+            return got.map_err(RpcError::invalid_params);
+        }
+    }
     match name {
         "greeting" => {
             let who = params

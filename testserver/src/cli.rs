@@ -48,6 +48,10 @@
 //! the second origin listens (the other place the `auth:KIND` faults point a client at; it
 //! records what reaches it). The server runs until it is killed.
 //!
+//! `--conformance` adds the official conformance suite's fixture tools, resources and prompts
+//! ([`ServerConfig::conformance`]) and, over HTTP, the DNS-rebinding check of `Host` and
+//! `Origin` ([`crate::http::HttpConfig::check_host`]): what the suite's server scenarios expect.
+//!
 //! Exit codes: 0 after EOF on stdin, 1 for `--die-on-start` or a stdout write failure,
 //! 2 for bad flags, 3 for the `die` and `exit_after` chaos tools and `--probe die`.
 
@@ -127,6 +131,9 @@ pub struct CliOptions {
     /// `--other-origin ADDR`: where the second origin listens (see
     /// [`crate::http::HttpConfig::other_origin`]).
     pub other_origin: Option<std::net::SocketAddr>,
+    /// `--conformance`: the conformance suite's fixtures, and over HTTP the `Host`/`Origin`
+    /// check.
+    pub conformance: bool,
 }
 
 /// A command line the binaries do not understand.
@@ -205,7 +212,7 @@ pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [
 [--probe error|silent|die|garbage] [--modern-versions V1,V2] [--omit-result-type] \
 [--cache-ttl-ms N] [--cache-private] [--listen on|off] [--listen-end complete|cancel] \
 [--listen-honor all|-tools,-prompts,-resources,-subscriptions,-URI] [--modern-unsolicited on|off] \
-[--sse-keepalive-ms N] [--other-origin ADDR] [--tasks] [--task-store FILE] [--help]\nServes one MCP connection on stdin/stdout \
+[--sse-keepalive-ms N] [--other-origin ADDR] [--tasks] [--task-store FILE] [--conformance] [--help]\nServes one MCP connection on stdin/stdout \
 (newline-delimited JSON-RPC), or with --http/--sse MCP over HTTP (Streamable HTTP at /mcp, HTTP+SSE at /sse; \
 the URL is stdout's first line); logs go to stderr. --era picks the protocol era (legacy: initialize \
 only; modern: 2026-07-28 only; dual: both); --probe says how a legacy server treats server/discover. \
@@ -216,7 +223,9 @@ too, so that a server started again on it knows them. Modern subscriptions/liste
 --listen-honor=-prompts,-test://static/2); --modern-unsolicited off stops the untagged change \
 notifications and resources/subscribe of modern requests (default on); --sse-keepalive-ms sets the \
 period of a listen stream's ': keep-alive' comments over HTTP (default 15000, 0: none); \
---other-origin is where the second origin of the auth:KIND faults listens (default 127.0.0.1:0).";
+--other-origin is where the second origin of the auth:KIND faults listens (default 127.0.0.1:0); \
+--conformance adds the official conformance suite's fixture tools, resources and prompts and, over \
+HTTP, refuses (403) a Host or Origin that is not local (DNS-rebinding protection).";
 
 /// `on` or `off`.
 fn switch(flag: &str, value: String) -> Result<bool, CliError> {
@@ -331,6 +340,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
             "--omit-result-type" if inline.is_none() => opts.omit_result_type = true,
             "--cache-ttl-ms" => opts.cache_ttl_ms = Some(number(&flag, value(&flag)?)? as u64),
             "--cache-private" if inline.is_none() => opts.cache_private = true,
+            "--conformance" if inline.is_none() => opts.conformance = true,
             "--json" if inline.is_none() => opts.json = true,
             "--pid-file" => opts.pid_file = Some(value(&flag)?.into()),
             "--endless-cursor" if inline.is_none() => opts.endless_cursor = true,
@@ -390,6 +400,7 @@ impl CliOptions {
                 listen_honor: self.listen_honor,
                 modern_unsolicited: self.modern_unsolicited,
                 sse_keepalive_ms: self.sse_keepalive_ms,
+                conformance: self.conformance,
                 ..CliOptions::default()
             },
             Err(e) => {
@@ -456,6 +467,9 @@ pub fn apply(opts: &CliOptions, mut config: ServerConfig) -> ServerConfig {
     }
     if let Some(on) = opts.modern_unsolicited {
         config.modern_unsolicited = on;
+    }
+    if opts.conformance {
+        config.conformance = true;
     }
     config
 }
@@ -598,6 +612,7 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
             .sse_keepalive_ms
             .unwrap_or(crate::http::DEFAULT_SSE_KEEPALIVE_MS),
         other_origin: opts.other_origin,
+        check_host: opts.conformance,
     };
     let Some(runtime) = runtime(prog) else {
         return 1;
@@ -721,6 +736,18 @@ mod tests {
             unknown.contains("keepalive-flood:BYTES") && unknown.contains("expires-max"),
             "{unknown}"
         );
+    }
+
+    #[test]
+    fn conformance_flag_parses() {
+        let o = parse(&["--conformance"]).unwrap();
+        assert!(o.conformance);
+        assert!(apply(&o, ServerConfig::echo()).conformance);
+        assert!(!apply(&parse(&[]).unwrap(), ServerConfig::echo()).conformance);
+        assert!(matches!(
+            parse(&["--conformance=yes"]),
+            Err(CliError::Unknown(_))
+        ));
     }
 
     #[test]

@@ -64,6 +64,18 @@ use serde_json::Value;
 /// Resources `test://static/1..3`, template `test://dynamic/{id}`; prompts `greeting {name}` and
 /// `plain`; completion of `greeting`'s `name` from `["alice", "alfred", "bob"]`.
 ///
+/// The official conformance suite's fixtures, listed and served only with
+/// [`ServerConfig::conformance`] (after the tools above, before the chaos ones): tools
+/// `test_simple_text`, `test_image_content`, `test_audio_content`, `test_embedded_resource`,
+/// `test_multiple_content_types`, `test_tool_with_logging`, `test_error_handling`,
+/// `test_tool_with_progress`, `test_sampling {prompt}`, `test_elicitation {message}`,
+/// `test_elicitation_sep1034_defaults`, `test_elicitation_sep1330_enums`,
+/// `json_schema_2020_12_tool` and `test_reconnection` (over HTTP its stream is closed after
+/// the priming event; the answer comes to the resumption); resources `test://static-text`,
+/// `test://static-binary`, `test://watched-resource` and template `test://template/{id}/data`;
+/// prompts `test_simple_prompt`, `test_prompt_with_arguments {arg1, arg2}`,
+/// `test_prompt_with_embedded_resource {resourceUri}` and `test_prompt_with_image`.
+///
 /// `subscriptions/listen` (modern era, [`ServerConfig::listen`]): the acknowledgement first,
 /// then the changes published by `notify_changed`, `test_trigger_tool_change` and `touch` (on
 /// every connection sharing the [`crate::ListenBus`]), tagged with the listen's id; see
@@ -149,6 +161,10 @@ pub struct ServerConfig {
     /// (`--modern-unsolicited on|off`, default on, as before listen existed). The handshake era
     /// always does.
     pub modern_unsolicited: bool,
+    /// The official conformance suite's fixture tools, resources and prompts besides the
+    /// catalogue (`--conformance`; see the catalogue above), so that the server passes the
+    /// suite's server scenarios itself. Off by default: the catalogue's counts stay as they are.
+    pub conformance: bool,
     /// What every connection served with this configuration received (not configuration:
     /// clones share it, equality ignores it). Shown by `session_info` as `served`.
     pub served: Served,
@@ -494,6 +510,7 @@ impl ServerConfig {
             listen_end: ListenEnd::Complete,
             listen_honor: ListenHonor::default(),
             modern_unsolicited: true,
+            conformance: false,
             served: Served::default(),
         }
     }

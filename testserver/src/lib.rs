@@ -29,6 +29,7 @@ mod bus;
 mod catalog;
 pub mod cli;
 mod config;
+mod conformance;
 mod connection;
 pub mod http;
 mod listen;

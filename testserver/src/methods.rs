@@ -47,9 +47,9 @@ pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &
         "tasks/result" if shared.config.tasks => tasks::result(shared, &params).await,
         "tasks/cancel" if shared.config.tasks => tasks::cancel(&shared.config, &params),
         "tasks/list" if shared.config.tasks => tasks::list(&shared.config),
-        "resources/list" => ok(catalog::list_resources()),
-        "resources/templates/list" => ok(catalog::list_resource_templates()),
-        "resources/read" => ok(catalog::read_resource(&params)?),
+        "resources/list" => ok(catalog::list_resources(&shared.config)),
+        "resources/templates/list" => ok(catalog::list_resource_templates(&shared.config)),
+        "resources/read" => ok(catalog::read_resource(&shared.config, &params)?),
         "resources/subscribe" | "resources/unsubscribe" => {
             let uri = params
                 .get("uri")
@@ -63,8 +63,8 @@ pub(crate) async fn dispatch(shared: &Shared, method: &str, params: Value, id: &
             }
             ok(json!({}))
         }
-        "prompts/list" => ok(catalog::list_prompts()),
-        "prompts/get" => ok(catalog::get_prompt(&params)?),
+        "prompts/list" => ok(catalog::list_prompts(&shared.config)),
+        "prompts/get" => ok(catalog::get_prompt(&shared.config, &params)?),
         "completion/complete" => ok(catalog::complete(&params)),
         "logging/setLevel" => {
             let level = params

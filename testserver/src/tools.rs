@@ -77,6 +77,12 @@ pub(crate) async fn call(shared: &Shared, params: &Value, id: &Value) -> Handled
         .get("_meta")
         .and_then(|m| m.get("progressToken"))
         .cloned();
+    if shared.config.conformance
+        && let Some(result) =
+            crate::conformance::call(shared, name, &args, progress_token.clone()).await
+    {
+        return ok(result);
+    }
     let unsolicited = shared.unsolicited("tools/call", params);
     match run(shared, name, &args, progress_token, id, unsolicited).await {
         Ok(reply) => Ok(reply),

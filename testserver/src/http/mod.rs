@@ -104,6 +104,11 @@ pub struct HttpConfig {
     /// `auth:KIND` faults send a client to, which records what reaches it. Without it, an
     /// `auth:KIND` server listens on `127.0.0.1:0`; other servers have no second origin.
     pub other_origin: Option<SocketAddr>,
+    /// DNS-rebinding protection (`--conformance` turns it on): a request to `/mcp`, `/sse` or
+    /// `/message` whose `Host` is not `localhost`, `127.0.0.1` or `[::1]` (any port), or whose
+    /// `Origin`, if it has one, is not on one of those hosts, gets `403`. Off: any `Host` and
+    /// `Origin` are served.
+    pub check_host: bool,
 }
 
 /// The default period of a listen stream's keep-alive comments (15 s, as the Python SDK).
@@ -120,6 +125,7 @@ impl HttpConfig {
             fault_times: None,
             sse_keepalive_ms: DEFAULT_SSE_KEEPALIVE_MS,
             other_origin: None,
+            check_host: false,
         }
     }
 
@@ -495,6 +501,15 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             return auth::challenge(&state, kind);
         }
     }
+    if state.config.check_host
+        && matches!(path.as_str(), "/mcp" | "/sse" | "/message")
+        && !local_host_and_origin(req.headers())
+    {
+        return text(
+            StatusCode::FORBIDDEN,
+            "forbidden: Host or Origin is not a local one (DNS-rebinding protection)",
+        );
+    }
     let modern_only = state.config.server.era == Era::Modern;
     match (req.method().clone(), path.as_str()) {
         (Method::POST, "/mcp") => post(state, req).await,
@@ -553,6 +568,40 @@ async fn handle_other(state: Arc<State>, req: Request<Incoming>) -> Response<Bod
     match auth::document(&state, kind, Origin::Other, &parts.method, &path, &query).await {
         Some(r) => r,
         None => text(StatusCode::NOT_FOUND, "not found"),
+    }
+}
+
+/// Whether `host` (a `Host` header, or the authority of an `Origin`) names a loopback host:
+/// `localhost`, `127.0.0.1` or `[::1]`, with or without a port.
+fn is_local_host(host: &str) -> bool {
+    let name = if let Some(rest) = host.strip_prefix('[') {
+        match rest.split_once(']') {
+            Some((inside, after)) if after.is_empty() || after.starts_with(':') => inside,
+            _ => return false,
+        }
+    } else {
+        host.split_once(':').map_or(host, |(name, _)| name)
+    };
+    name.eq_ignore_ascii_case("localhost") || name == "127.0.0.1" || name == "::1"
+}
+
+/// The check of [`HttpConfig::check_host`]: a local `Host`, and a local `Origin` if there is
+/// one (`null` and other unreadable origins are refused).
+fn local_host_and_origin(headers: &hyper::HeaderMap) -> bool {
+    let host = headers
+        .get(hyper::header::HOST)
+        .and_then(|v| v.to_str().ok());
+    if !host.is_some_and(is_local_host) {
+        return false;
+    }
+    match headers.get(hyper::header::ORIGIN) {
+        None => true,
+        Some(origin) => origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .filter(|(scheme, _)| matches!(*scheme, "http" | "https"))
+            .is_some_and(|(_, authority)| is_local_host(authority)),
     }
 }
 
@@ -704,12 +753,26 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             Ok(r) => return r,
             Err(cut) => answer(&state, &session, msg, &id, cut).await,
         },
-        None => answer(&state, &session, msg, &id, None).await,
+        None => {
+            let cut = reconnection_call(&state, &msg).then_some(Cut::Close);
+            answer(&state, &session, msg, &id, cut).await
+        }
     };
     if let Ok(v) = HeaderValue::from_str(&session.id) {
         response.headers_mut().insert(SESSION_HEADER, v);
     }
     response
+}
+
+/// Whether `msg` calls the conformance fixture `test_reconnection` (with
+/// [`ServerConfig::conformance`]): its stream is closed after the priming event, before the
+/// answer, which a `GET` with `Last-Event-ID` then gets (SEP-1699 polling).
+fn reconnection_call(state: &State, msg: &Message) -> bool {
+    state.config.server.conformance
+        && !state.config.json
+        && msg.method.as_deref() == Some("tools/call")
+        && msg.params.get("name").and_then(Value::as_str)
+            == Some(crate::conformance::RECONNECTION_TOOL)
 }
 
 /// How a legacy server answers a sessionless `server/discover` ([`crate::Probe`]); `None`: as
