@@ -315,22 +315,30 @@ async fn a_lost_request_stream_is_resumed_with_last_event_id() {
     let call = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
         "name": "slow", "arguments": {"ms": 600, "steps": 3}, "_meta": {"progressToken": "t"}}});
     let mut r = post(&http, &front.url, &s, call).await;
-    // Read the first event (a progress notification), then drop the connection.
-    let mut first = String::new();
-    while !first.contains("\n\n") {
+    // The stream's priming event (an id, `retry`, no data), then a progress notification;
+    // then drop the connection.
+    let mut read = String::new();
+    while !read.contains("notifications/progress") || !read.ends_with("\n\n") {
         let chunk = tokio::time::timeout(BOUND, r.chunk())
             .await
             .unwrap()
             .unwrap()
             .unwrap();
-        first.push_str(&String::from_utf8_lossy(&chunk));
+        read.push_str(&String::from_utf8_lossy(&chunk));
     }
-    let id = first
+    assert!(
+        read.starts_with("id: ") && read.contains("retry: "),
+        "priming first: {read}"
+    );
+    let progress_event = read
+        .split("\n\n")
+        .find(|e| e.contains("notifications/progress"))
+        .unwrap();
+    let id = progress_event
         .lines()
         .find_map(|l| l.strip_prefix("id: "))
         .expect("events carry ids")
         .to_owned();
-    assert!(first.contains("notifications/progress"), "{first}");
     drop(r);
     let resumed = tokio::time::timeout(
         BOUND,

@@ -7,8 +7,9 @@
 //! upstream's requests, log messages, list changes) to the standalone `GET` stream when one is
 //! open, else to the one request stream open if there is exactly one (a tool call's sampling
 //! request), else to the newest request stream, else it waits (bounded) for a stream to open.
-//! Every event carries an id `{stream}-{seq}`; the last events of each stream are kept, so a
-//! host that lost a stream resumes it with `GET` and `Last-Event-ID`.
+//! Every stream starts with a priming event (an id, `retry`, no data: SEP-1699) and every event
+//! carries an id `{stream}-{seq}`; the last events of each stream are kept, so a host that lost
+//! a stream resumes it with `GET` and `Last-Event-ID`.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -167,6 +168,7 @@ impl HttpSession {
         let mut routes = lock(&self.routes);
         let (tx, rx) = mpsc::channel(STREAM_QUEUE);
         let id = routes.open_stream(Some(key.to_owned()));
+        let _ = tx.try_send(priming(id));
         routes.requests.insert(key.to_owned(), StreamTx { id, tx });
         if let Some(token) = token {
             routes.progress.insert(token.to_string(), key.to_owned());
@@ -210,6 +212,7 @@ impl HttpSession {
             return rx;
         }
         let id = routes.open_stream(None);
+        let _ = tx.try_send(priming(id));
         routes.standalone = Some(StreamTx { id, tx });
         routes.flush_pending();
         rx
@@ -374,6 +377,15 @@ impl Routes {
             kept.done = true;
         }
     }
+}
+
+/// How long a host waits before it resumes a lost stream (SSE `retry`, ms).
+const RETRY_MS: u64 = 1000;
+
+/// The first event of every stream (SEP-1699): an id to resume from (`{stream}-0`), the
+/// `retry` delay, and no data (a host reads it as nothing).
+fn priming(stream: u64) -> Bytes {
+    Bytes::from(format!("id: {stream}-0\nretry: {RETRY_MS}\ndata: \n\n"))
 }
 
 /// One SSE event: `id: {stream}-{seq}` and the message as its data.
