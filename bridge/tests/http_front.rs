@@ -99,8 +99,10 @@ async fn a_client_works_through_the_http_front_and_its_session_ends_with_it() {
     let handlers = Handlers::new().sampling(|_params, _cx| {
         Box::pin(async { Ok(CreateMessageResult::text("m", "sampled through")) })
     });
+    // The handshake era: a session of its own (a 2026-07-28 client is served statelessly).
     let client = ClientBuilder::streamable_http(&front.url)
         .unwrap()
+        .era(mcp_runtime::EraMode::Legacy)
         .handler(handlers)
         .connect()
         .await
@@ -144,16 +146,14 @@ async fn a_client_works_through_the_http_front_and_its_session_ends_with_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hosts_get_two_sessions_with_their_own_upstreams() {
     let front = start(HttpOptions::default()).await;
-    let a = ClientBuilder::streamable_http(&front.url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
-    let b = ClientBuilder::streamable_http(&front.url)
-        .unwrap()
-        .connect()
-        .await
-        .unwrap();
+    // The handshake era: a session each (2026-07-28 clients share the stateless one).
+    let legacy = || {
+        ClientBuilder::streamable_http(&front.url)
+            .unwrap()
+            .era(mcp_runtime::EraMode::Legacy)
+    };
+    let a = legacy().connect().await.unwrap();
+    let b = legacy().connect().await.unwrap();
     front.live_is(2).await;
     let (x, y) = tokio::join!(
         a.call_tool("echo", json!({"message": "a"})),
@@ -363,5 +363,39 @@ async fn a_lost_request_stream_is_resumed_with_last_event_id() {
         !rest.contains(&format!("id: {id}\n")),
         "nothing before the last event: {rest}"
     );
+    front.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_2026_07_28_client_is_served_statelessly_with_input_rounds() {
+    let front = start(HttpOptions::default()).await;
+    let handlers = Handlers::new().sampling(|_params, _cx| {
+        Box::pin(async { Ok(CreateMessageResult::text("m", "sampled in a round")) })
+    });
+    let client = ClientBuilder::streamable_http(&front.url)
+        .unwrap()
+        .era(mcp_runtime::EraMode::Modern)
+        .handler(handlers)
+        .connect()
+        .await
+        .expect("a 2026-07-28 client connects through the front");
+    assert_eq!(client.era(), Some(mcp_runtime::Era::Modern));
+    let echo = client
+        .call_tool("echo", json!({"message": "stateless"}))
+        .await
+        .unwrap();
+    assert_eq!(echo.text(), "Echo: stateless");
+    // The upstream (a handshake-era server) asks for sampling: the client is asked in the
+    // call's answer (input_required), answers, and the call completes.
+    let sampled = client
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
+    assert!(
+        sampled.text().contains("sampled in a round"),
+        "{}",
+        sampled.text()
+    );
+    client.stop().await;
     front.stop().await;
 }

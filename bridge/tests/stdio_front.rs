@@ -395,6 +395,17 @@ async fn a_2026_07_28_host_discovers_calls_and_answers_input_rounds() {
         .await;
     assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
     assert_eq!(text(&echo), "Echo: m");
+    // A list of a handshake-era upstream gets the cache hints a 2026-07-28 host requires
+    // (nothing may be kept), and no call's result does.
+    let tools = host
+        .request(json!(20), "tools/list", json!({"_meta": modern_meta()}))
+        .await;
+    assert_eq!(
+        (&tools["result"]["ttlMs"], &tools["result"]["cacheScope"]),
+        (&json!(0), &json!("private")),
+        "{tools}"
+    );
+    assert!(echo["result"].get("ttlMs").is_none());
     // The upstream (a handshake-era server) asks for sampling during the call: the host gets
     // it as input asked in the call's answer, never as a request.
     let asked = host

@@ -9,7 +9,7 @@ HOST_TRACE=1 prints every message on stderr.
                [--call '{"check": NAME, "tool": T, "arguments": {...}, "expect": [TEXT...]}']...
                -- COMMAND [ARGS...]
 
-Checks: initialize; the client's default `auto` mode asks `server/discover` first, which the
+Checks: connect; the client's default `auto` mode asks `server/discover` first, which the
 bridge (a handshake-era front) refuses with -32601, and then `initialize`; tools/list; a call
 with progress (`trigger-long-running-operation`: all progress on the wire, in order, before the
 result); sampling (`trigger-sampling-request`), elicitation (`trigger-elicitation-request`), roots
@@ -212,24 +212,25 @@ async def main(args: argparse.Namespace) -> int:
         async with client:
             methods = [m.get("method") for m in tap.sent]
             report.check(
-                "initialize",
-                "initialize" in methods and client.protocol_version is not None,
+                "connect",
+                client.protocol_version is not None,
                 f"sent {methods}, protocol {client.protocol_version}",
             )
             print(f"# protocol {client.protocol_version}, server {client.server_info}, sent {methods[:3]}", flush=True)
-            # The SDK's `auto` mode asks server/discover first; a handshake-era front refuses it
-            # (-32601) and the SDK falls back to initialize.
+            # The SDK's `auto` mode asks server/discover first: the bridge's front speaks the
+            # 2026-07-28 era too, so the session is a modern one (no initialize at all).
             discover = next((m for m in tap.sent if m.get("method") == "server/discover"), None)
-            refused = [
+            answers = [
                 m for m in tap.received if discover and "method" not in m and m.get("id") == discover["id"]
             ]
             report.check(
-                "server/discover refused, initialize after",
+                "server/discover answered: a 2026-07-28 session",
                 discover is not None
-                and len(refused) == 1
-                and (refused[0].get("error") or {}).get("code") == -32601
-                and methods.index("initialize") > methods.index("server/discover"),
-                f"sent {methods}, answers to server/discover {refused}",
+                and len(answers) == 1
+                and "2026-07-28" in ((answers[0].get("result") or {}).get("supportedVersions") or [])
+                and client.protocol_version == "2026-07-28"
+                and "initialize" not in methods,
+                f"sent {methods}, answers to server/discover {answers}, protocol {client.protocol_version}",
             )
             with anyio.fail_after(STEP):
                 tools = {t.name for t in (await client.list_tools()).tools}

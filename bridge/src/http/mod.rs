@@ -17,9 +17,10 @@
 //! - Sessions are bounded ([`HttpOptions::max_sessions`], then `503`) and end after
 //!   [`HttpOptions::idle`] without a request and with no stream open.
 //!
-//! Not (yet) the 2026-07-28 stateless shape: a request without a session is refused with `400`
-//! and a JSON-RPC error that is not a 2026-07-28 one, so a dual-era host falls back to
-//! `initialize`.
+//! The 2026-07-28 stateless shape: a request without a session that carries the era's
+//! `_meta` (or is `server/discover`) goes to the one stateless bridge session, answered on its
+//! own stream (input rounds find their call by `requestState`; closing the stream cancels the
+//! request, a listen included). Any other request without a session is refused with `400`.
 
 mod guard;
 mod session;
@@ -255,10 +256,73 @@ fn rpc_error(status: StatusCode, code: i64, message: &str) -> Response<Body> {
 }
 
 fn sse(rx: tokio::sync::mpsc::Receiver<Bytes>, session: Option<&str>) -> Response<Body> {
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
-        let event = rx.recv().await?;
-        Some((Ok::<_, Infallible>(Frame::data(event)), rx))
-    });
+    sse_events(rx, session, None)
+}
+
+/// The `_meta` key that marks a 2026-07-28 request.
+const MODERN_META: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Sends `notifications/cancelled` for a request into its session when its stream is closed
+/// before the answer (a 2026-07-28 host cancels so).
+struct CancelOnDrop {
+    session: Arc<HttpSession>,
+    id: Value,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let session = Arc::clone(&self.session);
+        let line = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                          "params": {"requestId": self.id, "reason": "the stream was closed"}})
+        .to_string();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                session.send(line.as_bytes()).await;
+            });
+        }
+    }
+}
+
+/// A stream's events; ended by the session (after the answer) or by the host (then `cancel`,
+/// if any, tells the session).
+struct Events {
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    cancel: Option<CancelOnDrop>,
+}
+
+impl futures_util::Stream for Events {
+    type Item = Result<Frame<Bytes>, Infallible>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        match self.rx.poll_recv(cx) {
+            std::task::Poll::Ready(Some(event)) => {
+                std::task::Poll::Ready(Some(Ok(Frame::data(event))))
+            }
+            std::task::Poll::Ready(None) => {
+                // Ended by the session: nothing to cancel.
+                if let Some(c) = self.cancel.as_mut() {
+                    c.armed = false;
+                }
+                std::task::Poll::Ready(None)
+            }
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+fn sse_events(
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    session: Option<&str>,
+    cancel: Option<CancelOnDrop>,
+) -> Response<Body> {
+    let body = Events { rx, cancel };
     let mut r = Response::new(BodyExt::boxed(StreamBody::new(body)));
     let h = r.headers_mut();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
@@ -311,7 +375,7 @@ async fn handle(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
 }
 
 fn session_of(state: &State, req: &Request<Incoming>) -> Option<Arc<HttpSession>> {
-    let id = header(req, SESSION_HEADER)?;
+    let id = header(req, SESSION_HEADER).filter(|id| *id != STATELESS)?;
     lock(&state.sessions).get(id).cloned()
 }
 
@@ -337,6 +401,7 @@ fn get(state: &State, req: &Request<Incoming>) -> Response<Body> {
 async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     if let Some(version) = header(&req, "mcp-protocol-version")
         && !crate::HANDSHAKE_VERSIONS.contains(&version)
+        && version != mcp_machine::front::MODERN_VERSION
     {
         return rpc_error(
             StatusCode::BAD_REQUEST,
@@ -370,8 +435,20 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
     let method = msg.get("method").and_then(Value::as_str);
     let id = msg.get("id").filter(|i| !i.is_null());
+    let modern = method == Some("server/discover")
+        || msg
+            .get("params")
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(MODERN_META))
+            .is_some();
     let session = match (&given, method) {
         (None, Some("initialize")) if id.is_some() => match start_session(&state) {
+            Ok(s) => s,
+            Err(r) => return *r,
+        },
+        // The 2026-07-28 stateless shape: every sessionless request of that era goes to the
+        // one stateless bridge session (its input rounds find their call by `requestState`).
+        (None, _) if modern => match stateless_session(&state) {
             Ok(s) => s,
             Err(r) => return *r,
         },
@@ -382,13 +459,17 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 "Mcp-Session-Id is required (start a session with initialize)",
             );
         }
-        (Some(sid), _) => match lock(&state.sessions).get(sid).cloned() {
+        (Some(sid), _) => match lock(&state.sessions)
+            .get(sid)
+            .filter(|_| sid != STATELESS)
+            .cloned()
+        {
             Some(s) => s,
             None => return text(StatusCode::NOT_FOUND, "unknown session"),
         },
     };
     let line = msg.to_string().into_bytes();
-    let new_session = given.is_none();
+    let new_session = given.is_none() && !modern;
     match (method, id) {
         (Some(_), Some(id)) => {
             let key = id.to_string();
@@ -401,7 +482,13 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
                 if !session.send(&line).await {
                     return text(StatusCode::NOT_FOUND, "the session ended");
                 }
-                sse(rx, new_session.then_some(session.id.as_str()))
+                // In the 2026-07-28 era closing the stream is the request's cancellation.
+                let cancel = modern.then(|| CancelOnDrop {
+                    session: Arc::clone(&session),
+                    id: id.clone(),
+                    armed: true,
+                });
+                sse_events(rx, new_session.then_some(session.id.as_str()), cancel)
             } else {
                 let answer = session.open_plain(&key);
                 if !session.send(&line).await {
@@ -432,16 +519,34 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// The id under which the stateless session (2026-07-28 hosts) is kept: not a session id a
+/// host can name (session ids are hex).
+const STATELESS: &str = "stateless";
+
+/// The one bridge session of every 2026-07-28 host (made at the first such request).
+fn stateless_session(state: &Arc<State>) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
+    if let Some(s) = lock(&state.sessions).get(STATELESS) {
+        return Ok(Arc::clone(s));
+    }
+    new_session(state, STATELESS.to_owned())
+}
+
 /// A new session: its bridge (with its own upstream client) and the routing of its output.
 fn start_session(state: &Arc<State>) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
+    new_session(state, session_id())
+}
+
+fn new_session(state: &Arc<State>, id: String) -> Result<Arc<HttpSession>, Box<Response<Body>>> {
     let mut sessions = lock(&state.sessions);
+    if let Some(s) = sessions.get(&id) {
+        return Ok(Arc::clone(s));
+    }
     if sessions.len() >= state.options.max_sessions {
         return Err(Box::new(text(
             StatusCode::SERVICE_UNAVAILABLE,
             "too many sessions",
         )));
     }
-    let id = session_id();
     let (host_side, bridge_side) = tokio::io::duplex(1 << 20);
     let (from_bridge, to_bridge) = tokio::io::split(host_side);
     let (bridge_r, bridge_w) = tokio::io::split(bridge_side);

@@ -297,6 +297,8 @@ struct Flight {
     modern: bool,
     /// It may ask for input (`tools/call`, `prompts/get`, `resources/read` of a 2026-07-28 host).
     can_ask: bool,
+    /// Its result carries cache hints in the 2026-07-28 era (the four lists, `resources/read`).
+    cacheable: bool,
     /// The round the host holds.
     round: Option<Round>,
     /// Upstream requests waiting for the next round.
@@ -310,6 +312,7 @@ impl Hash for Flight {
         self.waiter.as_ref().map(|(k, _)| k).hash(state);
         self.modern.hash(state);
         self.can_ask.hash(state);
+        self.cacheable.hash(state);
         self.round.hash(state);
         self.queued.hash(state);
         self.outcome.as_ref().map(Result::is_ok).hash(state);
@@ -576,10 +579,19 @@ impl FrontCore {
                 request.method.as_str(),
                 "tools/call" | "prompts/get" | "resources/read"
             );
+        let cacheable = matches!(
+            request.method.as_str(),
+            "tools/list"
+                | "prompts/list"
+                | "resources/list"
+                | "resources/templates/list"
+                | "resources/read"
+        );
         let flight = Flight {
             waiter: Some((request.key.clone(), request.id.clone())),
             modern,
             can_ask,
+            cacheable,
             round: None,
             queued: VecDeque::new(),
             outcome: None,
@@ -589,22 +601,34 @@ impl FrontCore {
     }
 
     fn discovered(&mut self, request: &HostRequest) {
-        let result = self
+        let mut result = self
             .discover
             .as_ref()
             .map(|d| d.discover.clone())
             .unwrap_or_else(|| json!({"supportedVersions": [MODERN_VERSION]}));
+        if let Some(r) = result.as_object_mut() {
+            r.entry("resultType").or_insert_with(|| json!("complete"));
+            r.entry("ttlMs").or_insert_with(|| json!(0));
+            r.entry("cacheScope").or_insert_with(|| json!("private"));
+        }
         self.answer_ok(&request.id, &result);
     }
 
     /// Writes the call's final answer to the request waiting for it (a 2026-07-28 host's
     /// result says `resultType: complete`).
-    fn finish_call(&mut self, id: &Value, modern: bool, outcome: Result<Value, RpcError>) {
+    fn finish_call(&mut self, id: &Value, flight: (bool, bool), outcome: Result<Value, RpcError>) {
+        let (modern, cacheable) = flight;
         match outcome {
             Ok(mut result) => {
                 if let Some(r) = result.as_object_mut() {
                     if modern {
                         r.entry("resultType").or_insert_with(|| json!("complete"));
+                        if cacheable {
+                            // A handshake-era upstream gives no cache hints: the result may
+                            // not be kept (a 2026-07-28 host requires the fields).
+                            r.entry("ttlMs").or_insert_with(|| json!(0));
+                            r.entry("cacheScope").or_insert_with(|| json!("private"));
+                        }
                     } else {
                         // A handshake-era host gets a handshake-era result: what only a
                         // 2026-07-28 server says (its result type, cache hints, its info in
@@ -864,9 +888,9 @@ impl table::Handlers for FrontCore {
             return;
         };
         if let Some(outcome) = flight.outcome.take() {
-            let modern = flight.modern;
+            let kind = (flight.modern, flight.cacheable);
             self.in_flight.remove(&w);
-            self.finish_call(&p.id, modern, outcome);
+            self.finish_call(&p.id, kind, outcome);
         } else if !flight.queued.is_empty() {
             let next: Vec<ServerRequest> = flight.queued.drain(..).collect();
             self.ask(&w, next);
@@ -1077,19 +1101,20 @@ impl table::Handlers for FrontCore {
 
     fn write_answer(&mut self, p: CallAnswer) {
         let flight = self.in_flight.remove(&p.key);
-        let (id, modern) = match flight {
+        let (id, kind) = match flight {
             Some(Flight {
                 waiter: Some((_, id)),
                 modern,
+                cacheable,
                 ..
-            }) => (id, modern),
+            }) => (id, (modern, cacheable)),
             // (A mutant answering a cancelled call: under the call's own key.)
             _ => (
                 serde_json::from_str(&p.key).unwrap_or_default(),
-                self.modern,
+                (self.modern, false),
             ),
         };
-        self.finish_call(&id, modern, p.outcome);
+        self.finish_call(&id, kind, p.outcome);
     }
 
     fn forward_server_request(&mut self, p: ServerRequest) {
