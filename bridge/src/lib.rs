@@ -4,8 +4,11 @@
 //! another stdio server with the client's guarantees: reconnect, session re-initialization,
 //! era translation, bounded everything.
 //!
-//! What the host sees is one server speaking the handshake era (`initialize`, 2024-11-05 …
-//! 2025-11-25) over newline-delimited JSON-RPC:
+//! What the host sees is one server speaking its era, the handshake one (`initialize`,
+//! 2024-11-05 … 2025-11-25) or 2026-07-28 (`server/discover`, stateless requests, input asked
+//! in a call's `input_required` answer), over newline-delimited JSON-RPC (or Streamable HTTP,
+//! [`http`]); every decision about what it is owed is the front's table (`spec/front.toml`,
+//! run by [`mcp_machine::front::FrontCore`]):
 //!
 //! - its requests are answered exactly once (a request it cancels with
 //!   `notifications/cancelled`, never), with the upstream's result or JSON-RPC error as sent,
@@ -23,9 +26,9 @@
 //! - a reconnect, a new session or a crash of the upstream is invisible except to a call in
 //!   flight at that moment, which fails with -32000.
 //!
-//! What it is not (yet): a 2026-07-28 front (a host sending `server/discover` gets
-//! method-not-found and falls back to `initialize`); task-augmented requests are not offered
-//! (the `tasks` capability is removed from what the host sees).
+//! What it is not (yet): task-augmented requests are not offered to the host (the `tasks`
+//! capability is removed from what it sees; a tool that needs a task runs as one, polled by
+//! the bridge).
 //!
 //! ```no_run
 //! # async fn run() {
