@@ -11,13 +11,11 @@
 //! `…/list_changed`. A server that is down keeps its items listed; its calls wait for it (within
 //! the call's bound) or fail with -32000, as with one server.
 
-use std::time::Duration;
-
 use mcp_machine::front::UpstreamNotification;
 use mcp_runtime::group::{ClientGroup, GroupError, GroupHandler};
 use mcp_runtime::{
-    Client, HandlerFuture, ListKind, LoggingLevel, Progress, Provides, RequestContext,
-    RequestOptions, Root, RpcError, ServerNotification, codes,
+    Client, HandlerFuture, ListKind, LoggingLevel, Provides, RequestContext, RequestOptions, Root,
+    RpcError, ServerNotification, codes,
 };
 use serde_json::{Value, json};
 use tokio::sync::{mpsc, watch};
@@ -25,7 +23,7 @@ use tokio::task::AbortHandle;
 
 use crate::handler::ForwardingHandler;
 use crate::session::Inner;
-use crate::upstream::{progress_frame, to_rpc};
+use crate::upstream::to_rpc;
 
 /// The group's handler: each server is told the host's capabilities, and its requests are
 /// forwarded to the host like one server's.
@@ -193,18 +191,10 @@ pub(crate) async fn call(
     group: &ClientGroup,
     method: &str,
     params: Option<Value>,
-    token: Option<Value>,
-    out: mpsc::Sender<Vec<u8>>,
-    timeout: Duration,
+    options: RequestOptions,
     hint: Option<&str>,
 ) -> Result<Value, RpcError> {
     let view = group.view();
-    let mut options = RequestOptions::new().timeout(timeout);
-    if let Some(token) = token {
-        options = options.on_progress(move |p: Progress| {
-            let _ = out.try_send(progress_frame(&token, &p));
-        });
-    }
     let member = |server: &str| -> Result<Client, RpcError> {
         group
             .client(server)

@@ -181,8 +181,16 @@ impl Bridge {
     /// Serves the host over the process's stdin and stdout until the host closes stdin or
     /// `shutdown` resolves; then stops the upstream (its processes reaped) and returns.
     pub async fn serve_stdio(self, shutdown: impl Future<Output = ()>) -> BridgeReport {
-        self.serve(tokio::io::stdin(), tokio::io::stdout(), shutdown)
-            .await
+        // Pipes (what a host gives its servers) are read and written by the runtime's own
+        // reactor; anything else (a terminal, a file) through tokio's blocking stdio, whose
+        // thread hand-offs cost a call several times the bridge's own work.
+        #[cfg(unix)]
+        if let Some((reader, writer)) = stdio_pipes() {
+            let writer = tokio::io::BufWriter::with_capacity(64 << 10, writer);
+            return self.serve(reader, writer, shutdown).await;
+        }
+        let writer = tokio::io::BufWriter::with_capacity(64 << 10, tokio::io::stdout());
+        self.serve(tokio::io::stdin(), writer, shutdown).await
     }
 
     /// Serves the host over `reader` and `writer` (newline-delimited JSON-RPC) until the host
@@ -219,4 +227,20 @@ impl Bridge {
         let _ = tokio::time::timeout(Duration::from_secs(1), writer_task).await;
         report
     }
+}
+
+/// The process's stdin and stdout as non-blocking pipes, when both are pipes (copies of the
+/// descriptors: no `unsafe`). Setting them non-blocking affects the pipes' other users too:
+/// the bridge is their only reader and writer.
+#[cfg(unix)]
+fn stdio_pipes() -> Option<(
+    tokio::net::unix::pipe::Receiver,
+    tokio::net::unix::pipe::Sender,
+)> {
+    use std::os::fd::AsFd;
+    let input = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+    let output = std::io::stdout().as_fd().try_clone_to_owned().ok()?;
+    let reader = tokio::net::unix::pipe::Receiver::from_file(std::fs::File::from(input)).ok()?;
+    let writer = tokio::net::unix::pipe::Sender::from_file(std::fs::File::from(output)).ok()?;
+    Some((reader, writer))
 }

@@ -18,7 +18,7 @@ use mcp_machine::front::{
     CallAnswer, Event, Fired, FrontConfig, FrontCore, FrontOutput, HostNotification, HostRequest,
     HostResponse, Invalid, State, UpstreamFailed, UpstreamNotification, UpstreamReady,
 };
-use mcp_runtime::{ClientBuilder, Error, Root, RpcError, codes};
+use mcp_runtime::{ClientBuilder, Error, RequestOptions, Root, RpcError, codes};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
@@ -72,8 +72,8 @@ pub(crate) struct Session {
     client: Option<Up>,
     /// Upstreams that connected after the session closed, being stopped.
     late: Vec<Up>,
-    /// The tasks running the host's calls, by key.
-    calls: HashMap<String, AbortHandle>,
+    /// The tasks running the host's calls, by key, and the progress token each reports under.
+    calls: HashMap<String, (AbortHandle, upstream::Token)>,
     /// Where each upstream request's answer goes, by its id on the host's side.
     replies: HashMap<u64, oneshot::Sender<Result<serde_json::Value, RpcError>>>,
     out: mpsc::Sender<Vec<u8>>,
@@ -282,8 +282,14 @@ impl Session {
             FrontOutput::Write(frame) => self.write(frame).await,
             FrontOutput::Connect(init) => self.connect(init),
             FrontOutput::StartCall(request) => self.start_call(request),
+            FrontOutput::CallResumed(key, request) => {
+                if let Some((_, token)) = self.calls.get(&key) {
+                    let (_, new) = upstream::take_progress_token(request.params);
+                    token.set(new);
+                }
+            }
             FrontOutput::AbortCall(key) => {
-                if let Some(task) = self.calls.remove(&key) {
+                if let Some((task, _)) = self.calls.remove(&key) {
                     // Dropping the call's future sends the upstream its cancellation.
                     task.abort();
                 }
@@ -401,26 +407,29 @@ impl Session {
             params,
         } = request;
         let (params, token) = upstream::take_progress_token(upstream::without_envelope(params));
+        let token = upstream::Token::new(token);
+        let task_token = token.clone();
+        // A 2026-07-28 host may send the call again with a token after an input round.
+        let always = self.core.is_modern();
         let out = self.out.clone();
         let events = self.inner_tx.clone();
         let timeout = self.options.call_timeout;
         let hint = self.options.login_hint.clone();
         let task_key = key.clone();
+        let options = task_token.options(RequestOptions::new().timeout(timeout), out, always);
         let task = tokio::spawn(async move {
-            let outcome = client
-                .call(&method, params, token, out, timeout, hint.as_deref())
-                .await;
+            let outcome = client.call(&method, params, options, hint.as_deref()).await;
             let _ = events.send(Inner::Answered(CallAnswer {
                 key: task_key,
                 outcome,
             }));
         });
-        self.calls.insert(key, task.abort_handle());
+        self.calls.insert(key, (task.abort_handle(), token));
     }
 
     async fn finish(mut self, ended: Ended) -> BridgeReport {
         // The table dropped every call and failed every upstream request; what is left is IO.
-        for (_, task) in self.calls.drain() {
+        for (_, (task, _)) in self.calls.drain() {
             task.abort();
         }
         self.replies.clear();

@@ -19,6 +19,57 @@ use mcp_machine::front::wire;
 /// of these, else the newest.
 pub const HANDSHAKE_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 
+/// The host's progress token of a call, changeable while the call runs (a 2026-07-28 host sends
+/// the call again, with another token, after each input round).
+#[derive(Clone, Default)]
+pub(crate) struct Token(Arc<std::sync::Mutex<Option<Value>>>);
+
+impl Token {
+    /// A token cell holding `token`.
+    pub(crate) fn new(token: Option<Value>) -> Self {
+        Token(Arc::new(std::sync::Mutex::new(token)))
+    }
+
+    /// Reports progress under `token` from now on.
+    pub(crate) fn set(&self, token: Option<Value>) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = token;
+    }
+
+    fn get(&self) -> Option<Value> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn is_set(&self) -> bool {
+        self.get().is_some()
+    }
+
+    /// The call's options with progress sent to the host under the token of the moment
+    /// (asked of the upstream when `always`, or when the host gave a token).
+    pub(crate) fn options(
+        &self,
+        options: RequestOptions,
+        out: mpsc::Sender<Vec<u8>>,
+        always: bool,
+    ) -> RequestOptions {
+        if !always && !self.is_set() {
+            return options;
+        }
+        let token = self.clone();
+        options.on_progress(move |p: Progress| {
+            // A host that does not read loses progress, never an answer.
+            if let Some(t) = token.get() {
+                let _ = out.try_send(progress_frame(&t, &p));
+            }
+        })
+    }
+}
+
 /// The bridge's upstream, connected: one client, or a group of them.
 #[derive(Clone)]
 pub(crate) enum Up {
@@ -34,18 +85,14 @@ impl Up {
         &self,
         method: &str,
         params: Option<Value>,
-        token: Option<Value>,
-        out: mpsc::Sender<Vec<u8>>,
-        timeout: std::time::Duration,
+        options: RequestOptions,
         hint: Option<&str>,
     ) -> Result<Value, RpcError> {
         match self {
-            Up::One(client) => call(client, method, params, token, out, timeout)
+            Up::One(client) => call(client, method, params, options)
                 .await
                 .map_err(|e| to_rpc(&e, hint)),
-            Up::Group(group) => {
-                crate::group::call(group, method, params, token, out, timeout, hint).await
-            }
+            Up::Group(group) => crate::group::call(group, method, params, options, hint).await,
         }
     }
 
@@ -75,16 +122,9 @@ impl Up {
     /// Subscribes to a resource's updates (on the server listing it, for a group).
     pub(crate) async fn subscribe(&self, uri: &str) {
         let params = Some(json!({"uri": uri}));
-        let (out, _) = mpsc::channel(1);
+        let options = RequestOptions::new().timeout(std::time::Duration::from_secs(60));
         let _ = self
-            .call(
-                "resources/subscribe",
-                params,
-                None,
-                out,
-                std::time::Duration::from_secs(60),
-                None,
-            )
+            .call("resources/subscribe", params, options, None)
             .await;
     }
 
@@ -121,9 +161,7 @@ pub(crate) async fn call(
     client: &Client,
     method: &str,
     params: Option<Value>,
-    token: Option<Value>,
-    out: mpsc::Sender<Vec<u8>>,
-    timeout: std::time::Duration,
+    options: RequestOptions,
 ) -> Result<Value, Error> {
     match method {
         "logging/setLevel" => {
@@ -153,13 +191,6 @@ pub(crate) async fn call(
             done.map(|()| json!({}))
         }
         _ => {
-            let mut options = RequestOptions::new().timeout(timeout);
-            if let Some(token) = token {
-                options = options.on_progress(move |p: Progress| {
-                    // A host that does not read loses progress, never an answer.
-                    let _ = out.try_send(progress_frame(&token, &p));
-                });
-            }
             match method {
                 // A tool that runs as a task runs as one here, polled to its end: the host
                 // sees a plain call.

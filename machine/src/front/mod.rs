@@ -244,6 +244,9 @@ pub enum FrontOutput {
     RootsChanged,
     /// Subscribe to these resources' updates (a 2026-07-28 host's listen asked for them).
     Subscribe(Vec<String>),
+    /// The call `.0` (by the key of the request that started it) now answers the host's request
+    /// `.1` (sent again with its input): its progress goes under that request's token.
+    CallResumed(CallKey, HostRequest),
     /// Stop the upstream client: the session is closed.
     StopUpstream,
 }
@@ -884,6 +887,8 @@ impl table::Handlers for FrontCore {
             };
             self.reply_upstream(id, outcome);
         }
+        self.out
+            .push_back(FrontOutput::CallResumed(w.clone(), p.clone()));
         let Some(flight) = self.in_flight.get_mut(&w) else {
             return;
         };
