@@ -1,12 +1,13 @@
-//! Memory of the bridge a bench client spawns (`scripts/bench-bridge`):
+//! Memory and CPU of the bridge a bench client spawns (`scripts/bench-bridge`):
 //! `bridge_rss [--every-ms MS] -- CMD ARGS...` runs CMD (a bench client whose server command
-//! is the bridge) with its stdout and stderr passed through, samples every MS (default 20) the
-//! resident set of CMD's own child processes (the bridges; not their children, such as the
-//! upstream server a bridge of a stdio server starts) from `/proc/PID/status`, and when CMD
-//! has ended prints one JSON line:
-//! `{"mode":"rss","children":K,"hwm_kib":H,"last_rss_kib":R}`: K child processes seen, H the
-//! largest `VmHWM` (peak resident set) of any of them, R the `VmRSS` of the last one at its
-//! last sample (the bridge of the measured run, after its 100-in-flight calls). Exits with
+//! is the bridge) with its stdout and stderr passed through, samples every MS (default 20)
+//! CMD's own child processes (the bridges; not their children, such as the upstream server a
+//! bridge of a stdio server starts) from `/proc`, and when CMD has ended prints one JSON line:
+//! `{"mode":"rss","children":K,"hwm_kib":H,"last_rss_kib":R,"last_cpu_ms":C,"last_threads":T}`:
+//! K child processes seen, H the largest `VmHWM` (peak resident set) of any of them; R, C and
+//! T of the last one (the bridge of the measured run: the connects come first) at its last
+//! sample: its `VmRSS`, the CPU time of its threads (`/proc/PID/task/*/schedstat`: threads
+//! that ended before the sample are not counted) and the most threads it had. Exits with
 //! CMD's status. Linux only (reads `/proc`); not a general process monitor.
 
 use std::collections::HashSet;
@@ -23,6 +24,25 @@ fn memory(pid: u32) -> Option<(u64, u64)> {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
     };
     Some((field("VmHWM:")?, field("VmRSS:")?))
+}
+
+/// The CPU time of `pid`'s live threads in nanoseconds, and how many there are.
+fn cpu(pid: u32) -> (u64, usize) {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return (0, 0);
+    };
+    let (mut ns, mut threads) = (0, 0);
+    for task in tasks.flatten() {
+        threads += 1;
+        if let Ok(stat) = std::fs::read_to_string(task.path().join("schedstat")) {
+            ns += stat
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0);
+        }
+    }
+    (ns, threads)
 }
 
 /// The children of `pid` (over all its threads: a multi-thread runtime spawns from any).
@@ -78,6 +98,7 @@ fn main() -> ExitCode {
     let pid = child.id();
     let mut seen = HashSet::new();
     let (mut hwm, mut last_rss, mut last_pid) = (0u64, 0u64, 0u32);
+    let (mut last_cpu, mut last_threads) = (0u64, 0usize);
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
@@ -91,17 +112,25 @@ fn main() -> ExitCode {
             if let Some((h, r)) = memory(c) {
                 hwm = hwm.max(h);
                 // The child seen last is the measured run's bridge (the connects come first).
-                if seen.insert(c) || c == last_pid {
+                let new = seen.insert(c);
+                if new || c == last_pid {
+                    let (ns, threads) = cpu(c);
+                    if new {
+                        last_threads = 0;
+                    }
                     last_pid = c;
                     last_rss = r;
+                    last_cpu = ns;
+                    last_threads = last_threads.max(threads);
                 }
             }
         }
         std::thread::sleep(every);
     };
     println!(
-        "{{\"mode\":\"rss\",\"children\":{},\"hwm_kib\":{hwm},\"last_rss_kib\":{last_rss}}}",
-        seen.len()
+        "{{\"mode\":\"rss\",\"children\":{},\"hwm_kib\":{hwm},\"last_rss_kib\":{last_rss},\"last_cpu_ms\":{:.1},\"last_threads\":{last_threads}}}",
+        seen.len(),
+        last_cpu as f64 / 1e6
     );
     match status.code() {
         Some(0) => ExitCode::SUCCESS,
