@@ -10,7 +10,7 @@ HOST_TRACE=1 prints every message on stderr.
                -- COMMAND [ARGS...]
 
 Checks: connect; the client's default `auto` mode asks `server/discover` first, which the
-bridge (a handshake-era front) refuses with -32601, and then `initialize`; tools/list; a call
+bridge answers as a 2026-07-28 server (no `initialize` then); tools/list; a call
 with progress (`trigger-long-running-operation`: all progress on the wire, in order, before the
 result); sampling (`trigger-sampling-request`), elicitation (`trigger-elicitation-request`), roots
 (`get-roots-list`); and a call cancelled by anyio cancellation: the SDK sends
@@ -154,17 +154,27 @@ def fill(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def progress_on_wire(tap: Tap, sent_before: int) -> list[float]:
-    """The progress values received for the first tools/call sent after `sent_before`, before its answer."""
-    call = next((m for m in tap.sent[sent_before:] if m.get("method") == "tools/call"), None)
-    if call is None:
+    """The progress values received for the first tools/call sent after `sent_before`, before its
+    final answer. A 2026-07-28 session may answer it `input_required` and the SDK sends it again
+    (a new id, maybe a new token): every send of the same tool counts as that call."""
+    calls = [m for m in tap.sent[sent_before:] if m.get("method") == "tools/call"]
+    if not calls:
         return []
-    token = ((call.get("params") or {}).get("_meta") or {}).get("progressToken")
+    name = (calls[0].get("params") or {}).get("name")
+    calls = [c for c in calls if (c.get("params") or {}).get("name") == name]
+    tokens = {
+        json.dumps(tok)
+        for c in calls
+        if (tok := ((c.get("params") or {}).get("_meta") or {}).get("progressToken")) is not None
+    }
+    ids = {json.dumps(c["id"]) for c in calls}
     values: list[float] = []
     for m in tap.received:
-        if "method" not in m and m.get("id") == call["id"]:
+        final = (m.get("result") or {}).get("resultType") != "input_required"
+        if "method" not in m and json.dumps(m.get("id")) in ids and final:
             return values
-        if m.get("method") == "notifications/progress" and token is not None:
-            if (m.get("params") or {}).get("progressToken") == token:
+        if m.get("method") == "notifications/progress":
+            if json.dumps((m.get("params") or {}).get("progressToken")) in tokens:
                 values.append(m["params"]["progress"])
     return []
 
