@@ -593,6 +593,26 @@ fn process_exited(pid: u32) -> bool {
     let Ok(raw) = i32::try_from(pid) else {
         return false;
     };
+    // What the kernel shows first: no such process, or a zombie (`Z`) or one being torn down
+    // (`X`), has exited, whoever its parent is (a zombie can still be signalled).
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // (Only where /proc is there at all: without it this says nothing.)
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && std::path::Path::new("/proc/self/stat").exists() =>
+        {
+            return true;
+        }
+        Err(_) => {}
+        Ok(stat) => {
+            let state = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.trim_start().chars().next());
+            if matches!(state, Some('Z' | 'X')) {
+                return true;
+            }
+        }
+    }
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
     match waitid(Id::Pid(nix::unistd::Pid::from_raw(raw)), flags) {
         Ok(WaitStatus::StillAlive) => false,
