@@ -452,7 +452,11 @@ async fn a_2026_07_28_host_hears_list_changes_on_its_listen_only() {
         .await;
     host.send(
         json!({"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
-        "params": {"notifications": {"toolsListChanged": true}, "_meta": modern_meta()}}),
+        // Malformed parts of the filter (a flag that is not `true`, a URI that is not a
+        // string) are not honored, and the acknowledgement says so.
+        "params": {"notifications": {"toolsListChanged": true, "promptsListChanged": "yes",
+                                     "resourceSubscriptions": [7]},
+                   "_meta": modern_meta()}}),
     )
     .await;
     let ack = host

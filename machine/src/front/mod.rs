@@ -19,6 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::codes;
+use crate::listen::ListenFilter;
 use crate::request::RpcError;
 
 /// The generated table of the front (`spec/front.toml`): its states, events, rows and dispatch.
@@ -326,13 +327,14 @@ impl Hash for Flight {
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Listen {
     id: Value,
-    /// The notifications it asked for (`toolsListChanged`, …, `resourceSubscriptions`).
-    filter: Value,
+    /// The notifications it asked for (read as the client reads its own listens' filters).
+    filter: ListenFilter,
 }
 
 impl Hash for Listen {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.id.to_string().hash(state);
+        self.filter.hash(state);
     }
 }
 
@@ -903,31 +905,22 @@ impl table::Handlers for FrontCore {
     }
 
     fn open_listen(&mut self, p: HostRequest) {
-        let filter = p
-            .params
-            .as_ref()
-            .and_then(|params| params.get("notifications"))
-            .cloned()
-            .unwrap_or_else(|| json!({}));
-        let uris: Vec<String> = filter
-            .get("resourceSubscriptions")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let filter = ListenFilter::from_json(
+            p.params
+                .as_ref()
+                .and_then(|params| params.get("notifications")),
+        );
+        // The acknowledgement says what the bridge honors: all of what was well asked for.
         let params = json!({
             "_meta": {crate::listen::META_SUBSCRIPTION_ID: p.id},
-            "notifications": filter,
+            "notifications": filter.to_json(),
         });
         self.write(wire::notification(
             "notifications/subscriptions/acknowledged",
             Some(&params),
         ));
-        if !uris.is_empty() {
+        if !filter.uris.is_empty() {
+            let uris = filter.uris.iter().cloned().collect();
             self.out.push_back(FrontOutput::Subscribe(uris));
         }
         self.listens.insert(p.key, Listen { id: p.id, filter });
@@ -1188,29 +1181,26 @@ impl table::Handlers for FrontCore {
         }
         // A 2026-07-28 host hears of list changes and resource updates on its listens only,
         // each tagged with the listen's id.
-        let flag = match p.method.as_str() {
-            "notifications/tools/list_changed" => Some("toolsListChanged"),
-            "notifications/prompts/list_changed" => Some("promptsListChanged"),
-            "notifications/resources/list_changed" => Some("resourcesListChanged"),
-            "notifications/resources/updated" => None,
-            _ => return self.write(wire::notification(&p.method, p.params.as_ref())),
-        };
         let uri = p
             .params
             .as_ref()
             .and_then(|params| params.get("uri"))
-            .cloned();
+            .and_then(Value::as_str);
+        let wants = |f: &ListenFilter| match p.method.as_str() {
+            "notifications/tools/list_changed" => Some(f.tools),
+            "notifications/prompts/list_changed" => Some(f.prompts),
+            "notifications/resources/list_changed" => Some(f.resources),
+            "notifications/resources/updated" => Some(uri.is_some_and(|u| f.uris.contains(u))),
+            _ => None,
+        };
+        if wants(&ListenFilter::default()).is_none() {
+            // Not a listen's business: as it came.
+            return self.write(wire::notification(&p.method, p.params.as_ref()));
+        }
         let targets: Vec<Value> = self
             .listens
             .values()
-            .filter(|l| match flag {
-                Some(flag) => l.filter.get(flag).and_then(Value::as_bool) == Some(true),
-                None => l
-                    .filter
-                    .get("resourceSubscriptions")
-                    .and_then(Value::as_array)
-                    .is_some_and(|a| uri.as_ref().is_some_and(|u| a.contains(u))),
-            })
+            .filter(|l| wants(&l.filter) == Some(true))
             .map(|l| l.id.clone())
             .collect();
         for id in targets {
