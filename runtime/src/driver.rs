@@ -468,6 +468,13 @@ impl Driver {
                 token,
                 frame,
             } => {
+                #[cfg(feature = "otel")]
+                if let Some((_, clock)) = &self.recorder
+                    && let mcp_machine::FrameKind::Request { id, own: true } = frame.head.kind
+                    && let Some(method) = &frame.head.method
+                {
+                    clock.sent(method, id);
+                }
                 // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {
                     // A byte link writes the bytes alone: its frames carry no head.
@@ -785,11 +792,15 @@ impl Driver {
             }
         }
         let version = self.machine.server().map(|s| s.protocol_version.as_str());
+        let session = (step.to == mcp_machine::State::Ready)
+            .then(|| self.connector.session_id())
+            .flatten();
         clock.observe(
             recorder,
             step,
             self.machine.last_error(),
             version,
+            session,
             std::time::Instant::now(),
         );
     }

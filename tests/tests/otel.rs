@@ -182,6 +182,21 @@ async fn a_tool_call_is_a_client_span_under_the_callers_context_with_the_convent
     assert!(attr(&list.attributes, keys::TOOL_NAME).is_none());
     assert_ne!(list.span_context.trace_id(), parent_id.trace_id());
 
+    // The handshake: an `initialize` span (after a `server/discover` probe when the client
+    // probes), a root of its own, with the version it agreed.
+    let init = sink.span("initialize");
+    assert_eq!(init.span_kind, SpanKind::Client);
+    assert_eq!(init.status, Status::Unset);
+    assert_eq!(
+        text(&init.attributes, keys::METHOD).as_deref(),
+        Some("initialize")
+    );
+    assert!(text(&init.attributes, keys::REQUEST_ID).is_some());
+    assert_eq!(
+        text(&init.attributes, keys::PROTOCOL_VERSION).as_deref(),
+        Some("2025-11-25")
+    );
+
     // One point per request in the conventions' histogram, with the conventions' buckets.
     let points = sink.histogram(metrics::OPERATION_DURATION);
     let call_point = points
@@ -520,4 +535,39 @@ async fn without_telemetry_nothing_is_recorded_and_meta_is_untouched() {
             .collect::<Vec<_>>(),
         ["turn"]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_streamable_http_the_span_names_the_server_and_the_session() {
+    use mcp_testserver::http::{HttpConfig, serve};
+    let server = serve(
+        "127.0.0.1:0".parse().unwrap(),
+        HttpConfig::new(ServerConfig::echo()),
+    )
+    .await
+    .unwrap();
+    let url = server.url();
+    let port = i64::from(server.addr().port());
+    tokio::spawn(server.run());
+    let sink = Sink::new();
+    let client = ClientBuilder::streamable_http(&url)
+        .unwrap()
+        .era(mcp_runtime::EraMode::Legacy)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    client.stop().await;
+    let call = sink.span("tools/call add");
+    let a = &call.attributes;
+    assert_eq!(text(a, keys::NETWORK_TRANSPORT).as_deref(), Some("tcp"));
+    assert_eq!(text(a, keys::NETWORK_PROTOCOL).as_deref(), Some("http"));
+    assert_eq!(text(a, keys::SERVER_ADDRESS).as_deref(), Some("127.0.0.1"));
+    assert_eq!(attr(a, keys::SERVER_PORT), Some(&Value::I64(port)));
+    let session = text(a, keys::SESSION_ID).expect("mcp.session.id");
+    assert!(!session.is_empty());
 }

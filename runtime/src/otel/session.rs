@@ -1,38 +1,47 @@
-//! The session metrics, read off the table's transitions as the driver sees them: a session
-//! is the time from `ready` until the connection leaves it; a new attempt after a failure is a
-//! reconnect; the time in `backoff` is the backoff. The driver only reports the transitions:
+//! The session metrics and the handshake's spans, read off the table's transitions as the
+//! driver sees them: a session is the time from `ready` until the connection leaves it; a new
+//! attempt after a failure is a reconnect; the time in `backoff` is the backoff; `probing` is
+//! a `server/discover` span and `initializing` an `initialize` span, each ended when the state
+//! is left (`ready`: with the protocol version and session; anything else but the next step of
+//! the handshake: with the failure). The driver only reports the transitions and what it sent:
 //! what they mean is the table's.
 
 use std::time::Instant;
 
-use mcp_machine::{Failure, State, Step};
-use opentelemetry::KeyValue;
+use mcp_machine::{Failure, RequestId, State, Step};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
 
 use super::{Recorder, failure_type, keys};
 
-/// When the session and the backoff in progress began.
+/// When the session and the backoff in progress began, and the handshake's span.
 #[derive(Default)]
 pub(crate) struct SessionClock {
     ready_since: Option<Instant>,
     backoff_since: Option<Instant>,
     /// Whether an attempt was made already (the next one is a reconnect).
     attempted: bool,
+    /// The span of the handshake step in progress (`server/discover` or `initialize`).
+    handshake: Option<Context>,
 }
 
 impl SessionClock {
     /// Records what a transition ends and begins. `cause` is the connection's last failure
-    /// (read after the step), `version` the protocol version of the session that was ready.
+    /// (read after the step), `version` the protocol version of the session that was ready,
+    /// `session` its session id (read only for a transition into `ready`).
     pub(crate) fn observe(
         &mut self,
         recorder: &Recorder,
         step: &Step,
         cause: Option<&Failure>,
         version: Option<&str>,
+        session: Option<String>,
         now: Instant,
     ) {
         if step.from == step.to {
             return;
         }
+        self.handshake_step(recorder, step, cause, version, session);
         let instruments = recorder.instruments();
         // An attempt ended on a failure: into backoff, or from a live state straight into a
         // new attempt (an expired session initialized again at once).
@@ -77,5 +86,63 @@ impl SessionClock {
             }
             _ => {}
         }
+    }
+
+    /// The handshake request `method` went out with id `id`: its span says so.
+    pub(crate) fn sent(&self, method: &str, id: RequestId) {
+        if let Some(cx) = &self.handshake
+            && matches!(method, "initialize" | "server/discover")
+        {
+            cx.span()
+                .set_attribute(KeyValue::new(keys::REQUEST_ID, id.to_string()));
+        }
+    }
+
+    /// Ends the handshake span a transition ends, and opens the one it begins.
+    fn handshake_step(
+        &mut self,
+        recorder: &Recorder,
+        step: &Step,
+        cause: Option<&Failure>,
+        version: Option<&str>,
+        session: Option<String>,
+    ) {
+        if let Some(cx) = self.handshake.take() {
+            let span = cx.span();
+            match step.to {
+                State::Ready => {
+                    if let Some(v) = version {
+                        span.set_attribute(KeyValue::new(keys::PROTOCOL_VERSION, v.to_owned()));
+                    }
+                    if let Some(s) = session {
+                        span.set_attribute(KeyValue::new(keys::SESSION_ID, s));
+                    }
+                }
+                // The probe ended in a handshake: the probe itself was answered.
+                State::Initializing if step.from == State::Probing => {}
+                _ => {
+                    let kind = cause.map_or("_OTHER", failure_type);
+                    span.set_attribute(KeyValue::new(keys::ERROR_TYPE, kind));
+                    span.set_status(Status::error(
+                        cause.map(ToString::to_string).unwrap_or_default(),
+                    ));
+                }
+            }
+            span.end();
+        }
+        let method = match step.to {
+            State::Probing => "server/discover",
+            State::Initializing => "initialize",
+            _ => return,
+        };
+        let mut attributes = vec![KeyValue::new(keys::METHOD, method)];
+        attributes.extend_from_slice(recorder.common());
+        let tracer = &recorder.telemetry.tracer;
+        let span = tracer
+            .span_builder(method)
+            .with_kind(SpanKind::Client)
+            .with_attributes(attributes)
+            .start_with_context(&**tracer, &Context::new());
+        self.handshake = Some(Context::new().with_span(span));
     }
 }
