@@ -71,7 +71,7 @@ pub enum Upstream {
     Client(Box<ClientBuilder>),
     /// Every enabled server of a host's configuration, as one group whose merged view the host
     /// sees ([`mcp_runtime::group`]).
-    Group(GroupBuilder, Box<GroupConfig>),
+    Group(Box<GroupBuilder>, Box<GroupConfig>),
 }
 
 /// Makes the upstream once the host said who it is.

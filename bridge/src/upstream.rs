@@ -88,12 +88,24 @@ impl Up {
         options: RequestOptions,
         hint: Option<&str>,
     ) -> Result<Value, RpcError> {
-        match self {
-            Up::One(client) => call(client, method, params, options)
-                .await
-                .map_err(|e| to_rpc(&e, hint)),
-            Up::Group(group) => crate::group::call(group, method, params, options, hint).await,
-        }
+        // The host's trace, when its `_meta` carries one: the upstream call runs under it.
+        #[cfg(feature = "otel")]
+        let cx = mcp_runtime::otel::context_from_meta(
+            &mcp_runtime::otel::default_propagator(),
+            params.as_ref(),
+            &opentelemetry::Context::current(),
+        );
+        let answer = async move {
+            match self {
+                Up::One(client) => call(client, method, params, options)
+                    .await
+                    .map_err(|e| to_rpc(&e, hint)),
+                Up::Group(group) => crate::group::call(group, method, params, options, hint).await,
+            }
+        };
+        #[cfg(feature = "otel")]
+        let answer = opentelemetry::context::FutureExt::with_context(answer, cx);
+        answer.await
     }
 
     /// The answer to the host's `initialize`.

@@ -65,13 +65,13 @@ async fn group(g: &Global, args: &BridgeArgs, interrupt: &Interrupt) -> Result<(
         let (g2, config2) = (g.clone(), config.clone());
         let make: MakeUpstreams = std::sync::Arc::new(move |_host: &HostInfo| {
             Upstream::Group(
-                crate::group::start::group_builder(&g2, &config2),
+                Box::new(crate::group::start::group_builder(&g2, &config2)),
                 Box::new(config2.clone()),
             )
         });
         return serve_http(addr, args, make, options, interrupt).await;
     }
-    let builder = crate::group::start::group_builder(g, &config);
+    let builder = Box::new(crate::group::start::group_builder(g, &config));
     let bridge = Bridge::with(move |_host: &HostInfo| Upstream::Group(builder, Box::new(config)));
     bridge
         .options(options)

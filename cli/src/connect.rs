@@ -89,6 +89,10 @@ pub fn configure(
         let recorder = TRACE.get_or_init(TraceRecorder::new);
         builder = builder.record_trace(recorder.clone());
     }
+    #[cfg(feature = "otel")]
+    if let Some(telemetry) = crate::otel::telemetry() {
+        builder = builder.telemetry(telemetry);
+    }
     builder
         .client_info("mcpc", env!("CARGO_PKG_VERSION"))
         .era(g.era().mode())

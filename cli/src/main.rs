@@ -24,6 +24,8 @@ mod error;
 mod group;
 mod headers;
 mod interact;
+#[cfg(feature = "otel")]
+mod otel;
 mod output;
 mod progress;
 mod signals;
@@ -56,7 +58,16 @@ fn main() {
                 .build()
             {
                 Ok(runtime) => {
-                    let result = runtime.block_on(run(cli));
+                    let result = runtime.block_on(async {
+                        #[cfg(feature = "otel")]
+                        let exporting = otel::start();
+                        let result = run(cli).await;
+                        #[cfg(feature = "otel")]
+                        if let Some(exporting) = exporting {
+                            exporting.shutdown().await;
+                        }
+                        result
+                    });
                     // A blocking read of the terminal (an elicitation prompt) may still be
                     // under way: do not wait for it. Dropping the tasks kills what is left of
                     // the server (SIGKILL to its process group); reap it before exiting.

@@ -45,6 +45,9 @@ pub(crate) enum Command {
         progress: Option<ProgressSink>,
         task_status: Option<TaskStatusSink>,
         reply: Reply,
+        /// The request's span, when the client records telemetry.
+        #[cfg(feature = "otel")]
+        span: Option<Box<crate::otel::CallSpan>>,
     },
     Notify {
         input: Input,

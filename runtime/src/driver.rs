@@ -51,6 +51,9 @@ enum Pending {
         /// Its span and start, only while `mcp::request` debug events are wanted (a call
         /// in flight otherwise keeps neither).
         traced: Option<Box<Traced>>,
+        /// Its OpenTelemetry span, when the client records telemetry.
+        #[cfg(feature = "otel")]
+        span: Option<Box<crate::otel::CallSpan>>,
     },
     Notify {
         reply: Reply,
@@ -77,6 +80,9 @@ pub(crate) struct Wiring {
     pub(crate) authorizer: Option<Authorizer>,
     /// The client runs the server's sampling and elicitation as tasks when asked (2025-11-25).
     pub(crate) client_tasks: bool,
+    /// What the connection is recorded into (OpenTelemetry), if anything.
+    #[cfg(feature = "otel")]
+    pub(crate) recorder: Option<crate::otel::Recorder>,
 }
 
 /// The OAuth settings of an HTTP client and the endpoint they authorize for.
@@ -121,6 +127,9 @@ pub(crate) struct Driver {
     auth_task: Option<(AbortHandle, Arc<std::sync::atomic::AtomicU64>)>,
     /// The instant of the turn being run (a send's outcome is fed back at it).
     turn_now: Duration,
+    /// What the connection is recorded into (OpenTelemetry), and the session clock.
+    #[cfg(feature = "otel")]
+    recorder: Option<(crate::otel::Recorder, crate::otel::SessionClock)>,
 }
 
 impl Driver {
@@ -138,6 +147,8 @@ impl Driver {
             notifier,
             authorizer,
             client_tasks,
+            #[cfg(feature = "otel")]
+            recorder,
         } = wiring;
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (handler_tx, handler_rx) = mpsc::unbounded_channel();
@@ -164,6 +175,8 @@ impl Driver {
             auth_task: None,
             turn_now: Duration::ZERO,
             client_tasks: client_tasks.then(Default::default),
+            #[cfg(feature = "otel")]
+            recorder: recorder.map(|r| (r, Default::default())),
         }
     }
 
@@ -260,6 +273,8 @@ impl Driver {
                 progress,
                 task_status,
                 reply,
+                #[cfg(feature = "otel")]
+                span,
             } => {
                 let (call, method) = match &input {
                     Input::Call(request) => (request.call, request.method.as_str()),
@@ -283,6 +298,8 @@ impl Driver {
                     progress,
                     task_status,
                     traced,
+                    #[cfg(feature = "otel")]
+                    span,
                 };
                 self.pending.insert(call, pending);
                 self.input(input);
@@ -391,6 +408,8 @@ impl Driver {
             spec_line = step.line,
             "transition"
         );
+        #[cfg(feature = "otel")]
+        self.record_transition(&step);
         if step.to == mcp_machine::State::Ready {
             *self.out.server.write().unwrap_or_else(|e| e.into_inner()) =
                 self.machine.server().cloned();
@@ -490,10 +509,20 @@ impl Driver {
                 request,
                 outcome,
             } => match self.pending.remove(&call) {
-                Some(Pending::Call { reply, traced, .. }) => {
+                Some(Pending::Call {
+                    reply,
+                    traced,
+                    #[cfg(feature = "otel")]
+                    span,
+                    ..
+                }) => {
                     let outcome = outcome
                         .map(Payload::into_body)
                         .map_err(|e| Box::new(Error::from(e)));
+                    #[cfg(feature = "otel")]
+                    if let Some(span) = span {
+                        self.finish_span(*span, request, &outcome);
+                    }
                     if let Some(traced) = traced {
                         let elapsed = traced.started.elapsed();
                         traced.span.record("id", request);
@@ -538,7 +567,11 @@ impl Driver {
                 let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
                 // Before any subscriber sees it: one that re-lists at once gets fresh results.
                 self.out.cache.observe_notification(&n.parsed);
-                self.out.notifications.publish(&n, size);
+                let _dropped = self.out.notifications.publish(&n, size);
+                #[cfg(feature = "otel")]
+                if let Some((recorder, _)) = &self.recorder {
+                    recorder.dropped_notifications(_dropped);
+                }
             }
             Action::TaskStatus { call, status } => {
                 tracing::debug!(target: "mcp::task", call = call.0,
@@ -725,6 +758,43 @@ impl Drop for AuthReport {
     }
 }
 
+#[cfg(feature = "otel")]
+impl Driver {
+    /// Ends a call's span with the answer its caller gets.
+    fn finish_span(
+        &self,
+        span: crate::otel::CallSpan,
+        request: Option<mcp_machine::RequestId>,
+        outcome: &Result<Body, Box<Error>>,
+    ) {
+        let version = self.machine.server().map(|s| s.protocol_version.as_str());
+        span.finish(request, outcome, version, self.connector.session_id());
+    }
+
+    /// A transition: an event on the span of every call in flight, and the session metrics.
+    fn record_transition(&mut self, step: &Step) {
+        let Some((recorder, clock)) = &mut self.recorder else {
+            return;
+        };
+        for p in self.pending.values() {
+            if let Pending::Call {
+                span: Some(span), ..
+            } = p
+            {
+                span.transition(step);
+            }
+        }
+        let version = self.machine.server().map(|s| s.protocol_version.as_str());
+        clock.observe(
+            recorder,
+            step,
+            self.machine.last_error(),
+            version,
+            std::time::Instant::now(),
+        );
+    }
+}
+
 fn answer(p: Pending, outcome: Result<Body, Error>) {
     match p {
         Pending::Call { reply, .. } | Pending::Notify { reply } => {
@@ -765,6 +835,18 @@ impl Driver {
         params: Value,
         done: impl FnOnce(Result<Value, RpcError>) -> Done + Send + 'static,
     ) {
+        // Its span first (the params move into the handler): parent, the server's context.
+        #[cfg(feature = "otel")]
+        let span = self.recorder.as_ref().map(|(recorder, _)| {
+            crate::otel::ServerSpan::start(
+                recorder,
+                &method,
+                matches!(task, TaskKey::Server(_)).then_some(&id),
+                &params,
+                self.machine.server().map(|s| s.protocol_version.as_str()),
+                self.connector.session_id(),
+            )
+        });
         let handler = &*self.handler;
         let (cancelled_tx, cancelled) = watch::channel(false);
         let server = self.machine.server().cloned();
@@ -786,10 +868,15 @@ impl Driver {
             cancelled,
             Some(self.notifier.clone()),
         );
+        // The handler is built in its span's context too (a handler may read it at once).
+        #[cfg(feature = "otel")]
+        let entered = span.as_ref().map(|s| s.context().attach());
         let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match tasked {
             Some(fut) => fut,
             None => route(handler, &method, params, cx),
         }));
+        #[cfg(feature = "otel")]
+        drop(entered);
         let fut: crate::handler::HandlerFuture<Value> = match built {
             Ok(fut) => fut,
             Err(_) => {
@@ -803,6 +890,14 @@ impl Driver {
                 })
             }
         };
+        #[cfg(feature = "otel")]
+        let fut: crate::handler::HandlerFuture<Value> = match &span {
+            Some(span) => Box::pin(opentelemetry::context::FutureExt::with_context(
+                fut,
+                span.context(),
+            )),
+            None => fut,
+        };
         let inner = tokio::spawn(fut);
         let abort = inner.abort_handle();
         let tx = self.handler_tx.clone();
@@ -814,8 +909,18 @@ impl Driver {
                     message: format!("the client's handler for {method} panicked"),
                     data: None,
                 }),
-                Err(_) => return,
+                Err(_) => {
+                    #[cfg(feature = "otel")]
+                    if let Some(span) = span {
+                        span.finish(None);
+                    }
+                    return;
+                }
             };
+            #[cfg(feature = "otel")]
+            if let Some(span) = span {
+                span.finish(Some(&result));
+            }
             let _ = tx.send((generation, done(result)));
         });
         self.server_tasks

@@ -102,10 +102,12 @@ impl<T: Clone> Hub<T> {
     }
 
     /// Gives `item`, sized `bytes`, to every live subscriber, dropping each one's oldest items
-    /// past its bounds. Costs nothing when nobody subscribed.
-    pub(crate) fn publish(&self, item: &T, bytes: usize) {
+    /// past its bounds; returns how many items were dropped so (across subscribers). Costs
+    /// nothing when nobody subscribed.
+    pub(crate) fn publish(&self, item: &T, bytes: usize) -> u64 {
         let mut inner = lock(&self.inner);
         let limits = inner.limits;
+        let mut dropped = 0;
         inner.subscribers.retain(|weak| {
             let Some(slot) = weak.upgrade() else {
                 return false;
@@ -120,12 +122,14 @@ impl<T: Clone> Hub<T> {
                     if let Some((_, b)) = q.items.pop_front() {
                         q.bytes -= b;
                         q.dropped += 1;
+                        dropped += 1;
                     }
                 }
             }
             slot.ready.notify_one();
             true
         });
+        dropped
     }
 
     /// No more items: each subscriber receives what it holds, then `None`.

@@ -163,6 +163,8 @@ mod feed;
 pub mod group;
 mod handler;
 mod live_lists;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod output_schema;
 mod quiet;
 mod requests;

@@ -84,21 +84,42 @@ pub(crate) async fn call(shared: &Shared, params: &Value, id: &Value) -> Handled
         return ok(result);
     }
     let unsolicited = shared.unsolicited("tools/call", params);
-    match run(shared, name, &args, progress_token, id, unsolicited).await {
+    // The call's trace context (W3C `traceparent` in `_meta`), carried into the requests the
+    // call makes of the client, as an instrumented server would.
+    let trace = params
+        .get("_meta")
+        .and_then(|m| m.get("traceparent"))
+        .filter(|t| t.is_string())
+        .cloned();
+    let call = Call {
+        progress_token,
+        id,
+        unsolicited,
+        trace,
+    };
+    match run(shared, name, &args, call).await {
         Ok(reply) => Ok(reply),
         // Argument problems are tool execution errors (isError), not protocol errors.
         Err(result) => ok(result),
     }
 }
 
-async fn run(
-    shared: &Shared,
-    name: &str,
-    args: &Value,
+/// What a tool call carries beside its arguments.
+struct Call<'a> {
     progress_token: Option<Value>,
-    id: &Value,
+    id: &'a Value,
     unsolicited: bool,
-) -> Result<Reply, Value> {
+    /// The `traceparent` of the call's `_meta`, if any.
+    trace: Option<Value>,
+}
+
+async fn run(shared: &Shared, name: &str, args: &Value, call: Call<'_>) -> Result<Reply, Value> {
+    let Call {
+        progress_token,
+        id,
+        unsolicited,
+        trace,
+    } = call;
     let result = match name {
         "echo" => text_result(format!("Echo: {}", arg_str(args, "message")?)),
         "add" => add(args)?,
@@ -110,7 +131,7 @@ async fn run(
         "sample" => {
             let prompt = arg_str(args, "prompt")?;
             let max_tokens = opt_u64(args, "maxTokens", 100)?;
-            sample(shared, prompt, max_tokens).await
+            sample(shared, prompt, max_tokens, trace).await
         }
         "elicit" => {
             let url = args.get("mode").and_then(Value::as_str) == Some("url");
@@ -373,11 +394,14 @@ async fn slow(shared: &Shared, ms: u64, steps: u64, progress_token: Option<Value
     text_result(format!("slept {ms} ms in {steps} steps"))
 }
 
-async fn sample(shared: &Shared, prompt: &str, max_tokens: u64) -> Value {
-    let params = json!({
+async fn sample(shared: &Shared, prompt: &str, max_tokens: u64, trace: Option<Value>) -> Value {
+    let mut params = json!({
         "messages": [{"role": "user", "content": {"type": "text", "text": prompt}}],
         "maxTokens": max_tokens,
     });
+    if let Some(traceparent) = trace {
+        params["_meta"] = json!({"traceparent": traceparent});
+    }
     match shared
         .request_client("sampling/createMessage", params)
         .await

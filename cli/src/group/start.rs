@@ -57,7 +57,13 @@ pub fn group_builder(g: &Global, config: &GroupConfig) -> GroupBuilder {
     let era = g.era.map(crate::args::Era::mode);
     let connect_timeout = g.connect_timeout;
     let validate = !g.no_validate_output;
-    ClientGroup::builder()
+    let group = ClientGroup::builder();
+    #[cfg(feature = "otel")]
+    let group = match crate::otel::telemetry() {
+        Some(telemetry) => group.telemetry(telemetry),
+        None => group,
+    };
+    group
         .handler_for(move |server| interact::handlers(sampling.clone(), &roots, server))
         .configure(move |server, builder| {
             let mut builder = settings(builder, connect_timeout, validate);

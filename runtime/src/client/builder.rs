@@ -48,6 +48,9 @@ pub struct ClientBuilder {
     tasks: Option<crate::tasks::TaskOptions>,
     /// The calls' default for [`RequestOptions::wait_for_ready`].
     wait_for_ready: bool,
+    /// Where spans and metrics go ([`ClientBuilder::telemetry`]).
+    #[cfg(feature = "otel")]
+    telemetry: Option<crate::otel::Telemetry>,
 }
 
 /// The connector of an HTTP builder, kept to take more options; `connector` is rebuilt from it.
@@ -114,6 +117,8 @@ impl ClientBuilder {
             header_timeout_set: false,
             tasks: None,
             wait_for_ready: false,
+            #[cfg(feature = "otel")]
+            telemetry: None,
         }
     }
 
@@ -483,6 +488,18 @@ impl ClientBuilder {
         self
     }
 
+    /// Records this client by the MCP semantic conventions of OpenTelemetry into
+    /// `telemetry`'s providers: a CLIENT span per request (parent: the caller's current
+    /// OpenTelemetry context; its context written into `params._meta`), a SERVER span per
+    /// request of the server (parent: the context in its `_meta`), the transitions a call
+    /// lived through as span events, and the duration metrics. Without it the client records
+    /// nothing. See [`crate::otel`]. Only with the `otel` feature.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: crate::otel::Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
+        self
+    }
+
     /// The most calls that wait for a ready connection at once (1024); past it, a call made
     /// while not ready fails with [`Error::Unavailable`] even when it asked to wait.
     pub fn max_waiting_calls(mut self, max: usize) -> Self {
@@ -842,7 +859,13 @@ impl ClientBuilder {
             cache: crate::cache::ResponseCache::new(self.cache),
             closed: closed_tx,
         });
+        #[cfg(feature = "otel")]
+        let recorder = self
+            .telemetry
+            .map(|t| crate::otel::Recorder::new(t, &*connector));
         let wiring = Wiring {
+            #[cfg(feature = "otel")]
+            recorder: recorder.clone(),
             connector: Arc::clone(&connector),
             transport_config: transport,
             handler: self.handler,
@@ -892,6 +915,8 @@ impl ClientBuilder {
             tasks: self.tasks,
             task_tools: crate::tasks::TaskTools::default(),
             wait_for_ready: self.wait_for_ready,
+            #[cfg(feature = "otel")]
+            recorder,
         });
         Client { shared }
     }

@@ -56,6 +56,9 @@ struct Shared {
     /// Whether a call made while not ready waits for ready unless its options say
     /// otherwise ([`crate::ClientBuilder::wait_for_ready`]).
     wait_for_ready: bool,
+    /// What requests are recorded into (OpenTelemetry), if anything.
+    #[cfg(feature = "otel")]
+    recorder: Option<crate::otel::Recorder>,
 }
 
 /// Bounds the client keeps on what a server can make it do.
@@ -402,6 +405,14 @@ impl Client {
     ) -> Answer<'_> {
         let call = self.next_call();
         let (reply, rx) = oneshot::channel();
+        #[cfg(feature = "otel")]
+        let mut params = params;
+        #[cfg(feature = "otel")]
+        let span = self
+            .shared
+            .recorder
+            .as_ref()
+            .map(|r| crate::otel::CallSpan::start(r, method, &mut params));
         let input = Input::Call(CallRequest {
             call,
             method: method.to_owned(),
@@ -422,6 +433,8 @@ impl Client {
             progress: options.progress,
             task_status: options.task_status,
             reply,
+            #[cfg(feature = "otel")]
+            span,
         };
         self.hand_over(call, cmd, rx)
     }
@@ -464,6 +477,8 @@ impl Client {
             progress: None,
             task_status: options.task_status,
             reply,
+            #[cfg(feature = "otel")]
+            span: None,
         };
         self.hand_over(call, cmd, rx)
     }

@@ -36,6 +36,8 @@ pub(super) struct Settings {
     pub(super) handler: Option<HandlerSource>,
     pub(super) configure: Option<Configure>,
     pub(super) live: LiveListOptions,
+    #[cfg(feature = "otel")]
+    pub(super) telemetry: Option<crate::otel::Telemetry>,
 }
 
 /// Builds a [`ClientGroup`]: its servers, what happens when one fails to start, how the merged
@@ -145,6 +147,16 @@ impl GroupBuilder {
         f: impl Fn(&str, ClientBuilder) -> ClientBuilder + Send + Sync + 'static,
     ) -> Self {
         self.settings.configure = Some(Arc::new(f));
+        self
+    }
+
+    /// Records every server's client into `telemetry` ([`ClientBuilder::telemetry`]), each
+    /// under its name (`mcp_client_rs.server.name` on its spans and metrics), servers added
+    /// later included; before the [`GroupBuilder::configure`] hook, which may change it. Only
+    /// with the `otel` feature.
+    #[cfg(feature = "otel")]
+    pub fn telemetry(mut self, telemetry: crate::otel::Telemetry) -> Self {
+        self.settings.telemetry = Some(telemetry);
         self
     }
 

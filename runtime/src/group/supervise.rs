@@ -518,6 +518,10 @@ impl GroupInner {
         if let Some(source) = &self.settings.handler {
             builder = builder.handler(source(name));
         }
+        #[cfg(feature = "otel")]
+        if let Some(telemetry) = &self.settings.telemetry {
+            builder = builder.telemetry(telemetry.clone().server_name(&**name));
+        }
         if let Some(configure) = &self.settings.configure {
             builder = configure(name, builder);
         }

@@ -150,7 +150,13 @@ pub struct HttpConnector {
     /// The tools' header mappings, shared by every link of this connector (a reconnect keeps
     /// what the tools listed before said) and by the client built on it.
     tool_headers: ToolCatalog,
+    /// The session id of the latest link, once its server gave one (for telemetry).
+    session_id: SessionSlot,
 }
+
+/// The `Mcp-Session-Id` of a connector's latest link, shared with that link (a new link
+/// empties it).
+type SessionSlot = Arc<Mutex<Option<String>>>;
 
 impl HttpConnector {
     /// A connector for the MCP endpoint at `url` (`http://` or `https://`).
@@ -162,6 +168,7 @@ impl HttpConnector {
             endpoint,
             web,
             tool_headers: ToolCatalog::new(),
+            session_id: SessionSlot::default(),
         })
     }
 
@@ -182,7 +189,9 @@ impl HttpConnector {
     }
 
     fn leg(&self) -> Arc<StreamableLeg> {
+        *self.session_id.lock().unwrap_or_else(|e| e.into_inner()) = None;
         Arc::new(StreamableLeg {
+            session_id: Arc::clone(&self.session_id),
             endpoint: self.endpoint.clone(),
             web: self.web.clone(),
             session: Mutex::new(Session::default()),
@@ -209,6 +218,17 @@ impl Connector for HttpConnector {
 
     fn mirrors_tool_headers(&self) -> bool {
         true
+    }
+
+    fn server_url(&self) -> Option<&reqwest::Url> {
+        Some(&self.endpoint)
+    }
+
+    fn session_id(&self) -> Option<String> {
+        self.session_id
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn tool_catalog(&self) -> Option<ToolCatalog> {
@@ -368,6 +388,17 @@ impl Connector for AutoHttpConnector {
         self.http.tool_catalog()
     }
 
+    fn server_url(&self) -> Option<&reqwest::Url> {
+        self.http.server_url()
+    }
+
+    fn session_id(&self) -> Option<String> {
+        match self.verdict() {
+            Some(HttpVerdict::Legacy) => None,
+            _ => self.http.session_id(),
+        }
+    }
+
     fn reads_heads(&self) -> bool {
         true
     }
@@ -456,6 +487,8 @@ struct ResponseHead {
 
 /// Streamable HTTP for one session.
 struct StreamableLeg {
+    /// Where the session id is told to the connector (telemetry).
+    session_id: SessionSlot,
     endpoint: reqwest::Url,
     web: WebOptions,
     session: Mutex<Session>,
@@ -673,6 +706,10 @@ impl StreamableLeg {
             let mut session = lock(&self.session);
             if session.id.is_none() {
                 session.id = Some(id.clone());
+                if let Ok(text) = id.to_str() {
+                    *self.session_id.lock().unwrap_or_else(|e| e.into_inner()) =
+                        Some(text.to_owned());
+                }
             }
         }
         if method.as_deref() == Some("notifications/initialized")

@@ -164,6 +164,16 @@ pub trait Connector: Send + Sync + 'static {
     fn server_pid(&self) -> Option<u32> {
         None
     }
+    /// The URL of the server when it is reached over the network (the HTTP transports), for
+    /// telemetry's `server.address` and `server.port`; `None` (the default) for a pipe.
+    fn server_url(&self) -> Option<&reqwest::Url> {
+        None
+    }
+    /// The session id the server gave the latest link (Streamable HTTP's `Mcp-Session-Id`),
+    /// for telemetry's `mcp.session.id`; `None` (the default) where there is none.
+    fn session_id(&self) -> Option<String> {
+        None
+    }
     /// Whether each request travels as an HTTP request whose headers mirror the tool arguments
     /// a tool's `x-mcp-header` annotations name (Streamable HTTP, 2026-07-28): the client then
     /// leaves out of its tool listings the tools whose annotations are invalid. `false` (the

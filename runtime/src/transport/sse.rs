@@ -161,6 +161,10 @@ impl Connector for SseConnector {
         true
     }
 
+    fn server_url(&self) -> Option<&reqwest::Url> {
+        Some(&self.url)
+    }
+
     fn describe(&self) -> String {
         format!("sse: {}", crate::auth::policy::redact(&self.url))
     }

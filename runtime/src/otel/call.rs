@@ -1,0 +1,257 @@
+//! A request's CLIENT span and its metric point: opened where the caller made the request
+//! (its context is the parent, and is written into `params._meta`), ended by the driver when
+//! it answers the caller, with what only the driver knows (the JSON-RPC id, the protocol
+//! version and session of that moment, the transitions the call lived through).
+
+use std::time::Instant;
+
+use mcp_machine::{Body, Step};
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::{Context, KeyValue};
+use serde_json::Value;
+
+use super::{OuterToolSpan, Recorder, bounded, error_type, keys};
+use crate::Error;
+
+/// How much of a tool's arguments or result an opt-in attribute keeps.
+const MAX_CAPTURED: usize = 16 * 1024;
+/// How much of a server's error message the span status keeps.
+const MAX_MESSAGE: usize = 512;
+
+/// One request's span (or the host's `execute_tool` span it reports into) and its metric
+/// attributes, from the caller to the driver's answer.
+pub(crate) struct CallSpan {
+    recorder: Recorder,
+    /// The context whose active span is the request's.
+    cx: Context,
+    /// Whether the span is ours to end (not the host's outer span).
+    own: bool,
+    started: Instant,
+    /// The metric point's attributes known at the start.
+    attributes: Vec<KeyValue>,
+    /// A `tools/call`: its result may say `isError`.
+    tool_call: bool,
+}
+
+impl CallSpan {
+    /// Opens the span of a request of `method` under the caller's current context and writes
+    /// that span's context into `params._meta`.
+    pub(crate) fn start(
+        recorder: &Recorder,
+        method: &str,
+        params: &mut Option<Value>,
+    ) -> Box<CallSpan> {
+        let telemetry = &recorder.telemetry;
+        let parent = Context::current();
+        let field = |name: &str| {
+            params
+                .as_ref()
+                .and_then(|p| p.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let tool_call = method == "tools/call";
+        let mut attributes = vec![KeyValue::new(keys::METHOD, method.to_owned())];
+        let mut target = None;
+        match method {
+            "tools/call" => {
+                if let Some(name) = field("name") {
+                    attributes.push(KeyValue::new(keys::TOOL_NAME, name.clone()));
+                    target = Some(name);
+                }
+                attributes.push(KeyValue::new(keys::OPERATION_NAME, "execute_tool"));
+            }
+            "prompts/get" => {
+                if let Some(name) = field("name") {
+                    attributes.push(KeyValue::new(keys::PROMPT_NAME, name.clone()));
+                    target = Some(name);
+                }
+            }
+            _ => {}
+        }
+        attributes.extend_from_slice(recorder.common());
+        let mut span_attributes = attributes.clone();
+        if matches!(
+            method,
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe"
+        ) && let Some(uri) = field("uri")
+        {
+            if telemetry.uri_in_span_name {
+                target = Some(uri.clone());
+            }
+            span_attributes.push(KeyValue::new(keys::RESOURCE_URI, uri));
+        }
+        if tool_call && telemetry.capture_tool_io {
+            let arguments = params
+                .as_ref()
+                .and_then(|p| p.get("arguments"))
+                .map(Value::to_string)
+                .unwrap_or_else(|| "{}".to_owned());
+            span_attributes.push(KeyValue::new(
+                keys::TOOL_ARGUMENTS,
+                bounded(&arguments, MAX_CAPTURED),
+            ));
+        }
+        let outer = tool_call
+            && parent.get::<OuterToolSpan>().is_some()
+            && parent.span().span_context().is_valid();
+        let cx = if outer {
+            parent.span().set_attributes(span_attributes);
+            parent
+        } else {
+            let name = match target {
+                Some(t) => format!("{method} {t}"),
+                None => method.to_owned(),
+            };
+            let span = telemetry
+                .tracer
+                .span_builder(name)
+                .with_kind(SpanKind::Client)
+                .with_attributes(span_attributes)
+                .start_with_context(&*telemetry.tracer, &parent);
+            parent.with_span(span)
+        };
+        super::inject_into_meta(telemetry.text_propagator(), &cx, params);
+        Box::new(CallSpan {
+            recorder: recorder.clone(),
+            cx,
+            own: !outer,
+            started: Instant::now(),
+            attributes,
+            tool_call,
+        })
+    }
+
+    /// The call lived through a transition of the connection (a reconnect it waited out, a
+    /// session that ended under it): an event on its span.
+    pub(crate) fn transition(&self, step: &Step) {
+        self.cx.span().add_event(
+            "mcp_client_rs.transition",
+            vec![
+                KeyValue::new("mcp_client_rs.state.from", step.from.name()),
+                KeyValue::new("mcp_client_rs.state.to", step.to.name()),
+                KeyValue::new("mcp_client_rs.event", step.event.name().to_owned()),
+                KeyValue::new("mcp_client_rs.row", i64::from(step.row)),
+            ],
+        );
+    }
+
+    /// Ends the span (unless it is the host's) and records the metric point, with the outcome
+    /// the caller is answered. `request` is the JSON-RPC id the request went out with, if it
+    /// went out; `version` and `session` what the connection is at this moment.
+    pub(crate) fn finish(
+        self,
+        request: Option<u64>,
+        outcome: &Result<Body, Box<Error>>,
+        version: Option<&str>,
+        session: Option<String>,
+    ) {
+        let CallSpan {
+            recorder,
+            cx,
+            own,
+            started,
+            mut attributes,
+            tool_call,
+        } = self;
+        let span = cx.span();
+        let mut late = Vec::with_capacity(5);
+        if let Some(id) = request {
+            late.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
+        }
+        if let Some(v) = version {
+            let v = KeyValue::new(keys::PROTOCOL_VERSION, v.to_owned());
+            attributes.push(v.clone());
+            late.push(v);
+        }
+        if let Some(s) = session {
+            late.push(KeyValue::new(keys::SESSION_ID, s));
+        }
+        let mut status = Status::Unset;
+        match outcome {
+            Err(e) => {
+                let kind = error_type(e);
+                if let Error::Server { code, message, .. } = &**e {
+                    let code = KeyValue::new(keys::STATUS_CODE, code.to_string());
+                    attributes.push(code.clone());
+                    late.push(code);
+                    status = Status::error(bounded(message, MAX_MESSAGE));
+                } else {
+                    status = Status::error(bounded(&e.to_string(), MAX_MESSAGE));
+                }
+                if matches!(**e, Error::Unavailable { .. }) {
+                    recorder.instruments().refused.add(1, recorder.common());
+                }
+                let kind = KeyValue::new(keys::ERROR_TYPE, kind);
+                attributes.push(kind.clone());
+                late.push(kind);
+            }
+            Ok(body) if tool_call => {
+                if is_error(body) {
+                    let kind = KeyValue::new(keys::ERROR_TYPE, "tool_error");
+                    attributes.push(kind.clone());
+                    late.push(kind);
+                    status = Status::error("");
+                } else if recorder.telemetry.capture_tool_io {
+                    late.push(KeyValue::new(
+                        keys::TOOL_RESULT,
+                        bounded(&body_text(body), MAX_CAPTURED),
+                    ));
+                }
+            }
+            Ok(_) => {}
+        }
+        span.set_attributes(late);
+        if !matches!(status, Status::Unset) {
+            span.set_status(status);
+        }
+        if own {
+            span.end();
+        }
+        recorder
+            .instruments()
+            .operation
+            .record(started.elapsed().as_secs_f64(), &attributes);
+    }
+}
+
+/// Whether a tool call's result says `isError: true` (read without building its tree).
+fn is_error(body: &Body) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Flag {
+        #[serde(rename = "isError", default)]
+        is_error: Option<bool>,
+    }
+    match body {
+        Body::Tree(v) => v.get("isError").and_then(Value::as_bool) == Some(true),
+        Body::Text(raw) => {
+            serde_json::from_str::<Flag>(raw.get())
+                .ok()
+                .and_then(|f| f.is_error)
+                == Some(true)
+        }
+    }
+}
+
+fn body_text(body: &Body) -> String {
+    match body {
+        Body::Tree(v) => v.to_string(),
+        Body::Text(raw) => raw.get().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn is_error_reads_text_and_trees() {
+        let text =
+            |s: &str| Body::Text(serde_json::value::RawValue::from_string(s.into()).unwrap());
+        assert!(is_error(&text(r#"{"content":[],"isError":true}"#)));
+        assert!(!is_error(&text(r#"{"content":[],"isError":false}"#)));
+        assert!(!is_error(&text(r#"{"content":[{"isError":true}]}"#)));
+        assert!(!is_error(&text(r#"{"isError":"yes"}"#)));
+        assert!(is_error(&Body::Tree(serde_json::json!({"isError": true}))));
+    }
+}

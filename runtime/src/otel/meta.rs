@@ -1,0 +1,139 @@
+//! The trace context in `params._meta` (SEP-414): written unprefixed (`traceparent`,
+//! `tracestate`, `baggage`) into the requests the client sends, read from the server's.
+
+use opentelemetry::Context;
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use serde_json::{Map, Value};
+
+/// Writes into a `_meta` object.
+struct MetaInjector<'a>(&'a mut Map<String, Value>);
+
+impl Injector for MetaInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        self.0.insert(key.to_owned(), Value::String(value));
+    }
+}
+
+/// Reads a `_meta` object's string entries (others are not context).
+struct MetaExtractor<'a>(&'a Map<String, Value>);
+
+impl Extractor for MetaExtractor<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(String::as_str).collect()
+    }
+}
+
+/// Writes `cx` into `params._meta` with `propagator` (creating `params` and `_meta` when they
+/// are absent; params that are not an object, or a `_meta` that is not, are left alone).
+/// Nothing is written for a context without a valid span and without baggage.
+pub fn inject_into_meta(
+    propagator: &dyn TextMapPropagator,
+    cx: &Context,
+    params: &mut Option<Value>,
+) {
+    let mut fields = Map::new();
+    propagator.inject_context(cx, &mut MetaInjector(&mut fields));
+    if fields.is_empty() {
+        return;
+    }
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    let Some(object) = params.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(meta) = meta.as_object_mut() {
+        meta.extend(fields);
+    }
+}
+
+/// The context `params._meta` carries, read with `propagator`, over `parent` (a `_meta`
+/// without one gives `parent` back).
+pub fn context_from_meta(
+    propagator: &dyn TextMapPropagator,
+    params: Option<&Value>,
+    parent: &Context,
+) -> Context {
+    match params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object)
+    {
+        Some(meta) => propagator.extract_with_context(parent, &MetaExtractor(meta)),
+        None => parent.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::{
+        SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState,
+    };
+    use opentelemetry_sdk::propagation::TraceContextPropagator;
+    use serde_json::json;
+
+    fn remote() -> Context {
+        Context::new().with_remote_span_context(SpanContext::new(
+            TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            SpanId::from_hex("00f067aa0ba902b7").unwrap(),
+            TraceFlags::SAMPLED,
+            true,
+            TraceState::default(),
+        ))
+    }
+
+    #[test]
+    fn a_context_is_written_unprefixed_beside_what_meta_holds() {
+        let p = TraceContextPropagator::new();
+        let mut params = Some(json!({"name": "t", "_meta": {"progressToken": 3}}));
+        inject_into_meta(&p, &remote(), &mut params);
+        let meta = &params.as_ref().unwrap()["_meta"];
+        assert_eq!(meta["progressToken"], 3);
+        assert_eq!(
+            meta["traceparent"],
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        );
+        let mut none = None;
+        inject_into_meta(&p, &remote(), &mut none);
+        assert!(none.unwrap()["_meta"]["traceparent"].is_string());
+    }
+
+    #[test]
+    fn no_context_writes_nothing_and_odd_params_are_left_alone() {
+        let p = TraceContextPropagator::new();
+        let mut none = None;
+        inject_into_meta(&p, &Context::new(), &mut none);
+        assert!(none.is_none());
+        let mut list = Some(json!([1, 2]));
+        inject_into_meta(&p, &remote(), &mut list);
+        assert_eq!(list, Some(json!([1, 2])));
+        let mut odd = Some(json!({"_meta": 7}));
+        inject_into_meta(&p, &remote(), &mut odd);
+        assert_eq!(odd, Some(json!({"_meta": 7})));
+    }
+
+    #[test]
+    fn a_server_context_is_read_back_and_garbage_is_no_context() {
+        let p = TraceContextPropagator::new();
+        let params = json!({"_meta": {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}});
+        let cx = context_from_meta(&p, Some(&params), &Context::new());
+        let span = cx.span();
+        let sc = span.span_context();
+        assert!(sc.is_remote());
+        assert_eq!(sc.span_id(), SpanId::from_hex("00f067aa0ba902b7").unwrap());
+        for bad in [
+            json!({"_meta": {"traceparent": "zz"}}),
+            json!({"_meta": {"traceparent": 5}}),
+            json!({"_meta": []}),
+            json!(null),
+        ] {
+            let cx = context_from_meta(&p, Some(&bad), &Context::new());
+            assert!(!cx.span().span_context().is_valid(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! OpenTelemetry by the MCP semantic conventions (runtime feature `otel`), read back from the
+//! SDK's in-memory exporters: each span shape (a tool call, a list, a prompt, a resource read,
+//! a server error, an `isError` result, a call that lives through a reconnect, a call inside
+//! the host's `execute_tool` span, a request of the server), the metrics, and the trace
+//! context carried in `_meta` both ways.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_runtime::CreateMessageResult;
+use mcp_runtime::otel::{Telemetry, execute_tool_context, keys, metrics};
+use mcp_runtime::{ClientBuilder, ConnState, Error, Handlers, RequestOptions};
+use mcp_tests::in_process;
+use mcp_testserver::ServerConfig;
+use opentelemetry::context::FutureExt;
+use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _};
+use opentelemetry::{Context, KeyValue, Value};
+use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData};
+use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use serde_json::json;
+
+/// Providers that keep what they get, and the telemetry over them.
+struct Sink {
+    spans: InMemorySpanExporter,
+    metrics: InMemoryMetricExporter,
+    tracer: SdkTracerProvider,
+    meter: SdkMeterProvider,
+}
+
+impl Sink {
+    fn new() -> Self {
+        let spans = InMemorySpanExporter::default();
+        let metrics = InMemoryMetricExporter::default();
+        let tracer = SdkTracerProvider::builder()
+            .with_simple_exporter(spans.clone())
+            .build();
+        let meter = SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(metrics.clone()).build())
+            .build();
+        Sink {
+            spans,
+            metrics,
+            tracer,
+            meter,
+        }
+    }
+
+    fn telemetry(&self) -> Telemetry {
+        Telemetry::new(&self.tracer, &self.meter)
+    }
+
+    fn spans(&self) -> Vec<SpanData> {
+        self.spans.get_finished_spans().unwrap()
+    }
+
+    /// The finished span named `name` (exactly one).
+    fn span(&self, name: &str) -> SpanData {
+        let all = self.spans();
+        let mut found: Vec<_> = all.iter().filter(|s| s.name == name).cloned().collect();
+        assert_eq!(
+            found.len(),
+            1,
+            "spans named {name:?}: {:?}",
+            all.iter().map(|s| &s.name).collect::<Vec<_>>()
+        );
+        found.remove(0)
+    }
+
+    /// Every point of histogram `name`: its attributes, count and bounds.
+    fn histogram(&self, name: &str) -> Vec<(Vec<KeyValue>, u64, Vec<f64>)> {
+        self.meter.force_flush().unwrap();
+        let mut out = Vec::new();
+        // Cumulative: the last export holds every point so far.
+        if let Some(rm) = self.metrics.get_finished_metrics().unwrap().last() {
+            for sm in rm.scope_metrics() {
+                for m in sm.metrics().filter(|m| m.name() == name) {
+                    assert_eq!(m.unit(), "s", "{name}");
+                    if let AggregatedMetrics::F64(MetricData::Histogram(h)) = m.data() {
+                        for p in h.data_points() {
+                            out.push((
+                                p.attributes().cloned().collect(),
+                                p.count(),
+                                p.bounds().collect(),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The total of counter `name`.
+    fn counter(&self, name: &str) -> u64 {
+        self.meter.force_flush().unwrap();
+        let mut total = 0;
+        // Cumulative: the last export holds the running totals.
+        if let Some(rm) = self.metrics.get_finished_metrics().unwrap().last() {
+            for sm in rm.scope_metrics() {
+                for m in sm.metrics().filter(|m| m.name() == name) {
+                    if let AggregatedMetrics::U64(MetricData::Sum(s)) = m.data() {
+                        total += s.data_points().map(|p| p.value()).sum::<u64>();
+                    }
+                }
+            }
+        }
+        total
+    }
+}
+
+fn attr<'a>(attributes: &'a [KeyValue], key: &str) -> Option<&'a Value> {
+    attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| &kv.value)
+}
+
+fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attr(attributes, key).map(|v| v.as_str().into_owned())
+}
+
+const BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+#[tokio::test]
+async fn a_tool_call_is_a_client_span_under_the_callers_context_with_the_conventions_attributes() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::echo())
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    let host = sink.tracer.tracer("host");
+    let parent = host.start("agent turn");
+    let parent_cx = Context::current_with_span(parent);
+    let parent_id = parent_cx.span().span_context().clone();
+    let r = client
+        .call_tool("add", json!({"a": 2, "b": 3}))
+        .with_context(parent_cx.clone())
+        .await
+        .unwrap();
+    assert!(!r.failed());
+    client.list_tools(None).await.unwrap();
+    client.stop().await;
+
+    let call = sink.span("tools/call add");
+    assert_eq!(call.span_kind, SpanKind::Client);
+    assert_eq!(call.span_context.trace_id(), parent_id.trace_id());
+    assert_eq!(call.parent_span_id, parent_id.span_id());
+    assert_eq!(call.status, Status::Unset);
+    let a = &call.attributes;
+    assert_eq!(text(a, keys::METHOD).as_deref(), Some("tools/call"));
+    assert_eq!(text(a, keys::TOOL_NAME).as_deref(), Some("add"));
+    assert_eq!(
+        text(a, keys::OPERATION_NAME).as_deref(),
+        Some("execute_tool")
+    );
+    assert_eq!(text(a, keys::NETWORK_TRANSPORT).as_deref(), Some("pipe"));
+    assert_eq!(
+        text(a, keys::PROTOCOL_VERSION).as_deref(),
+        Some("2025-11-25")
+    );
+    let id = text(a, keys::REQUEST_ID).expect("jsonrpc.request.id");
+    assert!(id.parse::<u64>().is_ok(), "{id}");
+    for absent in [
+        keys::ERROR_TYPE,
+        keys::STATUS_CODE,
+        keys::TOOL_ARGUMENTS,
+        keys::TOOL_RESULT,
+        keys::SESSION_ID,
+        keys::SERVER_ADDRESS,
+    ] {
+        assert!(attr(a, absent).is_none(), "{absent} on {a:?}");
+    }
+
+    // A list: named by its method alone, no GenAI operation; a root span (no caller context).
+    let list = sink.span("tools/list");
+    assert_eq!(list.span_kind, SpanKind::Client);
+    assert!(attr(&list.attributes, keys::OPERATION_NAME).is_none());
+    assert!(attr(&list.attributes, keys::TOOL_NAME).is_none());
+    assert_ne!(list.span_context.trace_id(), parent_id.trace_id());
+
+    // One point per request in the conventions' histogram, with the conventions' buckets.
+    let points = sink.histogram(metrics::OPERATION_DURATION);
+    let call_point = points
+        .iter()
+        .find(|(a, _, _)| text(a, keys::TOOL_NAME).as_deref() == Some("add"))
+        .expect("a tools/call point");
+    assert_eq!(call_point.1, 1);
+    assert_eq!(call_point.2, BUCKETS);
+    assert_eq!(
+        text(&call_point.0, keys::METHOD).as_deref(),
+        Some("tools/call")
+    );
+    assert!(attr(&call_point.0, keys::ERROR_TYPE).is_none());
+    assert!(
+        attr(&call_point.0, keys::REQUEST_ID).is_none(),
+        "no per-request id on a metric"
+    );
+    // The session: ready until the stop, no error.
+    let sessions = sink.histogram(metrics::SESSION_DURATION);
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    assert_eq!(sessions[0].1, 1);
+    assert_eq!(sessions[0].2, BUCKETS);
+    assert!(attr(&sessions[0].0, keys::ERROR_TYPE).is_none());
+    assert_eq!(
+        text(&sessions[0].0, keys::PROTOCOL_VERSION).as_deref(),
+        Some("2025-11-25")
+    );
+}
+
+#[tokio::test]
+async fn failures_say_their_error_type_and_status() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::echo())
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    // A JSON-RPC error: error.type and rpc.response.status_code are its code, the status its
+    // message.
+    let err = client
+        .call_tool("no-such-tool", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Server { code: -32602, .. }), "{err:?}");
+    // A tool error: isError true.
+    let r = client
+        .call_tool("structured", json!({"shape": "error"}))
+        .await
+        .unwrap();
+    assert!(r.failed());
+    // A timeout: the client's own error class.
+    let err = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5_000}),
+            RequestOptions::new().timeout(Duration::from_millis(50)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    client.stop().await;
+
+    let rpc = sink.span("tools/call no-such-tool");
+    assert_eq!(
+        text(&rpc.attributes, keys::ERROR_TYPE).as_deref(),
+        Some("-32602")
+    );
+    assert_eq!(
+        text(&rpc.attributes, keys::STATUS_CODE).as_deref(),
+        Some("-32602")
+    );
+    match &rpc.status {
+        Status::Error { description } => {
+            assert!(description.contains("Unknown tool"), "{description}")
+        }
+        other => panic!("{other:?}"),
+    }
+    let tool = sink.span("tools/call structured");
+    assert_eq!(
+        text(&tool.attributes, keys::ERROR_TYPE).as_deref(),
+        Some("tool_error")
+    );
+    assert!(attr(&tool.attributes, keys::STATUS_CODE).is_none());
+    assert!(matches!(tool.status, Status::Error { .. }));
+    let slow = sink.span("tools/call slow");
+    assert_eq!(
+        text(&slow.attributes, keys::ERROR_TYPE).as_deref(),
+        Some("timeout")
+    );
+    assert!(matches!(slow.status, Status::Error { .. }));
+
+    let points = sink.histogram(metrics::OPERATION_DURATION);
+    let kinds: Vec<_> = points
+        .iter()
+        .filter_map(|(a, _, _)| text(a, keys::ERROR_TYPE))
+        .collect();
+    for kind in ["-32602", "tool_error", "timeout"] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} not in {kinds:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_context_travels_in_meta_and_a_server_request_runs_in_the_servers_trace() {
+    let sink = Sink::new();
+    let seen = Arc::new(Mutex::new(None));
+    let seen_in = Arc::clone(&seen);
+    let handlers = Handlers::new().sampling(move |_params, _cx| {
+        // What the handler runs under: the server's context, in the SERVER span.
+        let here = Context::current().span().span_context().clone();
+        *seen_in.lock().unwrap() = Some(here);
+        async move { Ok(CreateMessageResult::text("m", "sampled")) }
+    });
+    let client = in_process(ServerConfig::echo())
+        .handler(handlers)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    let r = client
+        .call_tool("sample", json!({"prompt": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(r.text(), "sampled");
+    client.stop().await;
+
+    let call = sink.span("tools/call sample");
+    // The test server copies the call's `_meta.traceparent` into its request: the SERVER span
+    // of that request is a child of our CLIENT span, in its trace.
+    let server = sink.span("sampling/createMessage");
+    assert_eq!(server.span_kind, SpanKind::Server);
+    assert_eq!(server.span_context.trace_id(), call.span_context.trace_id());
+    assert_eq!(server.parent_span_id, call.span_context.span_id());
+    assert!(server.parent_span_is_remote);
+    assert_eq!(
+        text(&server.attributes, keys::METHOD).as_deref(),
+        Some("sampling/createMessage")
+    );
+    assert!(text(&server.attributes, keys::REQUEST_ID).is_some());
+    let handler = seen.lock().unwrap().clone().expect("the handler ran");
+    assert_eq!(handler.span_id(), server.span_context.span_id());
+}
+
+#[tokio::test]
+async fn inside_the_hosts_execute_tool_span_the_call_adds_to_it_instead_of_opening_one() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::echo())
+        .telemetry(sink.telemetry().capture_tool_io(true))
+        .connect()
+        .await
+        .unwrap();
+    let host = sink.tracer.tracer("host");
+    let outer = host.start("execute_tool add");
+    let cx = execute_tool_context(Context::current_with_span(outer));
+    client
+        .call_tool("add", json!({"a": 1, "b": 1}))
+        .with_context(cx.clone())
+        .await
+        .unwrap();
+    cx.span().end();
+    client.stop().await;
+
+    let spans = sink.spans();
+    assert!(
+        !spans.iter().any(|s| s.name == "tools/call add"),
+        "a second span: {:?}",
+        spans.iter().map(|s| &s.name).collect::<Vec<_>>()
+    );
+    let outer = sink.span("execute_tool add");
+    let a = &outer.attributes;
+    assert_eq!(text(a, keys::METHOD).as_deref(), Some("tools/call"));
+    assert_eq!(text(a, keys::TOOL_NAME).as_deref(), Some("add"));
+    assert!(text(a, keys::REQUEST_ID).is_some());
+    // Opted in: the arguments and the result.
+    assert_eq!(
+        text(a, keys::TOOL_ARGUMENTS).as_deref(),
+        Some(r#"{"a":1,"b":1}"#)
+    );
+    assert!(text(a, keys::TOOL_RESULT).is_some_and(|r| r.contains("2")));
+}
+
+#[tokio::test]
+async fn a_call_that_waits_out_a_reconnect_shows_it_and_the_session_metrics_count_it() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::chaos())
+        .backoff(Duration::from_millis(200), Duration::from_millis(200), 0)
+        .telemetry(sink.telemetry().server_name("chaotic"))
+        .connect()
+        .await
+        .unwrap();
+    // The server dies under this call: it fails, and its span says the session ended.
+    let err = client.call_tool("die", json!({})).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost(_)), "{err:?}");
+    let mut state = client.watch_state();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| *s == ConnState::Backoff),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // Made in backoff, this call waits for the reconnect and then succeeds.
+    client
+        .call_tool_with(
+            "add",
+            json!({"a": 1, "b": 2}),
+            RequestOptions::new().wait_for_ready(true),
+        )
+        .await
+        .unwrap();
+    client.stop().await;
+
+    let died = sink.span("tools/call die");
+    assert_eq!(
+        text(&died.attributes, keys::ERROR_TYPE).as_deref(),
+        Some("connection_lost")
+    );
+    let waited = sink.span("tools/call add");
+    assert!(waited.status == Status::Unset);
+    let tos: Vec<String> = waited
+        .events
+        .iter()
+        .filter(|e| e.name == "mcp_client_rs.transition")
+        .filter_map(|e| text(&e.attributes, "mcp_client_rs.state.to"))
+        .collect();
+    assert_eq!(tos.last().map(String::as_str), Some("ready"), "{tos:?}");
+    assert!(tos.iter().any(|t| t == "starting"), "{tos:?}");
+    // The server's name is on every span and point.
+    assert_eq!(
+        text(&waited.attributes, keys::SERVER_NAME).as_deref(),
+        Some("chaotic")
+    );
+
+    let sessions = sink.histogram(metrics::SESSION_DURATION);
+    assert_eq!(
+        sessions.len(),
+        2,
+        "one ended by the crash, one by the stop: {sessions:?}"
+    );
+    let crashed: Vec<_> = sessions
+        .iter()
+        .filter_map(|(a, _, _)| text(a, keys::ERROR_TYPE))
+        .collect();
+    assert_eq!(crashed, ["transport"]);
+    assert!(
+        sessions
+            .iter()
+            .all(|(a, _, _)| text(a, keys::SERVER_NAME).as_deref() == Some("chaotic"))
+    );
+    assert_eq!(sink.counter(metrics::RECONNECTS), 1);
+    let backoff = sink.histogram(metrics::BACKOFF_DURATION);
+    assert_eq!(backoff.iter().map(|(_, n, _)| n).sum::<u64>(), 1);
+}
+
+#[tokio::test]
+async fn a_call_refused_while_unavailable_is_counted() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::chaos())
+        .backoff(Duration::from_secs(30), Duration::from_secs(30), 0)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    let _ = client.call_tool("die", json!({})).await;
+    let mut state = client.watch_state();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| *s == ConnState::Backoff),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let err = client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Unavailable { .. }), "{err:?}");
+    client.stop().await;
+    let refused = sink.span("tools/call add");
+    assert_eq!(
+        text(&refused.attributes, keys::ERROR_TYPE).as_deref(),
+        Some("unavailable")
+    );
+    assert_eq!(sink.counter(metrics::CALLS_REFUSED), 1);
+}
+
+#[tokio::test]
+async fn prompts_and_resources_name_what_they_touch() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::echo())
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    let prompts = client.list_all_prompts().await.unwrap();
+    let resources = client.list_all_resources().await.unwrap();
+    let prompt = prompts.first().expect("a prompt").name.clone();
+    let uri = resources.first().expect("a resource").uri.clone();
+    let _ = client.get_prompt(&prompt, json!({})).await;
+    client.read_resource(&uri).await.unwrap();
+    client.stop().await;
+    let p = sink.span(&format!("prompts/get {prompt}"));
+    assert_eq!(text(&p.attributes, keys::PROMPT_NAME), Some(prompt));
+    assert!(attr(&p.attributes, keys::OPERATION_NAME).is_none());
+    // The URI is an attribute, not part of the name (high cardinality) unless opted in.
+    let r = sink.span("resources/read");
+    assert_eq!(text(&r.attributes, keys::RESOURCE_URI), Some(uri));
+}
+
+#[tokio::test]
+async fn without_telemetry_nothing_is_recorded_and_meta_is_untouched() {
+    let sink = Sink::new();
+    let _global = sink.tracer.tracer("host");
+    let client: mcp_runtime::Client =
+        ClientBuilder::new(mcp_runtime::transport::StreamConnector::from_fn(|| async {
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            let (r, w) = tokio::io::split(theirs);
+            tokio::spawn(mcp_testserver::serve(r, w, ServerConfig::echo()));
+            Ok(tokio::io::split(ours))
+        }))
+        .connect()
+        .await
+        .unwrap();
+    let host = sink.tracer.tracer("host");
+    let cx = Context::current_with_span(host.start("turn"));
+    client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .with_context(cx.clone())
+        .await
+        .unwrap();
+    cx.span().end();
+    client.stop().await;
+    assert_eq!(
+        sink.spans()
+            .iter()
+            .map(|s| s.name.to_string())
+            .collect::<Vec<_>>(),
+        ["turn"]
+    );
+}
