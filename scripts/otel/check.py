@@ -18,7 +18,13 @@ The checks (numbered as in the brief of issue 34):
 - 2: `tools/call fail` (an isError result) and `tools/call reject` (a JSON-RPC error) as failures;
 - 3: the Python server's SERVER span for the call is in mcpc's trace, its parent mcpc's span;
 - 4: the `mcp.client.operation.duration` and `mcp.client.session.duration` histograms;
-- 5: without OTEL_EXPORTER_OTLP_ENDPOINT mcpc sends nothing.
+- 5: without OTEL_EXPORTER_OTLP_ENDPOINT mcpc sends nothing (and, traced with strace, opens no
+  TCP connection at all);
+- 6: every request mcpc sends carries its trace (issue 34: `traceparent` in `params._meta` of
+  every request, a client span per request): each SERVER span of the Python server for a
+  request (one with a `jsonrpc.request.id`) in an mcpc run is the child of an mcpc client span;
+- 7: with OTEL_EXPORTER_OTLP_COMPRESSION=gzip (one of the standard variables mcpc says it
+  reads) mcpc's exports arrive gzip-encoded, and decode.
 """
 
 from __future__ import annotations
@@ -274,7 +280,7 @@ def check_metric_attributes(rep: Report, runs: dict) -> None:
     rep.check(name, p, line)
 
 
-def check_silence(rep: Report, runs: dict, sentinel: str | None, no_sentinel: str | None) -> None:
+def check_silence(rep: Report, runs: dict, sentinel: str | None, no_sentinel: str | None, connects: str | None, no_connects: str) -> None:
     name = "5 without OTEL_EXPORTER_OTLP_ENDPOINT mcpc sends nothing"
     p = []
     got = [r for r in runs.get("no-endpoint", []) if r["signal"] == "request"]
@@ -287,7 +293,52 @@ def check_silence(rep: Report, runs: dict, sentinel: str | None, no_sentinel: st
         name += " (to the receiver, nor to 127.0.0.1:4318)"
     else:
         name += f" (to the receiver; the default port not watched: {no_sentinel})"
-    rep.check(name, p, (got or [None])[0] if got else None)
+    if connects is not None:
+        # stdio only in that run, and the server has no endpoint: any TCP connect is an export.
+        with open(connects, encoding="utf-8", errors="replace") as f:
+            inet = [l.strip() for l in f if "connect(" in l and ("AF_INET" in l)]
+        if inet:
+            p.append(f"{len(inet)} TCP connects under strace: " + " | ".join(inet[:3]))
+        name += ", no TCP connect under strace"
+    else:
+        name += f" (no strace: {no_connects})"
+    rep.check(name, p, got[0] if got else None)
+
+
+def check_every_request(rep: Report, runs: dict) -> None:
+    name = "6 every request mcpc sends has a client span and carries its traceparent (each server span of a request is a child of one)"
+    p: list[str] = []
+    line = None
+    for run in ("stdio-add", "stdio-fail", "stdio-reject", "http-add", "http-add-legacy"):
+        recs = spans(runs.get(run, []))
+        mine = {(s["trace_id"], s["span_id"]): s for s in recs if service(s) not in (PY_SERVER, PY_CLIENT)}
+        orphans = [
+            s
+            for s in recs
+            if service(s) == PY_SERVER and s["kind"] == "SERVER" and "jsonrpc.request.id" in s["attributes"]
+            and (s["trace_id"], s["parent_span_id"]) not in mine
+        ]
+        if orphans:
+            p.append(f"{run}: " + ", ".join(f"{s['attributes'].get('mcp.method.name', s['name'])} (id {s['attributes']['jsonrpc.request.id']})" for s in orphans))
+            line = line or orphans[0]
+    if p:
+        p = ["server spans of requests with no mcpc client span as parent: " + "; ".join(p)]
+    rep.check(name, p, line)
+
+
+def check_gzip(rep: Report, runs: dict) -> None:
+    name = "7 OTEL_EXPORTER_OTLP_COMPRESSION=gzip: mcpc's exports arrive with Content-Encoding gzip and decode"
+    recs = runs.get("stdio-add-gzip", [])
+    mcpc = [r for r in recs if r["signal"] == "request" and not r.get("user_agent", "").startswith("OTel-OTLP-Exporter-Python")]
+    p = []
+    if not mcpc:
+        p.append("no export from mcpc in that run")
+    plain = [r for r in mcpc if r.get("content_encoding") != "gzip"]
+    if plain:
+        p.append(f"{len(plain)} of {len(mcpc)} exports not compressed: " + ", ".join(f"{r['path']} Content-Encoding {r.get('content_encoding') or 'none'}" for r in plain))
+    if mcpc and not plain and client_span(recs, "add")[0] is None:
+        p.append(client_span(recs, "add")[1])
+    rep.check(name, p, plain[0] if plain else None)
 
 
 def main() -> None:
@@ -296,6 +347,8 @@ def main() -> None:
     ap.add_argument("--http-port", type=int, required=True)
     ap.add_argument("--sentinel")
     ap.add_argument("--no-sentinel", default="")
+    ap.add_argument("--connects", help="strace's connect() calls of the no-endpoint run")
+    ap.add_argument("--no-connects", default="", help="why there is no strace of it")
     args = ap.parse_args()
     runs = load(args.file)
     rep = Report()
@@ -327,7 +380,9 @@ def main() -> None:
     check_metrics(rep, runs, "stdio-add", "stdio")
     check_metrics(rep, runs, "http-add", "Streamable HTTP")
     check_metric_attributes(rep, runs)
-    check_silence(rep, runs, args.sentinel, args.no_sentinel)
+    check_silence(rep, runs, args.sentinel, args.no_sentinel, args.connects, args.no_connects)
+    check_every_request(rep, runs)
+    check_gzip(rep, runs)
     bad = [r for recs in runs.values() for r in recs if r["signal"] == "request" and r.get("status") != 200]
     rep.check(
         "every export the receiver got decoded (application/x-protobuf, a known path)",
