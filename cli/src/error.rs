@@ -48,6 +48,11 @@ Examples:
   mcpc --config claude_desktop_config.json servers
   mcpc --config-from vscode tools call github/search_repositories query=mcp
 
+OpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set (e.g. http://localhost:4318), every request
+is a span by the MCP semantic conventions and the duration metrics are recorded, exported over
+OTLP/HTTP (OTEL_SERVICE_NAME, OTEL_EXPORTER_OTLP_HEADERS and the other standard variables
+honoured); nothing is recorded or sent otherwise.
+
 ",
     exit_codes!()
 );

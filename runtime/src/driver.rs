@@ -466,14 +466,17 @@ impl Driver {
             Action::Send {
                 generation,
                 token,
+                #[cfg(feature = "otel")]
+                mut frame,
+                #[cfg(not(feature = "otel"))]
                 frame,
             } => {
                 #[cfg(feature = "otel")]
-                if let Some((_, clock)) = &self.recorder
+                if let Some((recorder, clock)) = &self.recorder
                     && let mcp_machine::FrameKind::Request { id, own: true } = frame.head.kind
                     && let Some(method) = &frame.head.method
                 {
-                    clock.sent(method, id);
+                    clock.sent(recorder, method, id, &mut frame.bytes);
                 }
                 // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {

@@ -120,6 +120,20 @@ fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
     attr(attributes, key).map(|v| v.as_str().into_owned())
 }
 
+/// Calls the chaos server's `die` and waits until the client is in backoff; the call's error.
+async fn crash_into_backoff(client: &mcp_runtime::Client) -> Error {
+    let err = client.call_tool("die", json!({})).await.unwrap_err();
+    let mut state = client.watch_state();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        state.wait_for(|s| *s == ConnState::Backoff),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    err
+}
+
 const BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
@@ -387,16 +401,8 @@ async fn a_call_that_waits_out_a_reconnect_shows_it_and_the_session_metrics_coun
         .await
         .unwrap();
     // The server dies under this call: it fails, and its span says the session ended.
-    let err = client.call_tool("die", json!({})).await.unwrap_err();
+    let err = crash_into_backoff(&client).await;
     assert!(matches!(err, Error::ConnectionLost(_)), "{err:?}");
-    let mut state = client.watch_state();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        state.wait_for(|s| *s == ConnState::Backoff),
-    )
-    .await
-    .unwrap()
-    .unwrap();
     // Made in backoff, this call waits for the reconnect and then succeeds.
     client
         .call_tool_with(
@@ -459,15 +465,7 @@ async fn a_call_refused_while_unavailable_is_counted() {
         .connect()
         .await
         .unwrap();
-    let _ = client.call_tool("die", json!({})).await;
-    let mut state = client.watch_state();
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        state.wait_for(|s| *s == ConnState::Backoff),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    crash_into_backoff(&client).await;
     let err = client
         .call_tool("add", json!({"a": 1, "b": 2}))
         .await

@@ -23,6 +23,9 @@ pub(crate) struct SessionClock {
     attempted: bool,
     /// The span of the handshake step in progress (`server/discover` or `initialize`).
     handshake: Option<Context>,
+    /// The latest handshake step's span, kept after it ended: the parent of the connection's
+    /// own requests (a listen, a restore, a relist) made in that session.
+    latest: Option<Context>,
 }
 
 impl SessionClock {
@@ -88,13 +91,38 @@ impl SessionClock {
         }
     }
 
-    /// The handshake request `method` went out with id `id`: its span says so.
-    pub(crate) fn sent(&self, method: &str, id: RequestId) {
-        if let Some(cx) = &self.handshake
-            && matches!(method, "initialize" | "server/discover")
-        {
+    /// A request of the connection's own (the handshake, a listen, a restore, a relist)
+    /// is going out with id `id`: the handshake's span takes its id, and the request carries
+    /// the context of its session's handshake span in `params._meta` (a handshake request:
+    /// its own span). A frame that does not read as a JSON object is left as it is.
+    pub(crate) fn sent(
+        &self,
+        recorder: &Recorder,
+        method: &str,
+        id: RequestId,
+        bytes: &mut Vec<u8>,
+    ) {
+        let handshake = matches!(method, "initialize" | "server/discover");
+        if handshake && let Some(cx) = &self.handshake {
             cx.span()
                 .set_attribute(KeyValue::new(keys::REQUEST_ID, id.to_string()));
+        }
+        let Some(cx) = self.handshake.as_ref().or(self.latest.as_ref()) else {
+            return;
+        };
+        let Ok(mut frame) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+            return;
+        };
+        let Some(object) = frame.as_object_mut() else {
+            return;
+        };
+        let mut params = object.remove("params");
+        super::inject_into_meta(recorder.telemetry.text_propagator(), cx, &mut params);
+        if let Some(params) = params {
+            object.insert("params".to_owned(), params);
+        }
+        if let Ok(written) = serde_json::to_vec(&frame) {
+            *bytes = written;
         }
     }
 
@@ -120,6 +148,8 @@ impl SessionClock {
                 }
                 // The probe ended in a handshake: the probe itself was answered.
                 State::Initializing if step.from == State::Probing => {}
+                // Stopped: not a failure of the handshake.
+                State::Closing | State::Closed => {}
                 _ => {
                     let kind = cause.map_or("_OTHER", failure_type);
                     span.set_attribute(KeyValue::new(keys::ERROR_TYPE, kind));
@@ -143,6 +173,8 @@ impl SessionClock {
             .with_kind(SpanKind::Client)
             .with_attributes(attributes)
             .start_with_context(&**tracer, &Context::new());
-        self.handshake = Some(Context::new().with_span(span));
+        let cx = Context::new().with_span(span);
+        self.latest = Some(cx.clone());
+        self.handshake = Some(cx);
     }
 }
