@@ -4,6 +4,8 @@
 //! [--era auto|legacy] -- SERVER CMD` (stdio), or `-- http://HOST:PORT/mcp` (Streamable HTTP).
 //! `--era legacy` skips the 2026-07-28 probe (`server/discover`) before `initialize`: the
 //! connect time without its round trip. `--seq-only` skips the run with calls in flight.
+//! `--cpu` also prints the CPU time of the process's threads per call of each run (Linux:
+//! `/proc/self/task/*/schedstat`), one JSON line of mode `cpu`.
 //! With the `otel` feature, `--otel` gives the client a telemetry whose exporters drop
 //! everything (see `drop_sink`): every call records a span and a metric point.
 //! Prints one JSON line for the connect time (median of K connects: spawn or connect, then the
@@ -29,6 +31,20 @@ fn allocated() -> (usize, usize) {
     {
         (0, 0)
     }
+}
+
+/// The CPU time so far of this process's live threads, in nanoseconds (`/proc`, Linux; 0
+/// elsewhere). Threads that ended are not counted: the runtime's and the OpenTelemetry SDK's
+/// threads live through the whole run.
+fn cpu_ns() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
+        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
+        .sum()
 }
 
 fn report(label: &str, rt: &str, n: usize, conc: usize, secs: f64, lat: Vec<f64>) {
@@ -174,6 +190,7 @@ struct Plan {
     connects: usize,
     conc_only: bool,
     seq_only: bool,
+    cpu: bool,
     era: EraMode,
     rec: Recording,
 }
@@ -186,6 +203,7 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
         connects,
         conc_only,
         seq_only,
+        cpu,
         era,
         rec,
     } = plan;
@@ -214,6 +232,7 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
     let seq_n = if conc_only { 0 } else { n };
     let mut lat = Vec::with_capacity(n);
     let (allocs0, bytes0) = allocated();
+    let cpu0 = cpu_ns();
     let t0 = Instant::now();
     for i in 0..seq_n {
         let t = Instant::now();
@@ -221,6 +240,7 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
         lat.push(t.elapsed().as_secs_f64());
     }
     let secs = t0.elapsed().as_secs_f64();
+    let seq_cpu = cpu_ns() - cpu0;
     let (allocs1, bytes1) = allocated();
     if cfg!(feature = "count-allocs") && !conc_only {
         // Every allocation of the process in the sequential run (client and runtime), per call.
@@ -233,17 +253,39 @@ async fn run(plan: Plan, rt: &str, cmd: Vec<String>) {
     if !conc_only {
         report("seq", rt, n, 1, secs, lat);
     }
+    let per_call = |ns: u64| ns as f64 / 1e3 / n.max(1) as f64;
     if seq_only {
+        if cpu {
+            println!(
+                "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"cpu\",\"seq_us_per_call\":{:.2}}}",
+                per_call(seq_cpu)
+            );
+        }
         client.stop().await;
         return;
     }
     let shared = client.clone();
+    let cpu0 = cpu_ns();
     let (secs, lat) = mcp_bench::concurrent(n, conc, move |i| {
         let client = shared.clone();
         async move { echo(&client, i).await }
     })
     .await;
+    let conc_cpu = cpu_ns() - cpu0;
     report("conc", rt, n, conc, secs, lat);
+    if cpu {
+        // Of the process's threads: the client, the runtime and (with --otel) the SDK's
+        // export threads; not the server's.
+        let seq = if conc_only {
+            String::new()
+        } else {
+            format!("\"seq_us_per_call\":{:.2},", per_call(seq_cpu))
+        };
+        println!(
+            "{{\"client\":\"mcp-runtime ({rt})\",\"mode\":\"cpu\",{seq}\"conc_us_per_call\":{:.2}}}",
+            per_call(conc_cpu)
+        );
+    }
     client.stop().await;
 }
 
@@ -252,7 +294,7 @@ fn main() {
     let Some(dd) = args.iter().position(|a| a == "--") else {
         eprintln!(
             "usage: mcp_client_bench [-n N] [-c CONC] [--warmup W] [--connects K] [--conc-only] \
-             [--seq-only] [--rt multi|current] [--era auto|legacy] [--otel] -- CMD... | URL"
+             [--seq-only] [--cpu] [--rt multi|current] [--era auto|legacy] [--otel] -- CMD... | URL"
         );
         std::process::exit(2);
     };
@@ -265,6 +307,7 @@ fn main() {
         connects: 0,
         conc_only: false,
         seq_only: false,
+        cpu: false,
         era: EraMode::Auto,
         rec: Recording::default(),
     };
@@ -282,6 +325,7 @@ fn main() {
             "--connects" => plan.connects = value().parse().expect("--connects K"),
             "--conc-only" => plan.conc_only = true,
             "--seq-only" => plan.seq_only = true,
+            "--cpu" => plan.cpu = true,
             #[cfg(feature = "otel")]
             "--otel" => {
                 let s = drop_sink::Sink::new();
