@@ -10,7 +10,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
-use super::{OuterToolSpan, Recorder, bounded, error_type, keys};
+use super::{OuterToolSpan, Recorder, bounded, error_type, interned, keys, shared};
 use crate::Error;
 
 /// How much of a tool's arguments or result an opt-in attribute keeps.
@@ -51,19 +51,20 @@ impl CallSpan {
                 .map(str::to_owned)
         };
         let tool_call = method == "tools/call";
-        let mut attributes = vec![KeyValue::new(keys::METHOD, method.to_owned())];
+        let mut attributes = Vec::with_capacity(10);
+        attributes.push(KeyValue::new(keys::METHOD, interned(method)));
         let mut target = None;
         match method {
             "tools/call" => {
                 if let Some(name) = field("name") {
-                    attributes.push(KeyValue::new(keys::TOOL_NAME, name.clone()));
+                    attributes.push(KeyValue::new(keys::TOOL_NAME, shared(&name)));
                     target = Some(name);
                 }
                 attributes.push(KeyValue::new(keys::OPERATION_NAME, "execute_tool"));
             }
             "prompts/get" => {
                 if let Some(name) = field("name") {
-                    attributes.push(KeyValue::new(keys::PROMPT_NAME, name.clone()));
+                    attributes.push(KeyValue::new(keys::PROMPT_NAME, shared(&name)));
                     target = Some(name);
                 }
             }
@@ -99,10 +100,13 @@ impl CallSpan {
             parent.span().set_attributes(span_attributes);
             parent
         } else {
-            let name = match target {
-                Some(t) => format!("{method} {t}"),
-                None => method.to_owned(),
-            };
+            let mut name =
+                String::with_capacity(method.len() + 1 + target.as_ref().map_or(0, String::len));
+            name.push_str(method);
+            if let Some(t) = &target {
+                name.push(' ');
+                name.push_str(t);
+            }
             let span = telemetry
                 .tracer
                 .span_builder(name)
@@ -111,7 +115,7 @@ impl CallSpan {
                 .start_with_context(&*telemetry.tracer, &parent);
             parent.with_span(span)
         };
-        super::inject_into_meta(telemetry.text_propagator(), &cx, params);
+        telemetry.inject(&cx, params);
         Box::new(CallSpan {
             recorder: recorder.clone(),
             cx,
@@ -160,7 +164,7 @@ impl CallSpan {
             late.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
         if let Some(v) = version {
-            let v = KeyValue::new(keys::PROTOCOL_VERSION, v.to_owned());
+            let v = KeyValue::new(keys::PROTOCOL_VERSION, interned(v));
             attributes.push(v.clone());
             late.push(v);
         }
@@ -224,11 +228,13 @@ fn is_error(body: &Body) -> bool {
     }
     match body {
         Body::Tree(v) => v.get("isError").and_then(Value::as_bool) == Some(true),
+        // Most results never name it: no parse for them.
         Body::Text(raw) => {
-            serde_json::from_str::<Flag>(raw.get())
-                .ok()
-                .and_then(|f| f.is_error)
-                == Some(true)
+            memchr::memmem::find(raw.get().as_bytes(), b"\"isError\"").is_some()
+                && serde_json::from_str::<Flag>(raw.get())
+                    .ok()
+                    .and_then(|f| f.is_error)
+                    == Some(true)
         }
     }
 }

@@ -2,7 +2,9 @@
 //! `tracestate`, `baggage`) into the requests the client sends, read from the server's.
 
 use opentelemetry::Context;
+use opentelemetry::baggage::BaggageExt;
 use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::trace::{SpanContext, TraceContextExt, TraceFlags};
 use serde_json::{Map, Value};
 
 /// Writes into a `_meta` object.
@@ -50,6 +52,62 @@ pub fn inject_into_meta(
     if let Some(meta) = meta.as_object_mut() {
         meta.extend(fields);
     }
+}
+
+/// [`inject_into_meta`] with W3C trace context and baggage, written directly: `traceparent`
+/// (and `tracestate` when there is one) of `cx`'s span when it is valid, `baggage` when `cx`
+/// has any (through the SDK's baggage propagator, which escapes it). The same text the SDK's
+/// propagators write (tested), for a fraction of the work: it is on every call's path.
+pub(crate) fn inject_w3c(cx: &Context, params: &mut Option<Value>) {
+    let span = cx.span();
+    let sc = span.span_context();
+    let baggage = !cx.baggage().is_empty();
+    if !sc.is_valid() && !baggage {
+        return;
+    }
+    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
+    let Some(object) = params.as_object_mut() else {
+        return;
+    };
+    let meta = object
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    if sc.is_valid() {
+        meta.insert("traceparent".to_owned(), Value::String(traceparent(sc)));
+        let state = sc.trace_state().header();
+        if !state.is_empty() {
+            meta.insert("tracestate".to_owned(), Value::String(state));
+        }
+    }
+    if baggage {
+        opentelemetry_sdk::propagation::BaggagePropagator::new()
+            .inject_context(cx, &mut MetaInjector(meta));
+    }
+}
+
+/// `00-{trace id}-{span id}-{flags}` in lowercase hex, the sampled flag alone (version 00).
+fn traceparent(sc: &SpanContext) -> String {
+    fn hex(out: &mut String, bytes: &[u8]) {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        for b in bytes {
+            out.push(char::from(DIGITS[usize::from(b >> 4)]));
+            out.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        }
+    }
+    let mut out = String::with_capacity(55);
+    out.push_str("00-");
+    hex(&mut out, &sc.trace_id().to_bytes());
+    out.push('-');
+    hex(&mut out, &sc.span_id().to_bytes());
+    out.push('-');
+    hex(
+        &mut out,
+        &[(sc.trace_flags() & TraceFlags::SAMPLED).to_u8()],
+    );
+    out
 }
 
 /// The context `params._meta` carries, read with `propagator`, over `parent` (a `_meta`
@@ -101,6 +159,52 @@ mod tests {
         let mut none = None;
         inject_into_meta(&p, &remote(), &mut none);
         assert!(none.unwrap()["_meta"]["traceparent"].is_string());
+    }
+
+    #[test]
+    fn the_direct_w3c_writer_writes_what_the_sdks_propagators_write() {
+        use opentelemetry::KeyValue;
+        use opentelemetry::trace::TraceState;
+        let sdk = crate::otel::default_propagator();
+        let state =
+            TraceState::from_key_value([("rojo", "00f067aa0ba902b7"), ("congo", "t61rcWkgMzE")])
+                .unwrap();
+        let contexts = [
+            remote(),
+            Context::new().with_remote_span_context(SpanContext::new(
+                TraceId::from_hex("0af7651916cd43dd8448eb211c80319c").unwrap(),
+                SpanId::from_hex("b7ad6b7169203331").unwrap(),
+                TraceFlags::default(),
+                false,
+                state,
+            )),
+            remote().with_baggage([
+                KeyValue::new("user id", "alice, bob"),
+                KeyValue::new("n", 7),
+            ]),
+            Context::new().with_baggage([KeyValue::new("only", "baggage")]),
+            Context::new(),
+        ];
+        for cx in contexts {
+            for start in [
+                None,
+                Some(json!({"name": "t", "_meta": {"progressToken": 1}})),
+            ] {
+                let (mut ours, mut theirs) = (start.clone(), start);
+                inject_w3c(&cx, &mut ours);
+                inject_into_meta(&sdk, &cx, &mut theirs);
+                // The SDK writes an empty `tracestate` too; ours leaves it out.
+                if let Some(meta) = theirs
+                    .as_mut()
+                    .and_then(|p| p.get_mut("_meta"))
+                    .and_then(Value::as_object_mut)
+                    && meta.get("tracestate") == Some(&json!(""))
+                {
+                    meta.remove("tracestate");
+                }
+                assert_eq!(ours, theirs);
+            }
+        }
     }
 
     #[test]

@@ -168,7 +168,8 @@ impl Instruments {
 pub struct Telemetry {
     tracer: Arc<BoxedTracer>,
     instruments: Arc<Instruments>,
-    propagator: Arc<dyn TextMapPropagator + Send + Sync>,
+    /// `None`: W3C trace context and baggage, written without a propagator's detour.
+    propagator: Option<Arc<dyn TextMapPropagator + Send + Sync>>,
     server_name: Option<Arc<str>>,
     capture_tool_io: bool,
     uri_in_span_name: bool,
@@ -210,7 +211,7 @@ impl Telemetry {
         Telemetry {
             tracer: Arc::new(tracer),
             instruments: Arc::new(Instruments::new(meter)),
-            propagator: Arc::new(default_propagator()),
+            propagator: None,
             server_name: None,
             capture_tool_io: false,
             uri_in_span_name: false,
@@ -231,7 +232,7 @@ impl Telemetry {
         mut self,
         propagator: impl TextMapPropagator + Send + Sync + 'static,
     ) -> Self {
-        self.propagator = Arc::new(propagator);
+        self.propagator = Some(Arc::new(propagator));
         self
     }
 
@@ -254,9 +255,28 @@ impl Telemetry {
         self.server_name.as_deref()
     }
 
-    /// The propagator in use.
-    pub(crate) fn text_propagator(&self) -> &(dyn TextMapPropagator + Send + Sync) {
-        &*self.propagator
+    /// Writes `cx` into `params._meta` with the propagator in use.
+    pub(crate) fn inject(
+        &self,
+        cx: &opentelemetry::Context,
+        params: &mut Option<serde_json::Value>,
+    ) {
+        match &self.propagator {
+            Some(p) => inject_into_meta(&**p, cx, params),
+            None => meta::inject_w3c(cx, params),
+        }
+    }
+
+    /// The context `params._meta` carries, read with the propagator in use, over `parent`.
+    pub(crate) fn extract(
+        &self,
+        params: Option<&serde_json::Value>,
+        parent: &opentelemetry::Context,
+    ) -> opentelemetry::Context {
+        match &self.propagator {
+            Some(p) => context_from_meta(&**p, params, parent),
+            None => context_from_meta(w3c(), params, parent),
+        }
     }
 }
 
@@ -266,8 +286,15 @@ fn scope() -> InstrumentationScope {
         .build()
 }
 
+/// The default propagator, made once.
+fn w3c() -> &'static TextMapCompositePropagator {
+    static W3C: std::sync::OnceLock<TextMapCompositePropagator> = std::sync::OnceLock::new();
+    W3C.get_or_init(default_propagator)
+}
+
 /// The propagator a [`Telemetry`] uses unless told otherwise: W3C trace context and W3C
-/// baggage, as SEP-414 names them in `_meta`.
+/// baggage, as SEP-414 names them in `_meta` (a [`Telemetry`] writes them itself, to the
+/// same effect, without going through it).
 pub fn default_propagator() -> TextMapCompositePropagator {
     TextMapCompositePropagator::new(vec![
         Box::new(opentelemetry_sdk::propagation::TraceContextPropagator::new()),
@@ -295,7 +322,7 @@ pub(crate) struct Peer {
     transport: &'static str,
     /// `http` over HTTP.
     protocol: Option<&'static str>,
-    address: Option<String>,
+    address: Option<Arc<str>>,
     port: Option<i64>,
 }
 
@@ -308,7 +335,7 @@ impl Peer {
                 protocol: Some("http"),
                 address: url
                     .host_str()
-                    .map(|h| h.trim_matches(['[', ']']).to_owned()),
+                    .map(|h| Arc::from(h.trim_matches(['[', ']']))),
                 port: url.port_or_known_default().map(i64::from),
             },
             None => Peer {
@@ -325,7 +352,10 @@ impl Peer {
             out.push(KeyValue::new(keys::NETWORK_PROTOCOL, p));
         }
         if let Some(a) = &self.address {
-            out.push(KeyValue::new(keys::SERVER_ADDRESS, a.clone()));
+            out.push(KeyValue::new(
+                keys::SERVER_ADDRESS,
+                opentelemetry::StringValue::from(Arc::clone(a)),
+            ));
             if let Some(port) = self.port {
                 out.push(KeyValue::new(keys::SERVER_PORT, port));
             }
@@ -347,7 +377,10 @@ impl Recorder {
         let mut common = Vec::new();
         peer.attributes(&mut common);
         if let Some(name) = &telemetry.server_name {
-            common.push(KeyValue::new(keys::SERVER_NAME, name.to_string()));
+            common.push(KeyValue::new(
+                keys::SERVER_NAME,
+                opentelemetry::StringValue::from(Arc::clone(name)),
+            ));
         }
         Recorder {
             telemetry,
@@ -422,6 +455,43 @@ pub(crate) fn failure_type(failure: &mcp_machine::Failure) -> &'static str {
         F::InitializedNotSent => "init_not_sent",
         _ => "_OTHER",
     }
+}
+
+/// `text` as an attribute value: a static string when it is one of the conventions'
+/// well-known method names or a protocol version (no allocation), else its own copy.
+pub(crate) fn interned(text: &str) -> opentelemetry::Value {
+    let known: &'static str = match text {
+        "completion/complete" => "completion/complete",
+        "elicitation/create" => "elicitation/create",
+        "initialize" => "initialize",
+        "logging/setLevel" => "logging/setLevel",
+        "ping" => "ping",
+        "prompts/get" => "prompts/get",
+        "prompts/list" => "prompts/list",
+        "resources/list" => "resources/list",
+        "resources/read" => "resources/read",
+        "resources/subscribe" => "resources/subscribe",
+        "resources/templates/list" => "resources/templates/list",
+        "resources/unsubscribe" => "resources/unsubscribe",
+        "roots/list" => "roots/list",
+        "sampling/createMessage" => "sampling/createMessage",
+        "tools/call" => "tools/call",
+        "tools/list" => "tools/list",
+        "server/discover" => "server/discover",
+        "subscriptions/listen" => "subscriptions/listen",
+        "2024-11-05" => "2024-11-05",
+        "2025-03-26" => "2025-03-26",
+        "2025-06-18" => "2025-06-18",
+        "2025-11-25" => "2025-11-25",
+        "2026-07-28" => "2026-07-28",
+        other => return opentelemetry::Value::from(other.to_owned()),
+    };
+    opentelemetry::Value::from(known)
+}
+
+/// `text` as an attribute value that clones without copying.
+pub(crate) fn shared(text: &str) -> opentelemetry::Value {
+    opentelemetry::Value::String(opentelemetry::StringValue::from(Arc::<str>::from(text)))
 }
 
 /// `text` cut to at most `max` bytes at a character boundary.

@@ -26,8 +26,7 @@ impl ServerSpan {
         session: Option<String>,
     ) -> ServerSpan {
         let telemetry = &recorder.telemetry;
-        let parent =
-            super::context_from_meta(telemetry.text_propagator(), Some(params), &Context::new());
+        let parent = telemetry.extract(Some(params), &Context::new());
         let mut attributes = vec![KeyValue::new(keys::METHOD, method.to_owned())];
         if let Some(id) = id {
             attributes.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));

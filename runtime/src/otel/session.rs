@@ -117,7 +117,7 @@ impl SessionClock {
             return;
         };
         let mut params = object.remove("params");
-        super::inject_into_meta(recorder.telemetry.text_propagator(), cx, &mut params);
+        recorder.telemetry.inject(cx, &mut params);
         if let Some(params) = params {
             object.insert("params".to_owned(), params);
         }
