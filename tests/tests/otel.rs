@@ -569,3 +569,25 @@ async fn over_streamable_http_the_span_names_the_server_and_the_session() {
     let session = text(a, keys::SESSION_ID).expect("mcp.session.id");
     assert!(!session.is_empty());
 }
+
+#[tokio::test]
+async fn notifications_a_slow_subscriber_lost_are_counted() {
+    let sink = Sink::new();
+    let builder = in_process(ServerConfig::chaos())
+        .notification_limits(mcp_runtime::FeedLimits {
+            items: 10,
+            bytes: 1 << 20,
+        })
+        .telemetry(sink.telemetry());
+    let idle = builder.notifications();
+    let client = builder.connect().await.unwrap();
+    client
+        .call_tool("flood", json!({"count": 200}))
+        .await
+        .unwrap();
+    client.ping().await.unwrap();
+    let lost = idle.dropped();
+    assert!(lost >= 190, "{lost}");
+    client.stop().await;
+    assert_eq!(sink.counter(metrics::NOTIFICATIONS_DROPPED), lost);
+}
