@@ -559,6 +559,7 @@ async fn over_streamable_http_the_span_names_the_server_and_the_session() {
         .call_tool("add", json!({"a": 1, "b": 2}))
         .await
         .unwrap();
+    client.list_tools(None).await.unwrap();
     client.stop().await;
     let call = sink.span("tools/call add");
     let a = &call.attributes;
@@ -566,8 +567,13 @@ async fn over_streamable_http_the_span_names_the_server_and_the_session() {
     assert_eq!(text(a, keys::NETWORK_PROTOCOL).as_deref(), Some("http"));
     assert_eq!(text(a, keys::SERVER_ADDRESS).as_deref(), Some("127.0.0.1"));
     assert_eq!(attr(a, keys::SERVER_PORT), Some(&Value::I64(port)));
+    // The session's id is a credential: what is recorded is a digest of it, the same on every
+    // span of the session.
     let session = text(a, keys::SESSION_ID).expect("mcp.session.id");
-    assert!(!session.is_empty());
+    assert_eq!(session.len(), 32, "{session}");
+    assert!(session.bytes().all(|b| b.is_ascii_hexdigit()), "{session}");
+    let list = sink.span("tools/list");
+    assert_eq!(text(&list.attributes, keys::SESSION_ID), Some(session));
 }
 
 #[tokio::test]
@@ -590,4 +596,53 @@ async fn notifications_a_slow_subscriber_lost_are_counted() {
     assert!(lost >= 190, "{lost}");
     client.stop().await;
     assert_eq!(sink.counter(metrics::NOTIFICATIONS_DROPPED), lost);
+}
+
+#[tokio::test]
+async fn a_group_names_each_server_on_its_spans_and_points() {
+    let sink = Sink::new();
+    let group = mcp_runtime::ClientGroup::builder()
+        .server("left", in_process(ServerConfig::echo()))
+        .server("right", in_process(ServerConfig::echo()))
+        .telemetry(sink.telemetry())
+        .start()
+        .await
+        .unwrap();
+    group
+        .call_tool_on("left", "add", json!({"a": 1, "b": 1}))
+        .await
+        .unwrap();
+    group
+        .call_tool_on("right", "echo", json!({"message": "hi"}))
+        .await
+        .unwrap();
+    group.stop().await;
+    let left = sink.span("tools/call add");
+    assert_eq!(
+        text(&left.attributes, keys::SERVER_NAME).as_deref(),
+        Some("left")
+    );
+    let right = sink.span("tools/call echo");
+    assert_eq!(
+        text(&right.attributes, keys::SERVER_NAME).as_deref(),
+        Some("right")
+    );
+    let points = sink.histogram(metrics::OPERATION_DURATION);
+    for (tool, server) in [("add", "left"), ("echo", "right")] {
+        assert!(
+            points.iter().any(|(a, _, _)| {
+                text(a, keys::TOOL_NAME).as_deref() == Some(tool)
+                    && text(a, keys::SERVER_NAME).as_deref() == Some(server)
+            }),
+            "{tool} on {server}: {points:?}"
+        );
+    }
+    // Every span of the group's clients (handshakes and list fetches included) names its server.
+    for span in sink.spans() {
+        assert!(
+            text(&span.attributes, keys::SERVER_NAME).is_some(),
+            "{} without a server name",
+            span.name
+        );
+    }
 }

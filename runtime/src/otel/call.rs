@@ -169,7 +169,10 @@ impl CallSpan {
             late.push(v);
         }
         if let Some(s) = session {
-            late.push(KeyValue::new(keys::SESSION_ID, s));
+            late.push(KeyValue::new(
+                keys::SESSION_ID,
+                recorder.session_attribute(s),
+            ));
         }
         let mut status = Status::Unset;
         match outcome {

@@ -173,6 +173,7 @@ pub struct Telemetry {
     server_name: Option<Arc<str>>,
     capture_tool_io: bool,
     uri_in_span_name: bool,
+    raw_session_id: bool,
 }
 
 impl std::fmt::Debug for Telemetry {
@@ -215,6 +216,7 @@ impl Telemetry {
             server_name: None,
             capture_tool_io: false,
             uri_in_span_name: false,
+            raw_session_id: false,
         }
     }
 
@@ -247,6 +249,15 @@ impl Telemetry {
     /// make span names of high cardinality).
     pub fn resource_uri_in_span_name(mut self, on: bool) -> Self {
         self.uri_in_span_name = on;
+        self
+    }
+
+    /// Records the server's `Mcp-Session-Id` itself as `mcp.session.id` (off by default).
+    /// Whoever holds a Streamable HTTP session id can make requests in that session, so by
+    /// default the attribute is a digest of it instead: the same for every span of one session
+    /// of one process, different for another session, and useless to send requests with.
+    pub fn raw_session_id(mut self, on: bool) -> Self {
+        self.raw_session_id = on;
         self
     }
 
@@ -367,6 +378,8 @@ impl Peer {
 #[derive(Clone)]
 pub(crate) struct Recorder {
     pub(crate) telemetry: Telemetry,
+    /// The key of the session ids' digest (random per client).
+    session_key: std::hash::RandomState,
     /// The attributes every metric point of this client carries (peer, server name).
     common: Arc<[KeyValue]>,
 }
@@ -384,6 +397,7 @@ impl Recorder {
         }
         Recorder {
             telemetry,
+            session_key: std::hash::RandomState::new(),
             common: common.into(),
         }
     }
@@ -395,6 +409,23 @@ impl Recorder {
     /// The attributes every point and span of this client carries.
     pub(crate) fn common(&self) -> &[KeyValue] {
         &self.common
+    }
+
+    /// The `mcp.session.id` of session `id`: the id itself only when asked
+    /// ([`Telemetry::raw_session_id`]), else a keyed digest of it (32 hex digits).
+    pub(crate) fn session_attribute(&self, id: String) -> String {
+        use std::hash::{BuildHasher, Hasher};
+        if self.telemetry.raw_session_id {
+            return id;
+        }
+        let mut digest = String::with_capacity(32);
+        for salt in [0u8, 1] {
+            let mut h = self.session_key.build_hasher();
+            h.write_u8(salt);
+            h.write(id.as_bytes());
+            digest.push_str(&format!("{:016x}", h.finish()));
+        }
+        digest
     }
 
     /// Counts notifications lost by slow subscribers.

@@ -27,7 +27,9 @@ impl ServerSpan {
     ) -> ServerSpan {
         let telemetry = &recorder.telemetry;
         let parent = telemetry.extract(Some(params), &Context::new());
-        let mut attributes = vec![KeyValue::new(keys::METHOD, method.to_owned())];
+        // The server names the method: a name of its own is bounded.
+        let method = super::bounded(method, 128);
+        let mut attributes = vec![KeyValue::new(keys::METHOD, super::interned(&method))];
         if let Some(id) = id {
             attributes.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
@@ -35,12 +37,15 @@ impl ServerSpan {
             attributes.push(KeyValue::new(keys::PROTOCOL_VERSION, v.to_owned()));
         }
         if let Some(s) = session {
-            attributes.push(KeyValue::new(keys::SESSION_ID, s));
+            attributes.push(KeyValue::new(
+                keys::SESSION_ID,
+                recorder.session_attribute(s),
+            ));
         }
         attributes.extend_from_slice(recorder.common());
         let span = telemetry
             .tracer
-            .span_builder(method.to_owned())
+            .span_builder(method)
             .with_kind(SpanKind::Server)
             .with_attributes(attributes)
             .start_with_context(&*telemetry.tracer, &parent);

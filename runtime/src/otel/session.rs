@@ -143,7 +143,10 @@ impl SessionClock {
                         span.set_attribute(KeyValue::new(keys::PROTOCOL_VERSION, v.to_owned()));
                     }
                     if let Some(s) = session {
-                        span.set_attribute(KeyValue::new(keys::SESSION_ID, s));
+                        span.set_attribute(KeyValue::new(
+                            keys::SESSION_ID,
+                            recorder.session_attribute(s),
+                        ));
                     }
                 }
                 // The probe ended in a handshake: the probe itself was answered.
