@@ -1,21 +1,25 @@
 //! OpenTelemetry export for mcpc: when the standard `OTEL_EXPORTER_OTLP_ENDPOINT` (or the
 //! per-signal `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` / `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`) is
 //! set, every client mcpc builds records its spans and metrics (the runtime's `otel` feature,
-//! by the MCP semantic conventions) and they are exported over OTLP/HTTP with protobuf
-//! bodies, through our own HTTP client. Nothing is exported, and nothing recorded, otherwise.
+//! by the MCP semantic conventions) and they are exported over OTLP/HTTP (protobuf bodies, or
+//! JSON when `OTEL_EXPORTER_OTLP_PROTOCOL=http/json`), through our own HTTP client. Nothing is
+//! exported, and nothing recorded, otherwise.
 //!
 //! The exporter reads the other standard variables itself (`OTEL_EXPORTER_OTLP_HEADERS`,
-//! `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_EXPORTER_OTLP_COMPRESSION`, their per-signal forms);
-//! the resource reads `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (service name
+//! `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_EXPORTER_OTLP_COMPRESSION` (`gzip`), their per-signal
+//! forms); the resource reads `OTEL_SERVICE_NAME` and `OTEL_RESOURCE_ATTRIBUTES` (service name
 //! `mcpc` unless they name one). `OTEL_SDK_DISABLED=true` turns it all off; a gRPC protocol is
-//! refused with a warning (mcpc speaks OTLP over HTTP only).
+//! refused with a warning (mcpc speaks OTLP over HTTP only). A collector that does not take an
+//! export costs one line on stderr at exit, never the command's result.
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use mcp_runtime::otel::Telemetry;
 use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
-use opentelemetry_otlp::{MetricExporter, SpanExporter, WithHttpConfig};
+use opentelemetry_otlp::{
+    MetricExporter, Protocol, SpanExporter, WithExportConfig, WithHttpConfig,
+};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -63,13 +67,12 @@ pub fn start() -> Option<Exporting> {
     if !wanted {
         return None;
     }
-    let protocol = std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").unwrap_or_default();
-    if protocol.starts_with("grpc") {
-        errln!(
-            "mcpc: OTEL_EXPORTER_OTLP_PROTOCOL={protocol} is not supported (OTLP over HTTP with protobuf only): no telemetry exported"
-        );
+    let (Some(span_protocol), Some(metric_protocol)) = (
+        protocol("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"),
+        protocol("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"),
+    ) else {
         return None;
-    }
+    };
     let client = match ReqwestExport::new() {
         Ok(c) => c,
         Err(e) => {
@@ -79,10 +82,12 @@ pub fn start() -> Option<Exporting> {
     };
     let spans = SpanExporter::builder()
         .with_http()
+        .with_protocol(span_protocol)
         .with_http_client(client.clone())
         .build();
     let metrics = MetricExporter::builder()
         .with_http()
+        .with_protocol(metric_protocol)
         .with_http_client(client)
         .build();
     let (spans, metrics) = match (spans, metrics) {
@@ -103,6 +108,30 @@ pub fn start() -> Option<Exporting> {
         .build();
     let _ = TELEMETRY.set(Telemetry::new(&tracer, &meter));
     Some(Exporting { tracer, meter })
+}
+
+/// The OTLP encoding a signal asks for (its own variable, else `OTEL_EXPORTER_OTLP_PROTOCOL`):
+/// `http/json` or, by default as the specification says, `http/protobuf`. `None`, with a
+/// warning, for gRPC (mcpc exports over HTTP only) or a value that is not a protocol.
+fn protocol(signal: &str) -> Option<Protocol> {
+    let (name, value) = [signal, "OTEL_EXPORTER_OTLP_PROTOCOL"]
+        .into_iter()
+        .find_map(|name| {
+            let v = std::env::var(name).ok()?;
+            (!v.trim().is_empty()).then(|| (name, v.trim().to_ascii_lowercase()))
+        })
+        .unwrap_or(("", "http/protobuf".to_owned()));
+    match value.as_str() {
+        "http/protobuf" => Some(Protocol::HttpBinary),
+        "http/json" => Some(Protocol::HttpJson),
+        _ => {
+            errln!(
+                "mcpc: {name}={} is not supported (OTLP over HTTP only: http/protobuf or http/json): no telemetry exported",
+                crate::sanitize::clean(&value)
+            );
+            None
+        }
+    }
 }
 
 /// The resource: the environment's, with service name `mcpc` unless it names one.
@@ -133,9 +162,14 @@ impl Exporting {
         match tokio::time::timeout(FLUSH_BOUND, flush).await {
             Ok(Ok((Ok(()), Ok(())))) => {}
             Ok(Ok((spans, metrics))) => {
-                for e in [spans.err(), metrics.err()].into_iter().flatten() {
-                    errln!("mcpc: OpenTelemetry export: {e}");
-                }
+                let failed: Vec<&str> = [("spans", spans.is_err()), ("metrics", metrics.is_err())]
+                    .into_iter()
+                    .filter_map(|(what, failed)| failed.then_some(what))
+                    .collect();
+                errln!(
+                    "mcpc: OpenTelemetry: the collector did not take the {} (is OTEL_EXPORTER_OTLP_ENDPOINT right and the collector up?)",
+                    failed.join(" and ")
+                );
             }
             Ok(Err(_)) | Err(_) => {
                 errln!("mcpc: OpenTelemetry export did not finish in {FLUSH_BOUND:?}");

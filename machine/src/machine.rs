@@ -120,6 +120,20 @@ impl Machine {
         self.core.last_error.as_ref()
     }
 
+    /// The caller request `id` is sent for, while it is in flight: the caller's own request,
+    /// or a request of the task its call runs as (`tasks/get`, `tasks/result`,
+    /// `tasks/update`). `None` for the client's own requests (the handshake, a listen, a
+    /// restore, a relist, a `tasks/cancel` nobody waits for) and for an id not in flight. A
+    /// read for observers (telemetry); it changes nothing.
+    pub fn caller_of(&self, id: crate::RequestId) -> Option<crate::CallId> {
+        match self.core.calls.get(id)?.kind {
+            crate::calls::RequestKind::Caller(call) | crate::calls::RequestKind::Task(call) => {
+                Some(call)
+            }
+            _ => None,
+        }
+    }
+
     /// Calls in flight or waiting to resend.
     pub fn calls_in_flight(&self) -> usize {
         self.core.calls.len()

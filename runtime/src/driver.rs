@@ -471,12 +471,29 @@ impl Driver {
                 #[cfg(not(feature = "otel"))]
                 frame,
             } => {
+                // A request: on its caller's span (a re-send, a task's request), else the
+                // connection's own (the handshake, a listen, a restore).
                 #[cfg(feature = "otel")]
                 if let Some((recorder, clock)) = &self.recorder
-                    && let mcp_machine::FrameKind::Request { id, own: true } = frame.head.kind
-                    && let Some(method) = &frame.head.method
+                    && let mcp_machine::FrameKind::Request { id, own } = frame.head.kind
                 {
-                    clock.sent(recorder, method, id, &mut frame.bytes);
+                    let method = frame.head.method.as_deref();
+                    let caller =
+                        self.machine
+                            .caller_of(id)
+                            .and_then(|c| match self.pending.get_mut(&c) {
+                                Some(Pending::Call {
+                                    span: Some(span), ..
+                                }) => Some(span),
+                                _ => None,
+                            });
+                    match (caller, method) {
+                        (Some(span), _) => span.sent(id, own, method, &mut frame.bytes),
+                        (None, Some(method)) if own => {
+                            clock.sent(recorder, method, id, &mut frame.bytes)
+                        }
+                        _ => {}
+                    }
                 }
                 // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {

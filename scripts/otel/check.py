@@ -341,6 +341,21 @@ def check_gzip(rep: Report, runs: dict) -> None:
     rep.check(name, p, plain[0] if plain else None)
 
 
+def check_json(rep: Report, runs: dict) -> None:
+    name = "8 OTEL_EXPORTER_OTLP_PROTOCOL=http/json: mcpc's exports arrive as OTLP/JSON and decode to the same span"
+    recs = runs.get("stdio-add-json", [])
+    mcpc = [r for r in recs if r["signal"] == "request" and not r.get("user_agent", "").startswith("OTel-OTLP-Exporter-Python")]
+    p = []
+    if not mcpc:
+        p.append("no export from mcpc in that run")
+    other = [r for r in mcpc if r.get("content_type") != "application/json" or r.get("status") != 200]
+    if other:
+        p.append(f"{len(other)} of {len(mcpc)} exports not OTLP/JSON taken: " + ", ".join(f"{r['path']} {r.get('content_type')} {r.get('status')} {r.get('error', '')}" for r in other))
+    if mcpc and not other and client_span(recs, "add")[0] is None:
+        p.append(client_span(recs, "add")[1])
+    rep.check(name, p, other[0] if other else None)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
@@ -383,9 +398,10 @@ def main() -> None:
     check_silence(rep, runs, args.sentinel, args.no_sentinel, args.connects, args.no_connects)
     check_every_request(rep, runs)
     check_gzip(rep, runs)
+    check_json(rep, runs)
     bad = [r for recs in runs.values() for r in recs if r["signal"] == "request" and r.get("status") != 200]
     rep.check(
-        "every export the receiver got decoded (application/x-protobuf, a known path)",
+        "every export the receiver got decoded (OTLP protobuf or JSON, a known path)",
         [f"{len(bad)} refused: " + "; ".join(f"{r.get('path')} {r.get('status')} {r.get('error')} ({r.get('user_agent')})" for r in bad[:5])] if bad else [],
         bad[0] if bad else None,
     )

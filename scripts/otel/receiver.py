@@ -5,7 +5,8 @@
 
 Listens on HOST:PORT (PORT 0: a free one) and prints `listening HOST:PORT` on stdout once it
 accepts connections. Accepts POST /v1/traces, /v1/metrics and /v1/logs with
-`Content-Type: application/x-protobuf` (a body in gzip or deflate `Content-Encoding`, or
+`Content-Type: application/x-protobuf` or OTLP/JSON `application/json` (a body in gzip or
+deflate `Content-Encoding`, or
 chunked, is decoded), decodes it with the official protobuf definitions (PyPI
 `opentelemetry-proto`) and answers 200 with an empty Export*ServiceResponse. Anything else
 (another path, another content type, a body that does not decode) is answered 4xx and recorded.
@@ -29,6 +30,7 @@ This is a test harness, not a collector: it keeps nothing in memory past one req
 from __future__ import annotations
 
 import argparse
+import base64
 import gzip
 import json
 import sys
@@ -38,6 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
@@ -201,6 +204,33 @@ ROUTES = {
     "/v1/logs": (log_records, logs_service_pb2.ExportLogsServiceResponse),
 }
 
+REQUESTS = {
+    "/v1/traces": trace_service_pb2.ExportTraceServiceRequest,
+    "/v1/metrics": metrics_service_pb2.ExportMetricsServiceRequest,
+    "/v1/logs": logs_service_pb2.ExportLogsServiceRequest,
+}
+
+# OTLP/JSON writes these bytes fields as hex, where protobuf's JSON mapping wants base64.
+HEX_IDS = {"traceId", "spanId", "parentSpanId"}
+
+
+def json_to_protobuf(path: str, body: bytes) -> bytes:
+    """An OTLP/JSON body as the protobuf bytes of the same request (ids from hex)."""
+
+    def fix(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {
+                k: (base64.b64encode(bytes.fromhex(x)).decode() if k in HEX_IDS and isinstance(x, str) else fix(x))
+                for k, x in v.items()
+            }
+        if isinstance(v, list):
+            return [fix(x) for x in v]
+        return v
+
+    message = REQUESTS[path]()
+    json_format.ParseDict(fix(json.loads(body)), message)
+    return message.SerializeToString()
+
 
 class Sink:
     """The JSON lines file and the current run label, shared by the handler threads."""
@@ -283,8 +313,10 @@ class Handler(BaseHTTPRequestHandler):
             request["bytes"] = len(body)
             if url.path not in ROUTES:
                 raise BadRequest(404, f"no such path {url.path}")
-            if ctype != "application/x-protobuf":
-                raise BadRequest(415, f"content type {ctype!r}: only application/x-protobuf")
+            if ctype not in ("application/x-protobuf", "application/json"):
+                raise BadRequest(
+                    415, f"content type {ctype!r}: application/x-protobuf or application/json"
+                )
             if encoding == "gzip":
                 body = gzip.decompress(body)
             elif encoding == "deflate":
@@ -294,11 +326,13 @@ class Handler(BaseHTTPRequestHandler):
             if len(body) > MAX_BODY:
                 raise BadRequest(413, "body too large")
             decode, response = ROUTES[url.path]
+            if ctype == "application/json":
+                body = json_to_protobuf(url.path, body)
             records = decode(body)
             reply = response().SerializeToString()
         except BadRequest as e:
             status, request["error"] = e.status, str(e)
-        except (DecodeError, OSError, EOFError, ValueError, zlib.error) as e:
+        except (DecodeError, json_format.ParseError, OSError, EOFError, ValueError, zlib.error) as e:
             status, request["error"] = 400, f"{type(e).__name__}: {e}"
         request["status"] = status
         request["records"] = len(records)

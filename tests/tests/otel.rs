@@ -646,3 +646,93 @@ async fn a_group_names_each_server_on_its_spans_and_points() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_task_runs_under_its_calls_span_and_its_polls_carry_its_context() {
+    let sink = Sink::new();
+    let mut config = ServerConfig::echo();
+    config.tasks = true;
+    config.era = mcp_testserver::Era::Legacy;
+    let client = in_process(config)
+        .era(mcp_runtime::EraMode::Legacy)
+        .tasks(
+            mcp_runtime::TaskOptions::new()
+                .poll_bounds(Duration::from_millis(20), Duration::from_secs(1)),
+        )
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    client.list_all_tools().await.unwrap();
+    let r = client
+        .call_tool("task_slow", json!({"ms": 100, "interval_ms": 0}))
+        .await
+        .unwrap();
+    assert!(!r.failed());
+    client.stop().await;
+    // One span for the whole call, task included; each of the task's requests an event on it.
+    let call = sink.span("tools/call task_slow");
+    let polls: Vec<String> = call
+        .events
+        .iter()
+        .filter(|e| e.name == "mcp_client_rs.task_request")
+        .filter_map(|e| text(&e.attributes, keys::METHOD))
+        .collect();
+    assert!(!polls.is_empty(), "{:?}", call.events);
+    assert!(polls.iter().all(|m| m.starts_with("tasks/")), "{polls:?}");
+    assert!(
+        sink.spans().iter().all(|s| !s.name.starts_with("tasks/")),
+        "no span of its own for a poll"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_sent_again_on_a_new_session_says_so() {
+    use mcp_testserver::http::{Fault, HttpConfig, serve};
+    let sink = Sink::new();
+    let config = HttpConfig::new(ServerConfig::echo()).with_fault(Fault::Expire404, Some(1));
+    let server = serve("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
+    let url = server.url();
+    tokio::spawn(server.run());
+    let client = ClientBuilder::streamable_http(&url)
+        .unwrap()
+        .era(mcp_runtime::EraMode::Legacy)
+        .backoff(Duration::from_millis(10), Duration::from_millis(50), 0)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    // The server forgets the session at this request: the client starts a new session and
+    // sends the refused request again there.
+    client
+        .call_tool("add", json!({"a": 1, "b": 2}))
+        .await
+        .unwrap();
+    client.stop().await;
+    let call = sink.span("tools/call add");
+    let resends: Vec<_> = call
+        .events
+        .iter()
+        .filter(|e| e.name == "mcp_client_rs.resend")
+        .collect();
+    assert_eq!(resends.len(), 1, "{:?}", call.events);
+    let tos: Vec<String> = call
+        .events
+        .iter()
+        .filter(|e| e.name == "mcp_client_rs.transition")
+        .filter_map(|e| text(&e.attributes, "mcp_client_rs.state.to"))
+        .collect();
+    assert_eq!(tos.last().map(String::as_str), Some("ready"), "{tos:?}");
+    // The span's id is the request that was answered (the one sent on the new session).
+    assert_eq!(
+        text(&resends[0].attributes, keys::REQUEST_ID),
+        text(&call.attributes, keys::REQUEST_ID)
+    );
+    assert_eq!(
+        sink.spans()
+            .iter()
+            .filter(|s| s.name == "initialize")
+            .count(),
+        2
+    );
+}

@@ -31,6 +31,8 @@ pub(crate) struct CallSpan {
     attributes: Vec<KeyValue>,
     /// A `tools/call`: its result may say `isError`.
     tool_call: bool,
+    /// How many times the call's own request went out (a retry or a re-send is a second).
+    sends: u8,
 }
 
 impl CallSpan {
@@ -123,7 +125,37 @@ impl CallSpan {
             started: Instant::now(),
             attributes,
             tool_call,
+            sends: 0,
         })
+    }
+
+    /// A request of this call went out with id `id`: the call's own (a second send of it is a
+    /// retry of a busy transport or a re-send on a new session: an event), or one of the task
+    /// it runs as (`own`: `tasks/get`, `tasks/result`, `tasks/update`: an event, and the
+    /// call's context written into the frame the machine made).
+    pub(crate) fn sent(&mut self, id: u64, own: bool, method: Option<&str>, bytes: &mut Vec<u8>) {
+        let span = self.cx.span();
+        if own {
+            span.add_event(
+                "mcp_client_rs.task_request",
+                vec![
+                    KeyValue::new(keys::METHOD, interned(method.unwrap_or(""))),
+                    KeyValue::new(keys::REQUEST_ID, id.to_string()),
+                ],
+            );
+            super::meta::inject_into_frame(&self.recorder.telemetry, &self.cx, bytes);
+            return;
+        }
+        self.sends = self.sends.saturating_add(1);
+        if self.sends > 1 {
+            span.add_event(
+                "mcp_client_rs.resend",
+                vec![
+                    KeyValue::new(keys::REQUEST_ID, id.to_string()),
+                    KeyValue::new("mcp_client_rs.attempt", i64::from(self.sends)),
+                ],
+            );
+        }
     }
 
     /// The call lived through a transition of the connection (a reconnect it waited out, a
@@ -157,6 +189,7 @@ impl CallSpan {
             started,
             mut attributes,
             tool_call,
+            sends: _,
         } = self;
         let span = cx.span();
         let mut late = Vec::with_capacity(5);

@@ -110,6 +110,26 @@ fn traceparent(sc: &SpanContext) -> String {
     out
 }
 
+/// Writes `cx` into the `params._meta` of a request frame the machine wrote (the client's own
+/// requests, which no caller's params went into). A frame that does not read as a JSON object
+/// is left as it is.
+pub(crate) fn inject_into_frame(telemetry: &super::Telemetry, cx: &Context, bytes: &mut Vec<u8>) {
+    let Ok(mut frame) = serde_json::from_slice::<Value>(bytes) else {
+        return;
+    };
+    let Some(object) = frame.as_object_mut() else {
+        return;
+    };
+    let mut params = object.remove("params");
+    telemetry.inject(cx, &mut params);
+    if let Some(params) = params {
+        object.insert("params".to_owned(), params);
+    }
+    if let Ok(written) = serde_json::to_vec(&frame) {
+        *bytes = written;
+    }
+}
+
 /// The context `params._meta` carries, read with `propagator`, over `parent` (a `_meta`
 /// without one gives `parent` back).
 pub fn context_from_meta(

@@ -110,20 +110,7 @@ impl SessionClock {
         let Some(cx) = self.handshake.as_ref().or(self.latest.as_ref()) else {
             return;
         };
-        let Ok(mut frame) = serde_json::from_slice::<serde_json::Value>(bytes) else {
-            return;
-        };
-        let Some(object) = frame.as_object_mut() else {
-            return;
-        };
-        let mut params = object.remove("params");
-        recorder.telemetry.inject(cx, &mut params);
-        if let Some(params) = params {
-            object.insert("params".to_owned(), params);
-        }
-        if let Ok(written) = serde_json::to_vec(&frame) {
-            *bytes = written;
-        }
+        super::meta::inject_into_frame(&recorder.telemetry, cx, bytes);
     }
 
     /// Ends the handshake span a transition ends, and opens the one it begins.
