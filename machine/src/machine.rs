@@ -130,7 +130,10 @@ impl Machine {
             crate::calls::RequestKind::Caller(call) | crate::calls::RequestKind::Task(call) => {
                 Some(call)
             }
-            _ => None,
+            crate::calls::RequestKind::Restore
+            | crate::calls::RequestKind::Relist
+            | crate::calls::RequestKind::Listen
+            | crate::calls::RequestKind::TaskCancel => None,
         }
     }
 

@@ -42,16 +42,20 @@ pub fn inject_into_meta(
     if fields.is_empty() {
         return;
     }
-    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
-    let Some(object) = params.as_object_mut() else {
-        return;
-    };
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Some(meta) = meta.as_object_mut() {
+    if let Some(meta) = meta_object(params) {
         meta.extend(fields);
     }
+}
+
+/// `params._meta` to write into, made when absent; `None` when `params` or its `_meta` is
+/// there but not an object (left alone).
+fn meta_object(params: &mut Option<Value>) -> Option<&mut Map<String, Value>> {
+    params
+        .get_or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()?
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
 }
 
 /// [`inject_into_meta`] with W3C trace context and baggage, written directly: `traceparent`
@@ -65,14 +69,7 @@ pub(crate) fn inject_w3c(cx: &Context, params: &mut Option<Value>) {
     if !sc.is_valid() && !baggage {
         return;
     }
-    let params = params.get_or_insert_with(|| Value::Object(Map::new()));
-    let Some(object) = params.as_object_mut() else {
-        return;
-    };
-    let meta = object
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let Some(meta) = meta.as_object_mut() else {
+    let Some(meta) = meta_object(params) else {
         return;
     };
     if sc.is_valid() {
