@@ -134,6 +134,15 @@ async fn crash_into_backoff(client: &mcp_runtime::Client) -> Error {
     err
 }
 
+/// The states a span's transition events say the connection entered, in order.
+fn states_entered(span: &SpanData) -> Vec<String> {
+    span.events
+        .iter()
+        .filter(|e| e.name == "mcp_client_rs.transition")
+        .filter_map(|e| text(&e.attributes, "mcp_client_rs.state.to"))
+        .collect()
+}
+
 const BUCKETS: [f64; 14] = [
     0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
 ];
@@ -421,12 +430,7 @@ async fn a_call_that_waits_out_a_reconnect_shows_it_and_the_session_metrics_coun
     );
     let waited = sink.span("tools/call add");
     assert!(waited.status == Status::Unset);
-    let tos: Vec<String> = waited
-        .events
-        .iter()
-        .filter(|e| e.name == "mcp_client_rs.transition")
-        .filter_map(|e| text(&e.attributes, "mcp_client_rs.state.to"))
-        .collect();
+    let tos = states_entered(&waited);
     assert_eq!(tos.last().map(String::as_str), Some("ready"), "{tos:?}");
     assert!(tos.iter().any(|t| t == "starting"), "{tos:?}");
     // The server's name is on every span and point.
@@ -716,12 +720,7 @@ async fn a_call_sent_again_on_a_new_session_says_so() {
         .filter(|e| e.name == "mcp_client_rs.resend")
         .collect();
     assert_eq!(resends.len(), 1, "{:?}", call.events);
-    let tos: Vec<String> = call
-        .events
-        .iter()
-        .filter(|e| e.name == "mcp_client_rs.transition")
-        .filter_map(|e| text(&e.attributes, "mcp_client_rs.state.to"))
-        .collect();
+    let tos = states_entered(&call);
     assert_eq!(tos.last().map(String::as_str), Some("ready"), "{tos:?}");
     // The span's id is the request that was answered (the one sent on the new session).
     assert_eq!(
