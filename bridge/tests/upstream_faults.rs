@@ -60,8 +60,13 @@ fn echo(id: u64, text: &str) -> Value {
            "params": {"name": "echo", "arguments": {"message": text}}})
 }
 
+/// A server whose first `tools/call` takes `fault`. Only a call: the bridge's own first fetch
+/// of the lists races the host's call, and must not take the fault instead (it did once in
+/// CI: the host's call then succeeded and a test saw no error).
 async fn server(fault: Fault) -> mcp_testserver::http::HttpServer {
-    let config = HttpConfig::new(ServerConfig::echo()).with_fault(fault, Some(1));
+    let config = HttpConfig::new(ServerConfig::echo())
+        .with_fault(fault, Some(1))
+        .with_fault_method("tools/call");
     serve("127.0.0.1:0".parse().unwrap(), config).await.unwrap()
 }
 
@@ -72,8 +77,7 @@ async fn an_expired_upstream_session_is_invisible_to_the_host() {
         let url = server.url();
         tokio::spawn(server.run());
         let answers = through_bridge(url, vec![echo(1, "one"), echo(2, "two")]).await;
-        // The expiry hits the first request after the handshake: the bridge's own first
-        // fetch of the lists, or the host's call. A call the expired session refused is sent
+        // The expiry hits the host's first call. A call the expired session refused is sent
         // again on the new one; one in flight on it when it expired may have run, so it
         // fails, clearly, with -32000 naming the session. Either way one answer, and the next
         // call is answered by the new session.

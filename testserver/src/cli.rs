@@ -44,7 +44,8 @@
 //! `--json` answers requests with JSON bodies instead of SSE streams; `--retry MS` puts
 //! `retry: MS` in every stream's priming event; `--http-chaos NAME[:ARG]` makes HTTP
 //! misbehave (see [`crate::http::Fault`]; `auth:KIND` is [`crate::http::AuthKind`]) and
-//! `--http-chaos-times N` limits it to the first `N` requests; `--other-origin ADDR` is where
+//! `--http-chaos-times N` limits it to the first `N` requests (`--http-chaos-method NAME`: of
+//! that method only); `--other-origin ADDR` is where
 //! the second origin listens (the other place the `auth:KIND` faults point a client at; it
 //! records what reaches it). The server runs until it is killed.
 //!
@@ -101,6 +102,8 @@ pub struct CliOptions {
     pub http_chaos: Option<crate::http::Fault>,
     /// `--http-chaos-times N`: the fault hits the first `N` requests only.
     pub http_chaos_times: Option<u32>,
+    /// `--http-chaos-method NAME`: the fault hits requests of this method only.
+    pub http_chaos_method: Option<String>,
     /// `--era NAME`: which protocol era the server speaks.
     pub era: Option<Era>,
     /// `--probe MODE`: how a legacy server reacts to `server/discover`.
@@ -208,7 +211,7 @@ pub enum CliError {
 pub const USAGE: &str = "usage: mcp-{echo,chaos}-server [--version-override V] [--page-size N] \
 [--die-on-start] [--stderr-noise N] [--linger MODE] [--handshake MODE] [--endless-cursor] \
 [--stderr-flood BYTES] [--once PATH] [--pid-file PATH] [--http ADDR | --sse ADDR] [--url-file PATH] [--json] \
-[--retry MS] [--http-chaos NAME[:ARG]] [--http-chaos-times N] [--era legacy|modern|dual] \
+[--retry MS] [--http-chaos NAME[:ARG]] [--http-chaos-times N] [--http-chaos-method NAME] [--era legacy|modern|dual] \
 [--probe error|silent|die|garbage] [--modern-versions V1,V2] [--omit-result-type] \
 [--cache-ttl-ms N] [--cache-private] [--listen on|off] [--listen-end complete|cancel] \
 [--listen-honor all|-tools,-prompts,-resources,-subscriptions,-URI] [--modern-unsolicited on|off] \
@@ -293,6 +296,7 @@ pub fn parse_args<I: IntoIterator<Item = String>>(args: I) -> Result<CliOptions,
                 let n = number(&flag, value(&flag)?)?;
                 opts.http_chaos_times = Some(u32::try_from(n).unwrap_or(u32::MAX));
             }
+            "--http-chaos-method" => opts.http_chaos_method = Some(value(&flag)?),
             "--era" => {
                 let name = value(&flag)?;
                 opts.era = Some(Era::from_name(&name).ok_or(CliError::BadEra(name))?);
@@ -608,6 +612,7 @@ fn main_http(prog: &str, addr: &str, opts: &CliOptions, server: ServerConfig) ->
         retry_ms: opts.retry_ms,
         fault: opts.http_chaos,
         fault_times: opts.http_chaos_times,
+        fault_method: opts.http_chaos_method.clone(),
         sse_keepalive_ms: opts
             .sse_keepalive_ms
             .unwrap_or(crate::http::DEFAULT_SSE_KEEPALIVE_MS),
@@ -696,6 +701,8 @@ mod tests {
             "--http-chaos=status:503",
             "--http-chaos-times",
             "2",
+            "--http-chaos-method",
+            "tools/call",
             "--json",
             "--retry=50",
             "--url-file",
@@ -706,6 +713,7 @@ mod tests {
         assert!(!h.sse && h.json);
         assert_eq!(h.http_chaos, Some(crate::http::Fault::Status(503)));
         assert_eq!(h.http_chaos_times, Some(2));
+        assert_eq!(h.http_chaos_method.as_deref(), Some("tools/call"));
         assert_eq!(h.retry_ms, Some(50));
         assert!(parse(&["--sse", "127.0.0.1:0"]).unwrap().sse);
         assert!(matches!(

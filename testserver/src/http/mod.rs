@@ -97,6 +97,10 @@ pub struct HttpConfig {
     /// How many requests the fault hits before the server behaves (`--http-chaos-times N`);
     /// `None`: all of them. Not counted for [`Fault::Get405`], which hits every `GET`.
     pub fault_times: Option<u32>,
+    /// Only requests of this method take the fault (`--http-chaos-method NAME`); `None`: every
+    /// request it can hit. A client's own requests (a list it fetches when ready) then race
+    /// nothing: the fault waits for the request a test names.
+    pub fault_method: Option<String>,
     /// The period of the keep-alive comments (`: keep-alive`) on a `subscriptions/listen`
     /// stream, in ms (`--sse-keepalive-ms N`; default [`DEFAULT_SSE_KEEPALIVE_MS`]; 0: none).
     pub sse_keepalive_ms: u64,
@@ -123,6 +127,7 @@ impl HttpConfig {
             retry_ms: None,
             fault: None,
             fault_times: None,
+            fault_method: None,
             sse_keepalive_ms: DEFAULT_SSE_KEEPALIVE_MS,
             other_origin: None,
             check_host: false,
@@ -133,6 +138,13 @@ impl HttpConfig {
     pub fn with_fault(mut self, fault: Fault, times: Option<u32>) -> Self {
         self.fault = Some(fault);
         self.fault_times = times;
+        self
+    }
+
+    /// This configuration with its fault hitting only requests of `method` (see
+    /// [`HttpConfig::fault_method`]).
+    pub fn with_fault_method(mut self, method: &str) -> Self {
+        self.fault_method = Some(method.to_owned());
         self
     }
 }
@@ -161,8 +173,13 @@ struct State {
 impl State {
     /// The fault for this request, if it is one of those the fault hits (the faults that hit
     /// requests one by one, counted).
-    fn take_fault(&self) -> Option<Fault> {
+    fn take_fault(&self, method: Option<&str>) -> Option<Fault> {
         let fault = self.config.fault.filter(|f| f.per_request())?;
+        if let Some(only) = &self.config.fault_method
+            && method != Some(only.as_str())
+        {
+            return None;
+        }
         self.count_one().then_some(fault)
     }
 
@@ -704,7 +721,7 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             let fault = if spared || msg.id.is_none() {
                 None
             } else {
-                state.take_fault()
+                state.take_fault(msg.method.as_deref())
             };
             return modern::post(&state, &headers, msg, fault).await;
         }
@@ -747,7 +764,11 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
         }
         return text(StatusCode::ACCEPTED, "accepted");
     };
-    let fault = if initialize { None } else { state.take_fault() };
+    let fault = if initialize {
+        None
+    } else {
+        state.take_fault(msg.method.as_deref())
+    };
     let mut response = match fault {
         Some(f) => match faulty(&state, Some(&session), f, &id).await {
             Ok(r) => return r,
@@ -1065,7 +1086,7 @@ async fn legacy_post(state: Arc<State>, req: Request<Incoming>, query: &str) -> 
     let is_request = msg.method.is_some() && msg.id.is_some();
     let initialize = msg.method.as_deref() == Some("initialize");
     let fault = if is_request && !initialize {
-        state.take_fault()
+        state.take_fault(msg.method.as_deref())
     } else {
         None
     };
