@@ -495,6 +495,9 @@ impl Driver {
                         _ => {}
                     }
                 }
+                // A notification: a span of its own, ended with the transport's verdict.
+                #[cfg(feature = "otel")]
+                let notification = self.notification_span(&mut frame);
                 // The outcome is fed back at once: the machine's send contract.
                 let outcome = match self.transports.get(&generation) {
                     // A byte link writes the bytes alone: its frames carry no head.
@@ -502,6 +505,10 @@ impl Driver {
                     Some(t) => t.try_send(frame.bytes),
                     None => mcp_machine::SendOutcome::Failed,
                 };
+                #[cfg(feature = "otel")]
+                if let Some(span) = notification {
+                    span.finish(outcome == mcp_machine::SendOutcome::Ok);
+                }
                 if outcome != mcp_machine::SendOutcome::Ok {
                     tracing::debug!(target: "mcp::send", generation, ?token, ?outcome, "send not taken");
                 }
@@ -592,12 +599,27 @@ impl Driver {
                     tracing::debug!(target: "mcp::server_log", ?level, ?logger, %data, "server log message");
                 }
                 let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
+                #[cfg(feature = "otel")]
+                let span = self.recorder.as_ref().map(|(recorder, _)| {
+                    crate::otel::ServerSpan::start(
+                        recorder,
+                        &n.method,
+                        None,
+                        n.params.as_ref(),
+                        None,
+                        &self.moment(),
+                    )
+                });
                 // Before any subscriber sees it: one that re-lists at once gets fresh results.
                 self.out.cache.observe_notification(&n.parsed);
                 let _dropped = self.out.notifications.publish(&n, size);
                 #[cfg(feature = "otel")]
                 if let Some((recorder, _)) = &self.recorder {
                     recorder.dropped_notifications(_dropped);
+                }
+                #[cfg(feature = "otel")]
+                if let Some(span) = span {
+                    span.finish(Some(&Ok(Value::Null)));
                 }
             }
             Action::TaskStatus { call, status } => {
@@ -618,6 +640,25 @@ impl Driver {
                 }
             }
             Action::Progress { call, params } => {
+                // The server's progress notification: a SERVER span under the context it
+                // carries, else under the call's span.
+                #[cfg(feature = "otel")]
+                let span = self.recorder.as_ref().map(|(recorder, _)| {
+                    let parent = match self.pending.get(&call) {
+                        Some(Pending::Call {
+                            span: Some(span), ..
+                        }) => Some(span.context()),
+                        _ => None,
+                    };
+                    crate::otel::ServerSpan::start(
+                        recorder,
+                        "notifications/progress",
+                        None,
+                        Some(&params),
+                        parent.as_ref(),
+                        &self.moment(),
+                    )
+                });
                 if let Some(Pending::Call {
                     progress: Some(sink),
                     ..
@@ -629,6 +670,10 @@ impl Driver {
                     if std::panic::catch_unwind(sink).is_err() {
                         tracing::error!(target: "mcp::driver", call = call.0, "a progress callback panicked");
                     }
+                }
+                #[cfg(feature = "otel")]
+                if let Some(span) = span {
+                    span.finish(Some(&Ok(Value::Null)));
                 }
             }
             Action::ServerRequest {
@@ -794,8 +839,65 @@ impl Driver {
         request: Option<mcp_machine::RequestId>,
         outcome: &Result<Body, Box<Error>>,
     ) {
-        let version = self.machine.server().map(|s| s.protocol_version.as_str());
-        span.finish(request, outcome, version, self.connector.session_id());
+        span.finish(request, outcome, self.moment());
+    }
+
+    /// What the connection is now: the server's protocol version, the session, the HTTP
+    /// version of the latest response.
+    fn moment(&self) -> crate::otel::Moment<'_> {
+        crate::otel::Moment {
+            version: self.machine.server().map(|s| s.protocol_version.as_str()),
+            session: self.connector.session_id(),
+            http: self.connector.protocol_version(),
+        }
+    }
+
+    /// The context of the span of the call whose request went out as `request`, if it has one
+    /// (the machine may have ended the call already: its cancellation goes out before its
+    /// caller is answered).
+    fn call_context(&self, request: mcp_machine::RequestId) -> Option<opentelemetry::Context> {
+        let span_of = |p: &Pending| match p {
+            Pending::Call {
+                span: Some(span), ..
+            } => Some(span.context()),
+            _ => None,
+        };
+        match self.machine.caller_of(request) {
+            Some(call) => self.pending.get(&call).and_then(span_of),
+            None => self
+                .pending
+                .values()
+                .find(|p| {
+                    matches!(p, Pending::Call { span: Some(span), .. } if span.sent_as() == Some(request))
+                })
+                .and_then(span_of),
+        }
+    }
+
+    /// The span of a notification the client is about to send (none for other frames, or
+    /// without telemetry): under the span of the call a cancellation names, else under the
+    /// session's; its context written into the frame.
+    fn notification_span(
+        &self,
+        frame: &mut mcp_machine::Outgoing,
+    ) -> Option<crate::otel::NotificationSpan> {
+        let (recorder, clock) = self.recorder.as_ref()?;
+        if frame.head.kind != mcp_machine::FrameKind::Notification {
+            return None;
+        }
+        let method = frame.head.method.as_deref()?;
+        let parent = frame
+            .head
+            .cancels
+            .and_then(|request| self.call_context(request));
+        let parent = parent.as_ref().or(clock.context());
+        Some(crate::otel::NotificationSpan::start(
+            recorder,
+            parent,
+            method,
+            &self.moment(),
+            &mut frame.bytes,
+        ))
     }
 
     /// A transition: an event on the span of every call in flight, and the session metrics.
@@ -869,13 +971,19 @@ impl Driver {
         // Its span first (the params move into the handler): parent, the server's context.
         #[cfg(feature = "otel")]
         let span = self.recorder.as_ref().map(|(recorder, _)| {
+            // An input of a round belongs to a call: its span is the parent when the server
+            // wrote no context of its own.
+            let call = match &task {
+                TaskKey::Input(request, _) => self.call_context(*request),
+                TaskKey::Server(_) => None,
+            };
             crate::otel::ServerSpan::start(
                 recorder,
                 &method,
                 matches!(task, TaskKey::Server(_)).then_some(&id),
-                &params,
-                self.machine.server().map(|s| s.protocol_version.as_str()),
-                self.connector.session_id(),
+                Some(&params),
+                call.as_ref(),
+                &self.moment(),
             )
         });
         let handler = &*self.handler;

@@ -360,6 +360,148 @@ async fn the_context_travels_in_meta_and_a_server_request_runs_in_the_servers_tr
     assert!(text(&server.attributes, keys::REQUEST_ID).is_some());
     let handler = seen.lock().unwrap().clone().expect("the handler ran");
     assert_eq!(handler.span_id(), server.span_context.span_id());
+    // The time the client took over the server's request: a point of the server-side
+    // histogram (the client is the receiver of that operation), without an error.
+    let points = sink.histogram(metrics::SERVER_OPERATION_DURATION);
+    let sampling: Vec<_> = points
+        .iter()
+        .filter(|(a, _, _)| text(a, keys::METHOD).as_deref() == Some("sampling/createMessage"))
+        .collect();
+    assert_eq!(sampling.len(), 1, "{points:?}");
+    let (a, count, bounds) = sampling[0];
+    assert_eq!((*count, bounds.as_slice()), (1, &BUCKETS[..]));
+    assert!(text(a, keys::ERROR_TYPE).is_none());
+    assert!(text(a, keys::REQUEST_ID).is_none(), "no id on a point");
+}
+
+#[tokio::test]
+async fn notifications_both_ways_are_spans_under_what_they_belong_to() {
+    let sink = Sink::new();
+    let client = in_process(ServerConfig::echo())
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    // The server's notifications: a log message, and a call's progress.
+    client
+        .call_tool("log", json!({"level": "error", "message": "seen"}))
+        .await
+        .unwrap();
+    let (options, mut progress) = RequestOptions::new().progress_channel();
+    client
+        .call_tool_with("slow", json!({"ms": 20, "steps": 2}), options)
+        .await
+        .unwrap();
+    assert!(progress.recv().await.is_some());
+    // A call given up on: the client's cancellation of it.
+    let err = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5_000}),
+            RequestOptions::new().timeout(Duration::from_millis(50)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    client.stop().await;
+
+    let spans = sink.spans();
+    let named = |name: &str| -> Vec<SpanData> {
+        spans.iter().filter(|s| s.name == name).cloned().collect()
+    };
+    // `notifications/initialized` is a CLIENT span of the handshake's trace.
+    let init = sink.span("initialize");
+    let initialized = sink.span("notifications/initialized");
+    assert_eq!(initialized.span_kind, SpanKind::Client);
+    assert_eq!(
+        initialized.span_context.trace_id(),
+        init.span_context.trace_id()
+    );
+    assert_eq!(initialized.parent_span_id, init.span_context.span_id());
+    assert!(attr(&initialized.attributes, keys::ERROR_TYPE).is_none());
+    // The cancellation is a child of the span of the call it cancels.
+    let given_up = named("tools/call slow")
+        .into_iter()
+        .find(|s| text(&s.attributes, keys::ERROR_TYPE).as_deref() == Some("timeout"))
+        .expect("the timed-out call's span");
+    let cancelled = sink.span("notifications/cancelled");
+    assert_eq!(cancelled.span_kind, SpanKind::Client);
+    assert_eq!(cancelled.parent_span_id, given_up.span_context.span_id());
+    assert_eq!(
+        cancelled.span_context.trace_id(),
+        given_up.span_context.trace_id()
+    );
+    // The server's log message: a SERVER span with the method, and its point.
+    let message = sink.span("notifications/message");
+    assert_eq!(message.span_kind, SpanKind::Server);
+    assert_eq!(
+        text(&message.attributes, keys::METHOD).as_deref(),
+        Some("notifications/message")
+    );
+    assert!(attr(&message.attributes, keys::REQUEST_ID).is_none());
+    // Progress: SERVER spans under the call they report on.
+    let call = named("tools/call slow")
+        .into_iter()
+        .find(|s| attr(&s.attributes, keys::ERROR_TYPE).is_none())
+        .expect("the answered call's span");
+    let steps = named("notifications/progress");
+    assert!(!steps.is_empty());
+    for step in &steps {
+        assert_eq!(step.span_kind, SpanKind::Server);
+        assert_eq!(step.parent_span_id, call.span_context.span_id());
+    }
+    // Their points: the client's notifications in the client histogram, the server's in the
+    // server one.
+    let sent: Vec<_> = sink
+        .histogram(metrics::OPERATION_DURATION)
+        .into_iter()
+        .filter_map(|(a, _, _)| text(&a, keys::METHOD))
+        .collect();
+    for method in ["notifications/initialized", "notifications/cancelled"] {
+        assert!(sent.iter().any(|m| m == method), "{method} not in {sent:?}");
+    }
+    let received: Vec<_> = sink
+        .histogram(metrics::SERVER_OPERATION_DURATION)
+        .into_iter()
+        .filter_map(|(a, _, _)| text(&a, keys::METHOD))
+        .collect();
+    for method in ["notifications/message", "notifications/progress"] {
+        assert!(
+            received.iter().any(|m| m == method),
+            "{method} not in {received:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_input_of_a_round_runs_under_the_span_of_its_call() {
+    let sink = Sink::new();
+    let mut config = ServerConfig::echo();
+    config.era = mcp_testserver::Era::Modern;
+    let handlers = Handlers::new().elicitation(|_p, _cx| async {
+        Ok(mcp_runtime::ElicitResult::accept(
+            [("confirmed".to_owned(), json!(true))]
+                .into_iter()
+                .collect(),
+        ))
+    });
+    let client = in_process(config)
+        .era(mcp_runtime::EraMode::Modern)
+        .handler(handlers)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    client.call_tool("confirm_action", json!({})).await.unwrap();
+    client.stop().await;
+    let call = sink.span("tools/call confirm_action");
+    // The server wrote no context into its input request: the call it belongs to is its
+    // parent (a local one: the client's own span).
+    let input = sink.span("elicitation/create");
+    assert_eq!(input.span_kind, SpanKind::Server);
+    assert_eq!(input.span_context.trace_id(), call.span_context.trace_id());
+    assert_eq!(input.parent_span_id, call.span_context.span_id());
+    assert!(!input.parent_span_is_remote);
 }
 
 #[tokio::test]
@@ -578,6 +720,18 @@ async fn over_streamable_http_the_span_names_the_server_and_the_session() {
     assert!(session.bytes().all(|b| b.is_ascii_hexdigit()), "{session}");
     let list = sink.span("tools/list");
     assert_eq!(text(&list.attributes, keys::SESSION_ID), Some(session));
+    // The HTTP version of the server's answers, on the span and the point.
+    assert_eq!(
+        text(a, keys::NETWORK_PROTOCOL_VERSION).as_deref(),
+        Some("1.1")
+    );
+    let points = sink.histogram(metrics::OPERATION_DURATION);
+    assert!(
+        points
+            .iter()
+            .all(|(a, _, _)| text(a, keys::NETWORK_PROTOCOL_VERSION).as_deref() == Some("1.1")),
+        "{points:?}"
+    );
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@ use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
 use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
-use super::{OuterToolSpan, Recorder, bounded, error_type, interned, keys, shared};
+use super::{Moment, OuterToolSpan, Recorder, bounded, error_type, interned, keys, shared};
 use crate::Error;
 
 /// How much of a tool's arguments or result an opt-in attribute keeps.
@@ -33,6 +33,8 @@ pub(crate) struct CallSpan {
     tool_call: bool,
     /// How many times the call's own request went out (a retry or a re-send is a second).
     sends: u8,
+    /// The id the call's own request last went out with.
+    sent_as: Option<u64>,
 }
 
 impl CallSpan {
@@ -126,6 +128,7 @@ impl CallSpan {
             attributes,
             tool_call,
             sends: 0,
+            sent_as: None,
         })
     }
 
@@ -147,6 +150,7 @@ impl CallSpan {
             return;
         }
         self.sends = self.sends.saturating_add(1);
+        self.sent_as = Some(id);
         if self.sends > 1 {
             span.add_event(
                 "mcp_client_rs.resend",
@@ -156,6 +160,17 @@ impl CallSpan {
                 ],
             );
         }
+    }
+
+    /// The id the call's own request last went out with, once it went out.
+    pub(crate) fn sent_as(&self) -> Option<u64> {
+        self.sent_as
+    }
+
+    /// The context whose span is the request's (what a request or notification that belongs
+    /// to the call has as its parent).
+    pub(crate) fn context(&self) -> Context {
+        self.cx.clone()
     }
 
     /// The call lived through a transition of the connection (a reconnect it waited out, a
@@ -174,13 +189,12 @@ impl CallSpan {
 
     /// Ends the span (unless it is the host's) and records the metric point, with the outcome
     /// the caller is answered. `request` is the JSON-RPC id the request went out with, if it
-    /// went out; `version` and `session` what the connection is at this moment.
+    /// went out; `moment` what the connection is at this moment.
     pub(crate) fn finish(
         self,
         request: Option<u64>,
         outcome: &Result<Body, Box<Error>>,
-        version: Option<&str>,
-        session: Option<String>,
+        moment: Moment<'_>,
     ) {
         let CallSpan {
             recorder,
@@ -190,18 +204,24 @@ impl CallSpan {
             mut attributes,
             tool_call,
             sends: _,
+            sent_as: _,
         } = self;
         let span = cx.span();
         let mut late = Vec::with_capacity(5);
         if let Some(id) = request {
             late.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
-        if let Some(v) = version {
+        if let Some(v) = moment.version {
             let v = KeyValue::new(keys::PROTOCOL_VERSION, interned(v));
             attributes.push(v.clone());
             late.push(v);
         }
-        if let Some(s) = session {
+        if let Some(v) = moment.http {
+            let v = KeyValue::new(keys::NETWORK_PROTOCOL_VERSION, v);
+            attributes.push(v.clone());
+            late.push(v);
+        }
+        if let Some(s) = moment.session {
             late.push(KeyValue::new(
                 keys::SESSION_ID,
                 recorder.session_attribute(s),

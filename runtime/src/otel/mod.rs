@@ -1,7 +1,8 @@
 //! OpenTelemetry for the client, by the MCP semantic conventions (OpenTelemetry GenAI
-//! semantic conventions, `docs/gen-ai/mcp.md`, status Development): a CLIENT span per request,
-//! a SERVER span per request of the server (sampling, elicitation, roots), the
-//! `mcp.client.operation.duration` and `mcp.client.session.duration` histograms, a few metrics
+//! semantic conventions, `docs/gen-ai/mcp.md`, status Development): a CLIENT span per request
+//! and per notification the client sends, a SERVER span per request (sampling, elicitation,
+//! roots) and notification of the server, the `mcp.client.operation.duration`,
+//! `mcp.server.operation.duration` and `mcp.client.session.duration` histograms, a few metrics
 //! of our own under [`PREFIX`], and the W3C trace context and baggage carried in `params._meta`
 //! both ways (SEP-414). Only with the `otel` feature.
 //!
@@ -25,6 +26,7 @@
 
 mod call;
 mod meta;
+mod notify;
 mod server;
 mod session;
 
@@ -39,6 +41,7 @@ use opentelemetry::{InstrumentationScope, KeyValue};
 
 pub(crate) use call::CallSpan;
 pub use meta::{context_from_meta, inject_into_meta};
+pub(crate) use notify::NotificationSpan;
 pub(crate) use server::ServerSpan;
 pub(crate) use session::SessionClock;
 
@@ -84,6 +87,9 @@ pub mod keys {
     pub const NETWORK_TRANSPORT: &str = "network.transport";
     /// `network.protocol.name`: `http` over HTTP.
     pub const NETWORK_PROTOCOL: &str = "network.protocol.name";
+    /// `network.protocol.version`: the HTTP version of the server's latest response (`1.1`,
+    /// `2`), over HTTP, once one came.
+    pub const NETWORK_PROTOCOL_VERSION: &str = "network.protocol.version";
     /// `server.address`.
     pub const SERVER_ADDRESS: &str = "server.address";
     /// `server.port`.
@@ -98,6 +104,11 @@ pub mod metrics {
     pub const OPERATION_DURATION: &str = "mcp.client.operation.duration";
     /// The conventions' histogram of each session's duration (ready until it ended), seconds.
     pub const SESSION_DURATION: &str = "mcp.client.session.duration";
+    /// The conventions' histogram of the time the client took over what the server initiated
+    /// (a request: until its handler answered; a notification: until it was delivered), in
+    /// seconds. The conventions name the side that receives an operation the "server" of
+    /// it: here, the client.
+    pub const SERVER_OPERATION_DURATION: &str = "mcp.server.operation.duration";
     /// Ours: sessions that ended on a failure and were followed by a new attempt (counter).
     pub const RECONNECTS: &str = "mcp_client_rs.client.reconnects";
     /// Ours: time spent waiting in backoff before a new attempt (histogram, seconds).
@@ -111,6 +122,7 @@ pub mod metrics {
 /// The instruments a client records into.
 pub(crate) struct Instruments {
     pub(crate) operation: Histogram<f64>,
+    pub(crate) server_operation: Histogram<f64>,
     pub(crate) session: Histogram<f64>,
     pub(crate) reconnects: Counter<u64>,
     pub(crate) backoff: Histogram<f64>,
@@ -132,6 +144,10 @@ impl Instruments {
             operation: seconds(
                 metrics::OPERATION_DURATION,
                 "The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received.",
+            ),
+            server_operation: seconds(
+                metrics::SERVER_OPERATION_DURATION,
+                "The duration of the MCP request or notification as observed on the receiver from the time it was received until the result or ack is sent.",
             ),
             session: seconds(
                 metrics::SESSION_DURATION,
@@ -372,6 +388,15 @@ impl Peer {
             }
         }
     }
+}
+
+/// What the connection is at the moment a span ends or a point is recorded: the protocol
+/// version and session of the server, and the HTTP version of its latest response.
+#[derive(Default)]
+pub(crate) struct Moment<'a> {
+    pub(crate) version: Option<&'a str>,
+    pub(crate) session: Option<String>,
+    pub(crate) http: Option<&'static str>,
 }
 
 /// A client's telemetry and where its server is: what the client and its driver record with.

@@ -107,10 +107,16 @@ impl SessionClock {
             cx.span()
                 .set_attribute(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
-        let Some(cx) = self.handshake.as_ref().or(self.latest.as_ref()) else {
+        let Some(cx) = self.context() else {
             return;
         };
         super::meta::inject_into_frame(&recorder.telemetry, cx, bytes);
+    }
+
+    /// The context of the session's handshake span (the one in progress, else the latest):
+    /// the parent of what the connection sends of its own.
+    pub(crate) fn context(&self) -> Option<&Context> {
+        self.handshake.as_ref().or(self.latest.as_ref())
     }
 
     /// Ends the handshake span a transition ends, and opens the one it begins.

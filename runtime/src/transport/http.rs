@@ -224,6 +224,10 @@ impl Connector for HttpConnector {
         Some(&self.endpoint)
     }
 
+    fn protocol_version(&self) -> Option<&'static str> {
+        self.web.http_version()
+    }
+
     fn session_id(&self) -> Option<String> {
         self.session_id
             .lock()
@@ -390,6 +394,13 @@ impl Connector for AutoHttpConnector {
 
     fn server_url(&self) -> Option<&reqwest::Url> {
         self.http.server_url()
+    }
+
+    fn protocol_version(&self) -> Option<&'static str> {
+        match self.verdict() {
+            Some(HttpVerdict::Legacy) => self.sse.protocol_version(),
+            _ => self.http.protocol_version(),
+        }
     }
 
     fn session_id(&self) -> Option<String> {

@@ -174,6 +174,12 @@ pub trait Connector: Send + Sync + 'static {
     fn session_id(&self) -> Option<String> {
         None
     }
+    /// The HTTP version of the latest response the server sent (`1.1`, `2`), for
+    /// telemetry's `network.protocol.version`; `None` (the default) for a pipe and before
+    /// the first response.
+    fn protocol_version(&self) -> Option<&'static str> {
+        None
+    }
     /// Whether each request travels as an HTTP request whose headers mirror the tool arguments
     /// a tool's `x-mcp-header` annotations name (Streamable HTTP, 2026-07-28): the client then
     /// leaves out of its tool listings the tools whose annotations are invalid. `false` (the

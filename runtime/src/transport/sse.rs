@@ -165,6 +165,10 @@ impl Connector for SseConnector {
         Some(&self.url)
     }
 
+    fn protocol_version(&self) -> Option<&'static str> {
+        self.web.http_version()
+    }
+
     fn describe(&self) -> String {
         format!("sse: {}", crate::auth::policy::redact(&self.url))
     }

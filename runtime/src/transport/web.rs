@@ -20,6 +20,7 @@
 //! Not a transport: it opens no link and decides nothing.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
@@ -134,6 +135,39 @@ pub(crate) struct WebOptions {
     pub(crate) endpoint: Option<reqwest::Url>,
     /// Where the bearer token of the endpoint comes from, when the client is authorized.
     pub(crate) oauth: Option<crate::auth::OAuth>,
+    /// The HTTP version of the latest response (shared by every clone: the connector reads
+    /// what its links saw), for telemetry's `network.protocol.version`.
+    http_version: HttpVersionSlot,
+}
+
+/// The HTTP version of the latest response of a connector's links (0: none yet).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HttpVersionSlot(Arc<std::sync::atomic::AtomicU8>);
+
+impl HttpVersionSlot {
+    fn set(&self, version: reqwest::Version) {
+        let code = match version {
+            reqwest::Version::HTTP_09 => 1,
+            reqwest::Version::HTTP_10 => 2,
+            reqwest::Version::HTTP_11 => 3,
+            reqwest::Version::HTTP_2 => 4,
+            reqwest::Version::HTTP_3 => 5,
+            _ => 0,
+        };
+        self.0.store(code, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The version as the conventions write it (`1.1`, `2`), once a response came.
+    pub(crate) fn get(&self) -> Option<&'static str> {
+        match self.0.load(std::sync::atomic::Ordering::Relaxed) {
+            1 => Some("0.9"),
+            2 => Some("1.0"),
+            3 => Some("1.1"),
+            4 => Some("2"),
+            5 => Some("3"),
+            _ => None,
+        }
+    }
 }
 
 impl fmt::Debug for WebOptions {
@@ -166,7 +200,13 @@ impl WebOptions {
             header_timeout: DEFAULT_HTTP_HEADER_TIMEOUT,
             endpoint: None,
             oauth: None,
+            http_version: HttpVersionSlot::default(),
         })
+    }
+
+    /// The HTTP version of the latest response any link of these options received.
+    pub(crate) fn http_version(&self) -> Option<&'static str> {
+        self.http_version.get()
     }
 
     /// Bounds connecting (DNS, TCP, TLS) by `bound`: the client is built again with it.
@@ -251,6 +291,9 @@ impl WebOptions {
             })?,
             None => send.await,
         };
+        if let Ok(r) = &response {
+            self.http_version.set(r.version());
+        }
         response.map_err(|e| request_error(e, self.connect_timeout))
     }
 
