@@ -480,8 +480,8 @@ impl ClientBuilder {
     /// backoff) waits for a ready connection up to its own timeout (`true`), or fails at once
     /// with [`Error::Unavailable`] (`false`, the default, which tells a host at once that the
     /// server is away). Each call can say otherwise with
-    /// [`RequestOptions::wait_for_ready`]. At most `max` calls wait at once (1024 by
-    /// default); past it a call fails at once. See [`RequestOptions::wait_for_ready`] for what
+    /// [`crate::RequestOptions::wait_for_ready`]. At most `max` calls wait at once (1024 by
+    /// default); past it a call fails at once. See [`crate::RequestOptions::wait_for_ready`] for what
     /// a waiting call is promised.
     pub fn wait_for_ready(mut self, wait: bool) -> Self {
         self.wait_for_ready = wait;

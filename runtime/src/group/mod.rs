@@ -22,7 +22,7 @@
 //!
 //! - **Configuration** ([`config`]): the server configuration files hosts share
 //!   (`{"mcpServers": …}`, VS Code's `{"servers": …}`) read into [`ServerEntry`]s that make
-//!   [`crate::ClientBuilder`]s; [`ClientGroup::from_config`] and [`ClientGroup::apply`] take
+//!   [`crate::ClientBuilder`]s; [`GroupBuilder::start_config`] and [`ClientGroup::apply`] take
 //!   them whole.
 //! - **Waiting for ready**: a group started from a configuration makes its calls wait for
 //!   their server's ready connection up to their deadline ([`crate::ClientBuilder::wait_for_ready`],
