@@ -95,3 +95,127 @@ async fn the_hosts_trace_continues_upstream() {
         );
     }
 }
+
+/// A host over the HTTP front whose MCP messages carry no context, but whose HTTP requests do
+/// (an HTTP client's instrumentation writes `traceparent` as a header): the upstream call
+/// continues the trace of the header; a message whose `_meta` has a context of its own keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_http_front_the_hosts_trace_headers_are_continued() {
+    use mcp_bridge::http::{HttpFront, HttpOptions, MakeUpstreams};
+    use mcp_bridge::{BridgeOptions, Upstream};
+    use std::sync::Arc;
+
+    const OWN_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
+    const OWN_SPAN: &str = "b7ad6b7169203331";
+    let spans = InMemorySpanExporter::default();
+    let tracer = SdkTracerProvider::builder()
+        .with_simple_exporter(spans.clone())
+        .build();
+    let meter = SdkMeterProvider::builder().build();
+    let telemetry = Telemetry::new(&tracer, &meter);
+    let make: MakeUpstreams = Arc::new(move |_host| {
+        let connector = StreamConnector::from_fn(|| async {
+            let (ours, theirs) = tokio::io::duplex(1 << 16);
+            let (r, w) = tokio::io::split(theirs);
+            tokio::spawn(mcp_testserver::serve(r, w, ServerConfig::echo()));
+            Ok(tokio::io::split(ours))
+        });
+        Upstream::Client(Box::new(
+            ClientBuilder::new(connector).telemetry(telemetry.clone()),
+        ))
+    });
+    let front = HttpFront::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        make,
+        BridgeOptions::default(),
+        HttpOptions::default(),
+    )
+    .await
+    .unwrap();
+    let url = format!("http://{}/mcp", front.local_addr());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(front.run(async {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    let post = |body: Value, session: Option<String>| {
+        let mut req = http
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .header("traceparent", format!("00-{HOST_TRACE}-{HOST_SPAN}-01"))
+            .header("baggage", "tenant=blue");
+        if let Some(s) = session {
+            req = req.header("mcp-session-id", s);
+        }
+        let sent = req.body(body.to_string()).send();
+        async move {
+            tokio::time::timeout(BOUND, sent)
+                .await
+                .expect("an answer in time")
+                .expect("the request went")
+        }
+    };
+    let init = post(
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "http-traced-host", "version": "1"}}}),
+        None,
+    )
+    .await;
+    let session = init.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    post(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        Some(session.clone()),
+    )
+    .await;
+    let answer: Value = post(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}),
+        Some(session.clone()),
+    )
+    .await
+    .bytes()
+    .await
+    .map(|b| serde_json::from_slice(&b).unwrap())
+    .unwrap();
+    assert!(answer.get("result").is_some(), "{answer}");
+    let answer: Value = post(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": {"message": "m"},
+                          "_meta": {"traceparent": format!("00-{OWN_TRACE}-{OWN_SPAN}-01")}}}),
+        Some(session),
+    )
+    .await
+    .bytes()
+    .await
+    .map(|b| serde_json::from_slice(&b).unwrap())
+    .unwrap();
+    assert!(answer.get("result").is_some(), "{answer}");
+    let _ = stop.send(());
+    tokio::time::timeout(BOUND, served).await.unwrap().unwrap();
+
+    let finished = spans.get_finished_spans().unwrap();
+    let named = |name: &str| {
+        finished
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no span {name}: {:?}",
+                    finished.iter().map(|s| &s.name).collect::<Vec<_>>()
+                )
+            })
+            .clone()
+    };
+    let add = named("tools/call add");
+    assert_eq!(add.span_context.trace_id().to_string(), HOST_TRACE);
+    assert_eq!(add.parent_span_id.to_string(), HOST_SPAN);
+    assert!(add.parent_span_is_remote);
+    let echo = named("tools/call echo");
+    assert_eq!(echo.span_context.trace_id().to_string(), OWN_TRACE);
+    assert_eq!(echo.parent_span_id.to_string(), OWN_SPAN);
+}

@@ -11,6 +11,10 @@
 //! - `GET` opens the standalone stream (the upstream's requests and notifications); with
 //!   `Last-Event-ID` it resumes the stream that event belongs to.
 //! - `DELETE` ends the session (its upstream is stopped).
+//! - The host's trace context in the `POST`'s own headers (`traceparent`, `tracestate`,
+//!   `baggage`, as an HTTP client's instrumentation writes them) goes into the message's
+//!   `params._meta` when the message carries none of its own: the upstream call continues the
+//!   host's trace either way.
 //! - Every request is checked first: `Host` must name this front (DNS rebinding), `Origin`,
 //!   when present, must be a loopback page or one allowed by name (`403`), and the bearer
 //!   token, when one is set (always, for a front not on loopback), must be given (`401`).
@@ -24,6 +28,7 @@
 
 mod guard;
 mod session;
+mod trace;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -411,12 +416,13 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
     }
     let sse_ok = header(&req, "accept").is_none_or(|a| a.contains("text/event-stream"));
     let given = header(&req, SESSION_HEADER).map(str::to_owned);
+    let trace = trace::trace_headers(req.headers());
     let limited = http_body_util::Limited::new(req.into_body(), state.options.max_body_bytes);
     let body = match limited.collect().await {
         Ok(c) => c.to_bytes(),
         Err(_) => return text(StatusCode::PAYLOAD_TOO_LARGE, "the body is too large"),
     };
-    let msg: Value = match serde_json::from_slice(&body) {
+    let mut msg: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
             return rpc_error(
@@ -433,6 +439,8 @@ async fn post(state: Arc<State>, req: Request<Incoming>) -> Response<Body> {
             "one JSON-RPC object per POST (batches are not accepted)",
         );
     }
+    // The host's trace from its HTTP headers, when the message carries none of its own.
+    trace::carry_trace_headers(&trace, &mut msg);
     let method = msg.get("method").and_then(Value::as_str);
     let id = msg.get("id").filter(|i| !i.is_null());
     let modern = method == Some("server/discover")
