@@ -448,6 +448,19 @@ pub fn hand_written() -> Vec<Case> {
     cases
 }
 
+/// The configuration that catches `case` only at its full depth, where one is known: the full
+/// pass tries it first instead of after every smaller one (the verdict is the same; a run of
+/// `-- --mutants` takes minutes less). A mutant that needs several expiries in a row past the
+/// budget, or a task's polls after an input, is caught only deep in the configurations that
+/// have them.
+fn deep_config(case: &Case) -> Option<&'static str> {
+    match case.variant {
+        Variant::Handler(Mutant::UnboundedReinit) => Some("session-expiry"),
+        Variant::Handler(Mutant::NoInputDedupe) => Some("tasks-modern"),
+        _ => None,
+    }
+}
+
 /// Every mutant: the hand-written ones, then those generated from the table.
 pub fn all() -> Vec<Case> {
     let mut cases = hand_written();
@@ -598,9 +611,12 @@ pub fn judge(case: &Case, shallow_only: bool) -> Option<String> {
     }
     let coverage = Coverage::for_table();
     let mut guards = Vec::new();
-    // Smallest first: a mutant one of them catches costs less.
+    // Smallest first: a mutant one of them catches costs less; the configuration a mutant is
+    // known to need deep goes first (only the order: every configuration still runs until
+    // one catches it).
     let mut configs = configs;
-    configs.sort_by_key(|c| c.pinned_unique);
+    let first = deep_config(case);
+    configs.sort_by_key(|c| (Some(c.name) != first, c.pinned_unique));
     for config in &configs {
         match run(config, &coverage) {
             Err(_) => return Some(format!("a panic in {}", config.name)),
