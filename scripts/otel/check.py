@@ -326,6 +326,35 @@ def check_every_request(rep: Report, runs: dict) -> None:
     rep.check(name, p, line)
 
 
+def check_every_notification(rep: Report, runs: dict) -> None:
+    name = "6b every notification mcpc sends is a client span whose context it carries (the Python server's span of each is a child of mcpc's span of it)"
+    p: list[str] = []
+    line = None
+    seen = 0
+    for run in ("stdio-add", "stdio-fail", "stdio-reject", "http-add", "http-add-legacy"):
+        recs = spans(runs.get(run, []))
+        mine = {(s["trace_id"], s["span_id"]): s for s in recs if service(s) not in (PY_SERVER, PY_CLIENT)}
+        theirs = [
+            s
+            for s in recs
+            if service(s) == PY_SERVER and s["kind"] == "SERVER"
+            and str(s["attributes"].get("mcp.method.name", s["name"])).startswith("notifications/")
+        ]
+        seen += len(theirs)
+        for s in theirs:
+            parent = mine.get((s["trace_id"], s["parent_span_id"]))
+            method = s["attributes"].get("mcp.method.name", s["name"])
+            if parent is None:
+                p.append(f"{run}: {method} has no mcpc span as parent")
+                line = line or s
+            elif parent["kind"] != "CLIENT" or parent["attributes"].get("mcp.method.name") != method:
+                p.append(f"{run}: {method}'s parent is mcpc's {parent['name']} ({parent['kind']}), not its span of that notification")
+                line = line or s
+    if seen == 0:
+        p.append("no SERVER span of a notification from py-server in these runs")
+    rep.check(name, p, line)
+
+
 def check_gzip(rep: Report, runs: dict) -> None:
     name = "7 OTEL_EXPORTER_OTLP_COMPRESSION=gzip: mcpc's exports arrive with Content-Encoding gzip and decode"
     recs = runs.get("stdio-add-gzip", [])
@@ -397,6 +426,7 @@ def main() -> None:
     check_metric_attributes(rep, runs)
     check_silence(rep, runs, args.sentinel, args.no_sentinel, args.connects, args.no_connects)
     check_every_request(rep, runs)
+    check_every_notification(rep, runs)
     check_gzip(rep, runs)
     check_json(rep, runs)
     bad = [r for recs in runs.values() for r in recs if r["signal"] == "request" and r.get("status") != 200]
