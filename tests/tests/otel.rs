@@ -848,7 +848,10 @@ async fn a_task_runs_under_its_calls_span_and_its_polls_carry_its_context() {
 async fn a_call_sent_again_on_a_new_session_says_so() {
     use mcp_testserver::http::{Fault, HttpConfig, serve};
     let sink = Sink::new();
-    let config = HttpConfig::new(ServerConfig::echo()).with_fault(Fault::Expire404, Some(1));
+    // Only the call takes the fault (a request of the client's own would race it otherwise).
+    let config = HttpConfig::new(ServerConfig::echo())
+        .with_fault(Fault::Expire404, Some(1))
+        .with_fault_method("tools/call");
     let server = serve("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
     let url = server.url();
     tokio::spawn(server.run());

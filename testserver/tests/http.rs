@@ -276,3 +276,24 @@ async fn legacy_http_sse() {
         404
     );
 }
+
+#[tokio::test]
+async fn a_fault_of_one_method_spares_the_others() {
+    let config = HttpConfig::new(ServerConfig::echo())
+        .with_fault(Fault::Status(503), Some(1))
+        .with_fault_method("tools/call");
+    let server = start(config).await;
+    let (http, url) = (reqwest::Client::new(), server.url());
+    let id = session(&http, &url).await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    assert_eq!(post(&http, &url, Some(&id), &list).await.status(), 200);
+    // The first call takes the fault, the next is served.
+    assert_eq!(
+        post(&http, &url, Some(&id), &echo(3, "x")).await.status(),
+        503
+    );
+    assert_eq!(
+        post(&http, &url, Some(&id), &echo(4, "y")).await.status(),
+        200
+    );
+}
