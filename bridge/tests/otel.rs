@@ -20,14 +20,24 @@ const BOUND: Duration = Duration::from_secs(30);
 const HOST_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const HOST_SPAN: &str = "00f067aa0ba902b7";
 
-#[tokio::test]
-async fn the_hosts_trace_continues_upstream() {
+/// Telemetry into an in-memory span exporter (the providers are kept alive with it).
+fn recording() -> (
+    InMemorySpanExporter,
+    (SdkTracerProvider, SdkMeterProvider),
+    Telemetry,
+) {
     let spans = InMemorySpanExporter::default();
     let tracer = SdkTracerProvider::builder()
         .with_simple_exporter(spans.clone())
         .build();
     let meter = SdkMeterProvider::builder().build();
     let telemetry = Telemetry::new(&tracer, &meter);
+    (spans, (tracer, meter), telemetry)
+}
+
+#[tokio::test]
+async fn the_hosts_trace_continues_upstream() {
+    let (spans, _providers, telemetry) = recording();
     let (host_side, bridge_side) = tokio::io::duplex(1 << 20);
     let (br, bw) = tokio::io::split(bridge_side);
     let bridge = Bridge::new(move |_| {
@@ -107,12 +117,7 @@ async fn over_the_http_front_the_hosts_trace_headers_are_continued() {
 
     const OWN_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
     const OWN_SPAN: &str = "b7ad6b7169203331";
-    let spans = InMemorySpanExporter::default();
-    let tracer = SdkTracerProvider::builder()
-        .with_simple_exporter(spans.clone())
-        .build();
-    let meter = SdkMeterProvider::builder().build();
-    let telemetry = Telemetry::new(&tracer, &meter);
+    let (spans, _providers, telemetry) = recording();
     let make: MakeUpstreams = Arc::new(move |_host| {
         let connector = StreamConnector::from_fn(|| async {
             let (ours, theirs) = tokio::io::duplex(1 << 16);

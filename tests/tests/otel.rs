@@ -134,6 +134,20 @@ async fn crash_into_backoff(client: &mcp_runtime::Client) -> Error {
     err
 }
 
+/// Calls `slow` for 5 s with a 50 ms timeout: the call fails with `Timeout` (and the client
+/// cancels it).
+async fn give_up_a_slow_call(client: &mcp_runtime::Client) {
+    let err = client
+        .call_tool_with(
+            "slow",
+            json!({"ms": 5_000}),
+            RequestOptions::new().timeout(Duration::from_millis(50)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+}
+
 /// The states a span's transition events say the connection entered, in order.
 fn states_entered(span: &SpanData) -> Vec<String> {
     span.events
@@ -271,15 +285,7 @@ async fn failures_say_their_error_type_and_status() {
         .unwrap();
     assert!(r.failed());
     // A timeout: the client's own error class.
-    let err = client
-        .call_tool_with(
-            "slow",
-            json!({"ms": 5_000}),
-            RequestOptions::new().timeout(Duration::from_millis(50)),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    give_up_a_slow_call(&client).await;
     client.stop().await;
 
     let rpc = sink.span("tools/call no-such-tool");
@@ -394,15 +400,7 @@ async fn notifications_both_ways_are_spans_under_what_they_belong_to() {
         .unwrap();
     assert!(progress.recv().await.is_some());
     // A call given up on: the client's cancellation of it.
-    let err = client
-        .call_tool_with(
-            "slow",
-            json!({"ms": 5_000}),
-            RequestOptions::new().timeout(Duration::from_millis(50)),
-        )
-        .await
-        .unwrap_err();
-    assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+    give_up_a_slow_call(&client).await;
     client.stop().await;
 
     let spans = sink.spans();
