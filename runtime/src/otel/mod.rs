@@ -516,7 +516,16 @@ pub(crate) fn failure_type(failure: &mcp_machine::Failure) -> &'static str {
 /// `text` as an attribute value: a static string when it is one of the conventions'
 /// well-known method names or a protocol version (no allocation), else its own copy.
 pub(crate) fn interned(text: &str) -> opentelemetry::Value {
-    let known: &'static str = match text {
+    match known(text) {
+        Some(known) => opentelemetry::Value::from(known),
+        None => opentelemetry::Value::from(text.to_owned()),
+    }
+}
+
+/// `text` as a static string when it is one of the conventions' well-known method names (and
+/// the other methods of both eras and of the tasks extension) or a protocol version.
+fn known(text: &str) -> Option<&'static str> {
+    Some(match text {
         "completion/complete" => "completion/complete",
         "elicitation/create" => "elicitation/create",
         "initialize" => "initialize",
@@ -535,14 +544,36 @@ pub(crate) fn interned(text: &str) -> opentelemetry::Value {
         "tools/list" => "tools/list",
         "server/discover" => "server/discover",
         "subscriptions/listen" => "subscriptions/listen",
+        "tasks/get" => "tasks/get",
+        "tasks/result" => "tasks/result",
+        "tasks/list" => "tasks/list",
+        "tasks/cancel" => "tasks/cancel",
+        "tasks/update" => "tasks/update",
+        "notifications/cancelled" => "notifications/cancelled",
+        "notifications/initialized" => "notifications/initialized",
+        "notifications/message" => "notifications/message",
+        "notifications/progress" => "notifications/progress",
+        "notifications/prompts/list_changed" => "notifications/prompts/list_changed",
+        "notifications/resources/list_changed" => "notifications/resources/list_changed",
+        "notifications/resources/updated" => "notifications/resources/updated",
+        "notifications/roots/list_changed" => "notifications/roots/list_changed",
+        "notifications/tools/list_changed" => "notifications/tools/list_changed",
+        "notifications/elicitation/complete" => "notifications/elicitation/complete",
+        "notifications/tasks/status" => "notifications/tasks/status",
         "2024-11-05" => "2024-11-05",
         "2025-03-26" => "2025-03-26",
         "2025-06-18" => "2025-06-18",
         "2025-11-25" => "2025-11-25",
         "2026-07-28" => "2026-07-28",
-        other => return opentelemetry::Value::from(other.to_owned()),
-    };
-    opentelemetry::Value::from(known)
+        _ => return None,
+    })
+}
+
+/// A method the server named, as a metric attribute: the method when it is one this module
+/// knows (the conventions' well-known ones, both eras', the tasks extension's), else `_OTHER`
+/// (a server that makes up method names cannot grow the number of metric series).
+pub(crate) fn known_method(method: &str) -> opentelemetry::Value {
+    opentelemetry::Value::from(known(method).unwrap_or("_OTHER"))
 }
 
 /// `text` as an attribute value that clones without copying.
@@ -560,4 +591,29 @@ pub(crate) fn bounded(text: &str, max: usize) -> String {
         end -= 1;
     }
     format!("{}…", &text[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_method_the_server_made_up_is_other_on_a_point_and_itself_on_a_span() {
+        for known in [
+            "notifications/progress",
+            "notifications/tasks/status",
+            "sampling/createMessage",
+            "elicitation/create",
+            "roots/list",
+        ] {
+            assert_eq!(known_method(known), opentelemetry::Value::from(known));
+        }
+        for made_up in ["notifications/x-1", "sampling/createMessage2", ""] {
+            assert_eq!(known_method(made_up), opentelemetry::Value::from("_OTHER"));
+            assert_eq!(
+                interned(made_up),
+                opentelemetry::Value::from(made_up.to_owned())
+            );
+        }
+    }
 }

@@ -40,8 +40,10 @@ impl ServerSpan {
         let parent = telemetry.extract(params, fallback.unwrap_or(&Context::new()));
         // The server names the method: a name of its own is bounded.
         let method = bounded(method, 128);
+        // The point names a method this module knows, else `_OTHER` (cardinality); the span,
+        // which is not aggregated, names it as the server did.
         let mut attributes = Vec::with_capacity(8);
-        attributes.push(KeyValue::new(keys::METHOD, super::interned(&method)));
+        attributes.push(KeyValue::new(keys::METHOD, super::known_method(&method)));
         if let Some(v) = moment.version {
             attributes.push(KeyValue::new(keys::PROTOCOL_VERSION, super::interned(v)));
         }
@@ -50,6 +52,7 @@ impl ServerSpan {
         }
         attributes.extend_from_slice(recorder.common());
         let mut span_attributes = attributes.clone();
+        span_attributes[0] = KeyValue::new(keys::METHOD, super::interned(&method));
         if let Some(id) = id {
             span_attributes.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
