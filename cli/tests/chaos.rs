@@ -159,8 +159,14 @@ struct Run {
     peak_kib: u64,
 }
 
+/// mcpc's `VmHWM`, KiB; `None` unless the process holding `pid` is mcpc (before its `exec`
+/// a forked child shows this test process's peak).
 fn peak_of(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let name = status.lines().find_map(|l| l.strip_prefix("Name:"))?;
+    if name.trim() != "mcpc" {
+        return None;
+    }
     status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
