@@ -85,6 +85,31 @@ impl RequestKind {
             | RequestKind::TaskCancel => None,
         }
     }
+
+    /// The caller whose call this request serves: its own request, or a request of the task
+    /// its call runs as (`tasks/get`, `tasks/result`, `tasks/update`).
+    pub(crate) fn served_call(self) -> Option<CallId> {
+        match self {
+            RequestKind::Caller(call) | RequestKind::Task(call) => Some(call),
+            RequestKind::Restore
+            | RequestKind::Relist
+            | RequestKind::Listen
+            | RequestKind::TaskCancel => None,
+        }
+    }
+
+    /// The caller of the task this request is about (`tasks/get`, `tasks/result`,
+    /// `tasks/update`): `None` for every other request.
+    pub(crate) fn task(self) -> Option<CallId> {
+        match self {
+            RequestKind::Task(call) => Some(call),
+            RequestKind::Caller(_)
+            | RequestKind::Restore
+            | RequestKind::Relist
+            | RequestKind::Listen
+            | RequestKind::TaskCancel => None,
+        }
+    }
 }
 
 /// A caller's call waiting for a ready connection (`CallOptions::wait_for_ready`): nothing of

@@ -126,15 +126,7 @@ impl Machine {
     /// restore, a relist, a `tasks/cancel` nobody waits for) and for an id not in flight. A
     /// read for observers (telemetry); it changes nothing.
     pub fn caller_of(&self, id: crate::RequestId) -> Option<crate::CallId> {
-        match self.core.calls.get(id)?.kind {
-            crate::calls::RequestKind::Caller(call) | crate::calls::RequestKind::Task(call) => {
-                Some(call)
-            }
-            crate::calls::RequestKind::Restore
-            | crate::calls::RequestKind::Relist
-            | crate::calls::RequestKind::Listen
-            | crate::calls::RequestKind::TaskCancel => None,
-        }
+        self.core.calls.get(id)?.kind.served_call()
     }
 
     /// Calls in flight or waiting to resend.

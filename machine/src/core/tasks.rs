@@ -57,7 +57,7 @@ impl TasksHandlers for Ctx<'_> {
                     TaskState::InputRequired => {
                         task.era == Era::Modern && self.new_inputs(task, result).is_empty()
                     }
-                    _ => false,
+                    TaskState::Completed | TaskState::Failed | TaskState::Cancelled => false,
                 };
                 running.then_some(call)
             }
@@ -111,7 +111,7 @@ impl TasksHandlers for Ctx<'_> {
                 let done = match state {
                     TaskState::Completed => result.get("result").is_some_and(Value::is_object),
                     TaskState::Failed => modern_task_error(result).is_some(),
-                    _ => false,
+                    TaskState::Working | TaskState::InputRequired | TaskState::Cancelled => false,
                 };
                 done.then_some(call)
             }
@@ -595,7 +595,13 @@ impl TasksHandlers for Ctx<'_> {
                 (TaskPhase::Cancelling, false) => {
                     self.core.tasks.remove(call);
                 }
-                (_, false) => {
+                (
+                    TaskPhase::Waiting
+                    | TaskPhase::InFlight(_)
+                    | TaskPhase::Due
+                    | TaskPhase::Input { .. },
+                    false,
+                ) => {
                     let task_id = task.id.clone();
                     self.core.tasks.remove(call);
                     self.cancel_task_timers(call);
@@ -604,7 +610,9 @@ impl TasksHandlers for Ctx<'_> {
                     self.reply(call, None, Err(CallError::TaskLost { task_id, reason }));
                 }
                 (TaskPhase::Due, true) => self.poll_task(call),
-                (_, true) => {}
+                // A poll in flight or armed, or inputs with the handler: they go on as they
+                // are on the new connection.
+                (TaskPhase::Waiting | TaskPhase::InFlight(_) | TaskPhase::Input { .. }, true) => {}
             }
         }
     }
@@ -638,10 +646,7 @@ impl Ctx<'_> {
         if self.core.tasks.is_empty() {
             return None;
         }
-        match self.core.calls.get(id)?.kind {
-            RequestKind::Task(call) => Some(call),
-            _ => None,
-        }
+        self.core.calls.get(id)?.kind.task()
     }
 
     /// A response to a task's request: its caller, the task, and what it answers.
@@ -651,9 +656,7 @@ impl Ctx<'_> {
         }
         let id = Self::response_id(p)?;
         let entry = self.core.calls.get(id)?;
-        let RequestKind::Task(call) = entry.kind else {
-            return None;
-        };
+        let call = entry.kind.task()?;
         let task = self.core.tasks.get(call)?;
         let body = p.body.as_ref().map(|b| b.value());
         let answer = match entry.frame.head.method.as_deref() {
