@@ -63,6 +63,32 @@ enum Pending {
     },
 }
 
+#[cfg(feature = "otel")]
+impl Pending {
+    /// A call's OpenTelemetry span, if it is a call that has one.
+    fn span(&self) -> Option<&crate::otel::CallSpan> {
+        match self {
+            Pending::Call {
+                span: Some(span), ..
+            } => Some(span),
+            Pending::Call { span: None, .. } | Pending::Notify { .. } | Pending::Stop { .. } => {
+                None
+            }
+        }
+    }
+
+    fn span_mut(&mut self) -> Option<&mut crate::otel::CallSpan> {
+        match self {
+            Pending::Call {
+                span: Some(span), ..
+            } => Some(span),
+            Pending::Call { span: None, .. } | Pending::Notify { .. } | Pending::Stop { .. } => {
+                None
+            }
+        }
+    }
+}
+
 /// A traced call's span (it carries the method) and when the driver took it.
 struct Traced {
     span: tracing::Span,
@@ -478,15 +504,11 @@ impl Driver {
                     && let mcp_machine::FrameKind::Request { id, own } = frame.head.kind
                 {
                     let method = frame.head.method.as_deref();
-                    let caller =
-                        self.machine
-                            .caller_of(id)
-                            .and_then(|c| match self.pending.get_mut(&c) {
-                                Some(Pending::Call {
-                                    span: Some(span), ..
-                                }) => Some(span),
-                                _ => None,
-                            });
+                    let caller = self
+                        .machine
+                        .caller_of(id)
+                        .and_then(|c| self.pending.get_mut(&c))
+                        .and_then(Pending::span_mut);
                     match (caller, method) {
                         (Some(span), _) => span.sent(id, own, method, &mut frame.bytes),
                         (None, Some(method)) if own => {
@@ -600,16 +622,7 @@ impl Driver {
                 }
                 let size = n.method.len() + n.params.as_ref().map_or(0, json_size);
                 #[cfg(feature = "otel")]
-                let span = self.recorder.as_ref().map(|(recorder, _)| {
-                    crate::otel::ServerSpan::start(
-                        recorder,
-                        &n.method,
-                        None,
-                        n.params.as_ref(),
-                        None,
-                        &self.moment(),
-                    )
-                });
+                let span = self.notification_received(&n.method, n.params.as_ref(), None);
                 // Before any subscriber sees it: one that re-lists at once gets fresh results.
                 self.out.cache.observe_notification(&n.parsed);
                 let _dropped = self.out.notifications.publish(&n, size);
@@ -619,7 +632,7 @@ impl Driver {
                 }
                 #[cfg(feature = "otel")]
                 if let Some(span) = span {
-                    span.finish(Some(&Ok(Value::Null)));
+                    span.delivered();
                 }
             }
             Action::TaskStatus { call, status } => {
@@ -640,25 +653,17 @@ impl Driver {
                 }
             }
             Action::Progress { call, params } => {
-                // The server's progress notification: a SERVER span under the context it
-                // carries, else under the call's span.
+                // The server's progress notification: under the context it carries, else
+                // under the call's span.
                 #[cfg(feature = "otel")]
-                let span = self.recorder.as_ref().map(|(recorder, _)| {
-                    let parent = match self.pending.get(&call) {
-                        Some(Pending::Call {
-                            span: Some(span), ..
-                        }) => Some(span.context()),
-                        _ => None,
-                    };
-                    crate::otel::ServerSpan::start(
-                        recorder,
+                let span = {
+                    let parent = self.pending.get(&call).and_then(Pending::span);
+                    self.notification_received(
                         "notifications/progress",
-                        None,
                         Some(&params),
-                        parent.as_ref(),
-                        &self.moment(),
+                        parent.map(|s| s.context()).as_ref(),
                     )
-                });
+                };
                 if let Some(Pending::Call {
                     progress: Some(sink),
                     ..
@@ -673,7 +678,7 @@ impl Driver {
                 }
                 #[cfg(feature = "otel")]
                 if let Some(span) = span {
-                    span.finish(Some(&Ok(Value::Null)));
+                    span.delivered();
                 }
             }
             Action::ServerRequest {
@@ -856,22 +861,34 @@ impl Driver {
     /// (the machine may have ended the call already: its cancellation goes out before its
     /// caller is answered).
     fn call_context(&self, request: mcp_machine::RequestId) -> Option<opentelemetry::Context> {
-        let span_of = |p: &Pending| match p {
-            Pending::Call {
-                span: Some(span), ..
-            } => Some(span.context()),
-            _ => None,
-        };
-        match self.machine.caller_of(request) {
-            Some(call) => self.pending.get(&call).and_then(span_of),
+        let span = match self.machine.caller_of(request) {
+            Some(call) => self.pending.get(&call).and_then(Pending::span),
             None => self
                 .pending
                 .values()
-                .find(|p| {
-                    matches!(p, Pending::Call { span: Some(span), .. } if span.sent_as() == Some(request))
-                })
-                .and_then(span_of),
-        }
+                .filter_map(Pending::span)
+                .find(|span| span.sent_as() == Some(request)),
+        };
+        span.map(crate::otel::CallSpan::context)
+    }
+
+    /// The SERVER span of a notification of the server's (none without telemetry): under the
+    /// context in its `_meta`, else under `fallback`.
+    fn notification_received(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        fallback: Option<&opentelemetry::Context>,
+    ) -> Option<crate::otel::ServerSpan> {
+        let (recorder, _) = self.recorder.as_ref()?;
+        Some(crate::otel::ServerSpan::start(
+            recorder,
+            method,
+            None,
+            params,
+            fallback,
+            &self.moment(),
+        ))
     }
 
     /// The span of a notification the client is about to send (none for other frames, or

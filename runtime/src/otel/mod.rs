@@ -27,6 +27,7 @@
 mod call;
 mod meta;
 mod notify;
+mod operation;
 mod server;
 mod session;
 

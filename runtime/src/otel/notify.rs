@@ -5,20 +5,14 @@
 //! transport took the frame (or refused it: `error.type = send_failed`), not when the server
 //! read it.
 
-use std::time::Instant;
+use opentelemetry::Context;
+use opentelemetry::trace::SpanKind;
 
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
-use opentelemetry::{Context, KeyValue};
-
-use super::{Moment, Recorder, interned, keys};
+use super::operation::{Opening, Operation};
+use super::{Moment, Recorder, interned};
 
 /// One notification's span, from the frame made to the transport's verdict on it.
-pub(crate) struct NotificationSpan {
-    recorder: Recorder,
-    cx: Context,
-    started: Instant,
-    attributes: Vec<KeyValue>,
-}
+pub(crate) struct NotificationSpan(Operation);
 
 impl NotificationSpan {
     /// Opens the span of a notification of `method` under `parent` (a cancellation: the span
@@ -31,59 +25,31 @@ impl NotificationSpan {
         moment: &Moment<'_>,
         bytes: &mut Vec<u8>,
     ) -> NotificationSpan {
-        let telemetry = &recorder.telemetry;
-        let parent = parent.cloned().unwrap_or_default();
-        let mut attributes = Vec::with_capacity(8);
-        attributes.push(KeyValue::new(keys::METHOD, interned(method)));
-        if let Some(v) = moment.version {
-            attributes.push(KeyValue::new(keys::PROTOCOL_VERSION, interned(v)));
-        }
-        if let Some(v) = moment.http {
-            attributes.push(KeyValue::new(keys::NETWORK_PROTOCOL_VERSION, v));
-        }
-        attributes.extend_from_slice(recorder.common());
-        let mut span_attributes = attributes.clone();
-        if let Some(s) = &moment.session {
-            span_attributes.push(KeyValue::new(
-                keys::SESSION_ID,
-                recorder.session_attribute(s.clone()),
-            ));
-        }
-        let span = telemetry
-            .tracer
-            .span_builder(method.to_owned())
-            .with_kind(SpanKind::Client)
-            .with_attributes(span_attributes)
-            .start_with_context(&*telemetry.tracer, &parent);
-        let cx = parent.with_span(span);
-        super::meta::inject_into_frame(telemetry, &cx, bytes);
-        NotificationSpan {
-            recorder: recorder.clone(),
-            cx,
-            started: Instant::now(),
-            attributes,
-        }
+        let op = Operation::start(
+            recorder,
+            Opening {
+                name: method.to_owned(),
+                kind: SpanKind::Client,
+                point_method: interned(method),
+                span_method: interned(method),
+                extra: Vec::new(),
+                parent: parent.unwrap_or(&Context::new()),
+            },
+            moment,
+        );
+        super::meta::inject_into_frame(&recorder.telemetry, op.context(), bytes);
+        NotificationSpan(op)
     }
 
     /// Ends the span with the transport's verdict: `taken`, or refused (`send_failed`).
     pub(crate) fn finish(self, taken: bool) {
-        let NotificationSpan {
-            recorder,
-            cx,
-            started,
-            mut attributes,
-        } = self;
-        let span = cx.span();
+        let mut op = self.0;
         if !taken {
-            let kind = KeyValue::new(keys::ERROR_TYPE, "send_failed");
-            span.set_attribute(kind.clone());
-            span.set_status(Status::error("the transport did not take the notification"));
-            attributes.push(kind);
+            op.fail(
+                "send_failed".to_owned(),
+                "the transport did not take the notification".to_owned(),
+            );
         }
-        span.end();
-        recorder
-            .instruments()
-            .operation
-            .record(started.elapsed().as_secs_f64(), &attributes);
+        op.end(|i| &i.operation);
     }
 }

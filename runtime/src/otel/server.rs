@@ -5,23 +5,16 @@
 //! client is done with it (a request: the handler's answer; a notification: delivered to the
 //! subscribers), and a point of `mcp.server.operation.duration`.
 
-use std::time::Instant;
-
 use mcp_machine::{RpcError, ServerRequestId};
-use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer};
+use opentelemetry::trace::SpanKind;
 use opentelemetry::{Context, KeyValue};
 use serde_json::Value;
 
+use super::operation::{Opening, Operation};
 use super::{Moment, Recorder, bounded, keys};
 
 /// The span of one request or notification of the server while the client handles it.
-pub(crate) struct ServerSpan {
-    recorder: Recorder,
-    cx: Context,
-    started: Instant,
-    /// The metric point's attributes known at the start.
-    attributes: Vec<KeyValue>,
-}
+pub(crate) struct ServerSpan(Operation);
 
 impl ServerSpan {
     /// Opens the span of the server's `method` with JSON-RPC id `id` (none for a notification
@@ -36,89 +29,58 @@ impl ServerSpan {
         fallback: Option<&Context>,
         moment: &Moment<'_>,
     ) -> ServerSpan {
-        let telemetry = &recorder.telemetry;
-        let parent = telemetry.extract(params, fallback.unwrap_or(&Context::new()));
+        let parent = recorder
+            .telemetry
+            .extract(params, fallback.unwrap_or(&Context::new()));
         // The server names the method: a name of its own is bounded.
         let method = bounded(method, 128);
-        // The point names a method this module knows, else `_OTHER` (cardinality); the span,
-        // which is not aggregated, names it as the server did.
-        let mut attributes = Vec::with_capacity(8);
-        attributes.push(KeyValue::new(keys::METHOD, super::known_method(&method)));
-        if let Some(v) = moment.version {
-            attributes.push(KeyValue::new(keys::PROTOCOL_VERSION, super::interned(v)));
-        }
-        if let Some(v) = moment.http {
-            attributes.push(KeyValue::new(keys::NETWORK_PROTOCOL_VERSION, v));
-        }
-        attributes.extend_from_slice(recorder.common());
-        let mut span_attributes = attributes.clone();
-        span_attributes[0] = KeyValue::new(keys::METHOD, super::interned(&method));
+        let mut extra = Vec::new();
         if let Some(id) = id {
-            span_attributes.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
-        }
-        if let Some(s) = &moment.session {
-            span_attributes.push(KeyValue::new(
-                keys::SESSION_ID,
-                recorder.session_attribute(s.clone()),
-            ));
+            extra.push(KeyValue::new(keys::REQUEST_ID, id.to_string()));
         }
         if method == "notifications/resources/updated"
             && let Some(uri) = params.and_then(|p| p.get("uri")).and_then(Value::as_str)
         {
-            span_attributes.push(KeyValue::new(keys::RESOURCE_URI, bounded(uri, 2048)));
+            extra.push(KeyValue::new(keys::RESOURCE_URI, bounded(uri, 2048)));
         }
-        let span = telemetry
-            .tracer
-            .span_builder(method)
-            .with_kind(SpanKind::Server)
-            .with_attributes(span_attributes)
-            .start_with_context(&*telemetry.tracer, &parent);
-        ServerSpan {
-            recorder: recorder.clone(),
-            cx: parent.with_span(span),
-            started: Instant::now(),
-            attributes,
-        }
+        ServerSpan(Operation::start(
+            recorder,
+            Opening {
+                // The point names a method this module knows, else `_OTHER` (cardinality);
+                // the span, which is not aggregated, names it as the server did.
+                point_method: super::known_method(&method),
+                span_method: super::interned(&method),
+                name: method,
+                kind: SpanKind::Server,
+                extra,
+                parent: &parent,
+            },
+            moment,
+        ))
     }
 
     /// The context the handler runs in (its span is this one).
     pub(crate) fn context(&self) -> Context {
-        self.cx.clone()
+        self.0.context().clone()
+    }
+
+    /// Ends the span of a notification delivered to the subscribers.
+    pub(crate) fn delivered(self) {
+        self.finish(Some(&Ok(Value::Null)));
     }
 
     /// Ends the span and records its point with the handler's answer (`None`: it was
-    /// cancelled; a notification delivered: `Some(Ok(..))`).
+    /// cancelled).
     pub(crate) fn finish(self, result: Option<&Result<Value, RpcError>>) {
-        let ServerSpan {
-            recorder,
-            cx,
-            started,
-            mut attributes,
-        } = self;
-        let span = cx.span();
-        let kind = match result {
-            Some(Ok(_)) => None,
+        let mut op = self.0;
+        match result {
+            Some(Ok(_)) => {}
             Some(Err(e)) => {
-                let code = KeyValue::new(keys::STATUS_CODE, e.code.to_string());
-                span.set_attribute(code.clone());
-                attributes.push(code);
-                span.set_status(Status::error(bounded(&e.message, 512)));
-                Some(e.code.to_string())
+                op.both(KeyValue::new(keys::STATUS_CODE, e.code.to_string()));
+                op.fail(e.code.to_string(), bounded(&e.message, 512));
             }
-            None => {
-                span.set_status(Status::error("cancelled"));
-                Some("cancelled".to_owned())
-            }
-        };
-        if let Some(kind) = kind {
-            let kind = KeyValue::new(keys::ERROR_TYPE, kind);
-            span.set_attribute(kind.clone());
-            attributes.push(kind);
+            None => op.fail("cancelled".to_owned(), "cancelled".to_owned()),
         }
-        span.end();
-        recorder
-            .instruments()
-            .server_operation
-            .record(started.elapsed().as_secs_f64(), &attributes);
+        op.end(|i| &i.server_operation);
     }
 }
