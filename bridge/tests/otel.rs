@@ -177,29 +177,21 @@ async fn over_the_http_front_the_hosts_trace_headers_are_continued() {
         Some(session.clone()),
     )
     .await;
-    let answer: Value = post(
+    for call in [
         json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                "params": {"name": "add", "arguments": {"a": 2, "b": 3}}}),
-        Some(session.clone()),
-    )
-    .await
-    .bytes()
-    .await
-    .map(|b| serde_json::from_slice(&b).unwrap())
-    .unwrap();
-    assert!(answer.get("result").is_some(), "{answer}");
-    let answer: Value = post(
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                "params": {"name": "echo", "arguments": {"message": "m"},
                           "_meta": {"traceparent": format!("00-{OWN_TRACE}-{OWN_SPAN}-01")}}}),
-        Some(session),
-    )
-    .await
-    .bytes()
-    .await
-    .map(|b| serde_json::from_slice(&b).unwrap())
-    .unwrap();
-    assert!(answer.get("result").is_some(), "{answer}");
+    ] {
+        let body = post(call, Some(session.clone()))
+            .await
+            .bytes()
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&body).unwrap();
+        assert!(answer.get("result").is_some(), "{answer}");
+    }
     let _ = stop.send(());
     tokio::time::timeout(BOUND, served).await.unwrap().unwrap();
 

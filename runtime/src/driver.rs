@@ -68,23 +68,15 @@ impl Pending {
     /// A call's OpenTelemetry span, if it is a call that has one.
     fn span(&self) -> Option<&crate::otel::CallSpan> {
         match self {
-            Pending::Call {
-                span: Some(span), ..
-            } => Some(span),
-            Pending::Call { span: None, .. } | Pending::Notify { .. } | Pending::Stop { .. } => {
-                None
-            }
+            Pending::Call { span, .. } => span.as_deref(),
+            Pending::Notify { .. } | Pending::Stop { .. } => None,
         }
     }
 
     fn span_mut(&mut self) -> Option<&mut crate::otel::CallSpan> {
         match self {
-            Pending::Call {
-                span: Some(span), ..
-            } => Some(span),
-            Pending::Call { span: None, .. } | Pending::Notify { .. } | Pending::Stop { .. } => {
-                None
-            }
+            Pending::Call { span, .. } => span.as_deref_mut(),
+            Pending::Notify { .. } | Pending::Stop { .. } => None,
         }
     }
 }

@@ -12,6 +12,7 @@ use mcp_runtime::otel::{Telemetry, execute_tool_context, keys, metrics};
 use mcp_runtime::{ClientBuilder, ConnState, Error, Handlers, RequestOptions};
 use mcp_tests::in_process;
 use mcp_testserver::ServerConfig;
+use mcp_testserver::http::HttpConfig;
 use opentelemetry::context::FutureExt;
 use opentelemetry::trace::{SpanKind, Status, TraceContextExt, Tracer, TracerProvider as _};
 use opentelemetry::{Context, KeyValue, Value};
@@ -146,6 +147,25 @@ async fn give_up_a_slow_call(client: &mcp_runtime::Client) {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Timeout { .. }), "{err:?}");
+}
+
+/// Serves `config` over Streamable HTTP and connects a handshake-era client (a session)
+/// recording into `sink`, reconnecting at once; the client and the server's port.
+async fn over_http(config: HttpConfig, sink: &Sink) -> (mcp_runtime::Client, u16) {
+    let server = mcp_testserver::http::serve("127.0.0.1:0".parse().unwrap(), config)
+        .await
+        .unwrap();
+    let (url, port) = (server.url(), server.addr().port());
+    tokio::spawn(server.run());
+    let client = ClientBuilder::streamable_http(&url)
+        .unwrap()
+        .era(mcp_runtime::EraMode::Legacy)
+        .backoff(Duration::from_millis(10), Duration::from_millis(50), 0)
+        .telemetry(sink.telemetry())
+        .connect()
+        .await
+        .unwrap();
+    (client, port)
 }
 
 /// The states a span's transition events say the connection entered, in order.
@@ -681,24 +701,9 @@ async fn without_telemetry_nothing_is_recorded_and_meta_is_untouched() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_streamable_http_the_span_names_the_server_and_the_session() {
-    use mcp_testserver::http::{HttpConfig, serve};
-    let server = serve(
-        "127.0.0.1:0".parse().unwrap(),
-        HttpConfig::new(ServerConfig::echo()),
-    )
-    .await
-    .unwrap();
-    let url = server.url();
-    let port = i64::from(server.addr().port());
-    tokio::spawn(server.run());
     let sink = Sink::new();
-    let client = ClientBuilder::streamable_http(&url)
-        .unwrap()
-        .era(mcp_runtime::EraMode::Legacy)
-        .telemetry(sink.telemetry())
-        .connect()
-        .await
-        .unwrap();
+    let (client, port) = over_http(HttpConfig::new(ServerConfig::echo()), &sink).await;
+    let port = i64::from(port);
     client
         .call_tool("add", json!({"a": 1, "b": 2}))
         .await
@@ -844,23 +849,13 @@ async fn a_task_runs_under_its_calls_span_and_its_polls_carry_its_context() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_sent_again_on_a_new_session_says_so() {
-    use mcp_testserver::http::{Fault, HttpConfig, serve};
+    use mcp_testserver::http::Fault;
     let sink = Sink::new();
     // Only the call takes the fault (a request of the client's own would race it otherwise).
     let config = HttpConfig::new(ServerConfig::echo())
         .with_fault(Fault::Expire404, Some(1))
         .with_fault_method("tools/call");
-    let server = serve("127.0.0.1:0".parse().unwrap(), config).await.unwrap();
-    let url = server.url();
-    tokio::spawn(server.run());
-    let client = ClientBuilder::streamable_http(&url)
-        .unwrap()
-        .era(mcp_runtime::EraMode::Legacy)
-        .backoff(Duration::from_millis(10), Duration::from_millis(50), 0)
-        .telemetry(sink.telemetry())
-        .connect()
-        .await
-        .unwrap();
+    let (client, _) = over_http(config, &sink).await;
     // The server forgets the session at this request: the client starts a new session and
     // sends the refused request again there.
     client
