@@ -305,13 +305,23 @@ def check_silence(rep: Report, runs: dict, sentinel: str | None, no_sentinel: st
     rep.check(name, p, got[0] if got else None)
 
 
+def mcpc_exports(recs: list[dict]) -> list[dict]:
+    """The export requests mcpc made (not the Python SDK's exporter's)."""
+    return [r for r in recs if r["signal"] == "request" and not r.get("user_agent", "").startswith("OTel-OTLP-Exporter-Python")]
+
+
+def mcpc_spans(recs: list[dict]) -> dict:
+    """mcpc's spans, by (trace id, span id)."""
+    return {(s["trace_id"], s["span_id"]): s for s in recs if service(s) not in (PY_SERVER, PY_CLIENT)}
+
+
 def check_every_request(rep: Report, runs: dict) -> None:
     name = "6 every request mcpc sends has a client span and carries its traceparent (each server span of a request is a child of one)"
     p: list[str] = []
     line = None
     for run in ("stdio-add", "stdio-fail", "stdio-reject", "http-add", "http-add-legacy"):
         recs = spans(runs.get(run, []))
-        mine = {(s["trace_id"], s["span_id"]): s for s in recs if service(s) not in (PY_SERVER, PY_CLIENT)}
+        mine = mcpc_spans(recs)
         orphans = [
             s
             for s in recs
@@ -333,7 +343,7 @@ def check_every_notification(rep: Report, runs: dict) -> None:
     seen = 0
     for run in ("stdio-add", "stdio-fail", "stdio-reject", "http-add", "http-add-legacy"):
         recs = spans(runs.get(run, []))
-        mine = {(s["trace_id"], s["span_id"]): s for s in recs if service(s) not in (PY_SERVER, PY_CLIENT)}
+        mine = mcpc_spans(recs)
         theirs = [
             s
             for s in recs
@@ -358,7 +368,7 @@ def check_every_notification(rep: Report, runs: dict) -> None:
 def check_gzip(rep: Report, runs: dict) -> None:
     name = "7 OTEL_EXPORTER_OTLP_COMPRESSION=gzip: mcpc's exports arrive with Content-Encoding gzip and decode"
     recs = runs.get("stdio-add-gzip", [])
-    mcpc = [r for r in recs if r["signal"] == "request" and not r.get("user_agent", "").startswith("OTel-OTLP-Exporter-Python")]
+    mcpc = mcpc_exports(recs)
     p = []
     if not mcpc:
         p.append("no export from mcpc in that run")
@@ -373,7 +383,7 @@ def check_gzip(rep: Report, runs: dict) -> None:
 def check_json(rep: Report, runs: dict) -> None:
     name = "8 OTEL_EXPORTER_OTLP_PROTOCOL=http/json: mcpc's exports arrive as OTLP/JSON and decode to the same span"
     recs = runs.get("stdio-add-json", [])
-    mcpc = [r for r in recs if r["signal"] == "request" and not r.get("user_agent", "").startswith("OTel-OTLP-Exporter-Python")]
+    mcpc = mcpc_exports(recs)
     p = []
     if not mcpc:
         p.append("no export from mcpc in that run")
